@@ -1,0 +1,8 @@
+//! The corecast benchmark suite: every classic IPC mechanism behind one
+//! interface ([`transport`]), workloads written once over it, records with
+//! provenance, and reports.
+
+pub mod conformance;
+pub mod harness;
+pub mod mechanisms;
+pub mod transport;

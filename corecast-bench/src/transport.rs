@@ -1,0 +1,260 @@
+//! The one interface every mechanism implements.
+//!
+//! A benchmark describes the processes it needs and who talks to whom as a
+//! [`Topology`]. A [`Mechanism`] turns the topology into a [`Prepared`] value in
+//! the parent process, *before* the processes are forked (pipes, socket names
+//! and shared-memory objects must exist before the children do). Each forked
+//! process then calls [`Prepared::endpoint`] once with its own id and gets an
+//! [`Endpoint`] offering the three operations of the protocols in the papers:
+//! send to one peer, send to a group, receive from any peer.
+//!
+//! Semantics every implementation must provide, checked by the conformance
+//! tests: delivery is reliable and FIFO per (sender, receiver) pair, message
+//! boundaries are preserved, `recv_any` reports the true sender, and all calls
+//! block (with the mechanism's own flow control) rather than drop or fail
+//! when a peer is slow. A mechanism without a native one-to-many send sends
+//! the message once per group member.
+
+use std::fmt;
+use std::io;
+
+/// Index of a process in a [`Topology`], `0..processes`.
+pub type PeerId = usize;
+
+/// A one-to-many group: `from` sends each message once to all of `members`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Group {
+    /// The only process that sends to this group.
+    pub from: PeerId,
+    /// The receivers, in a fixed order; never contains `from`.
+    pub members: Vec<PeerId>,
+}
+
+/// Who exists and who sends to whom, fixed before the processes start.
+#[derive(Clone, Debug)]
+pub struct Topology {
+    /// Number of processes, ids `0..processes`.
+    pub processes: usize,
+    /// Largest message any endpoint will send, in bytes.
+    pub max_message_bytes: usize,
+    /// Directed point-to-point links `(from, to)` used with [`Endpoint::send_to`].
+    pub links: Vec<(PeerId, PeerId)>,
+    /// One-to-many groups used with [`Endpoint::send_group`], by index.
+    pub groups: Vec<Group>,
+}
+
+impl Topology {
+    /// One sender (process 0) and `receivers` receivers (1..=receivers) in one
+    /// group (index 0), plus a link from every receiver back to the sender.
+    pub fn fan_out(receivers: usize, max_message_bytes: usize) -> Topology {
+        let members: Vec<PeerId> = (1..=receivers).collect();
+        Topology {
+            processes: receivers + 1,
+            max_message_bytes,
+            links: members.iter().map(|&r| (r, 0)).collect(),
+            groups: vec![Group { from: 0, members }],
+        }
+    }
+
+    /// Two processes with a link each way.
+    pub fn pair(max_message_bytes: usize) -> Topology {
+        Topology {
+            processes: 2,
+            max_message_bytes,
+            links: vec![(0, 1), (1, 0)],
+            groups: Vec::new(),
+        }
+    }
+
+    /// Every directed pair that carries messages: the explicit links plus one
+    /// link from each group's sender to each member, without duplicates, sorted.
+    pub fn all_links(&self) -> Vec<(PeerId, PeerId)> {
+        let mut all = self.links.clone();
+        for g in &self.groups {
+            all.extend(g.members.iter().map(|&m| (g.from, m)));
+        }
+        all.sort_unstable();
+        all.dedup();
+        all
+    }
+
+    /// The peers that send to `me` over some link or group, sorted.
+    pub fn senders_to(&self, me: PeerId) -> Vec<PeerId> {
+        let mut v: Vec<PeerId> = self
+            .all_links()
+            .into_iter()
+            .filter(|&(_, to)| to == me)
+            .map(|(from, _)| from)
+            .collect();
+        v.dedup();
+        v
+    }
+
+    /// Checks ids and groups; mechanisms may rely on a validated topology.
+    pub fn validate(&self) -> Result<(), TransportError> {
+        let bad = |why: String| Err(TransportError::Topology(why));
+        if self.processes < 2 {
+            return bad(format!("{} processes; at least 2 needed", self.processes));
+        }
+        for &(a, b) in &self.links {
+            if a >= self.processes || b >= self.processes || a == b {
+                return bad(format!("link ({a}, {b}) with {} processes", self.processes));
+            }
+        }
+        for (i, g) in self.groups.iter().enumerate() {
+            if g.from >= self.processes || g.members.is_empty() {
+                return bad(format!("group {i} has a bad sender or no members"));
+            }
+            if g.members.iter().any(|&m| m >= self.processes || m == g.from) {
+                return bad(format!("group {i} has a bad member"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether a mechanism can run on this machine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Availability {
+    /// Ready to run.
+    Available,
+    /// Cannot run here; the reason says why and, where possible, how to fix it.
+    Unavailable(String),
+}
+
+/// A message received by [`Endpoint::recv_any`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Received {
+    /// Who sent it.
+    pub from: PeerId,
+    /// Its length in bytes; the payload is `buf[..len]`.
+    pub len: usize,
+}
+
+/// An IPC mechanism under test. Implementations are stateless descriptions;
+/// state lives in [`Prepared`] and [`Endpoint`].
+pub trait Mechanism: Send + Sync {
+    /// Stable name used on the command line and in records, e.g. `unix-dgram`.
+    fn name(&self) -> &'static str;
+    /// One line saying what it is (shown by `corecast mechanisms`).
+    fn describe(&self) -> &'static str;
+    /// Whether it can run on this machine, and if not why.
+    fn availability(&self) -> Availability {
+        Availability::Available
+    }
+    /// Largest message it can carry in bytes, if it has a limit.
+    fn max_message_bytes(&self) -> Option<usize> {
+        None
+    }
+    /// Creates whatever the processes of `topology` need, in the parent,
+    /// before they are forked.
+    fn prepare(&self, topology: &Topology) -> Result<Box<dyn Prepared>, TransportError>;
+}
+
+/// The state a mechanism created for one run, inherited by every forked
+/// process.
+pub trait Prepared: Send {
+    /// Called once in process `me` after the fork: closes what `me` does not
+    /// need and returns its endpoint.
+    fn endpoint(&mut self, me: PeerId) -> Result<Box<dyn Endpoint>, TransportError>;
+    /// Called once in the parent after every process has exited: removes
+    /// names, files and kernel objects the run created.
+    fn cleanup(&mut self) {}
+}
+
+/// One process's view of the mechanism.
+pub trait Endpoint {
+    /// Sends `msg` to `to` over the link `(me, to)`; blocks under flow control.
+    fn send_to(&mut self, to: PeerId, msg: &[u8]) -> Result<(), TransportError>;
+    /// Sends `msg` to every member of group `group` (an index into
+    /// [`Topology::groups`] whose sender is this process).
+    fn send_group(&mut self, group: usize, msg: &[u8]) -> Result<(), TransportError>;
+    /// Blocks until a message from any peer arrives and copies it into `buf`,
+    /// which holds at least `max_message_bytes`.
+    fn recv_any(&mut self, buf: &mut [u8]) -> Result<Received, TransportError>;
+}
+
+/// Why a mechanism operation failed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum TransportError {
+    /// A system call failed.
+    Io {
+        /// The mechanism's name.
+        mechanism: &'static str,
+        /// What it was doing, e.g. `"sendto"`.
+        op: &'static str,
+        /// The error the kernel returned.
+        source: io::Error,
+    },
+    /// The message is larger than the mechanism (or the topology) allows.
+    TooLarge {
+        /// The mechanism's name.
+        mechanism: &'static str,
+        /// Size asked for, in bytes.
+        bytes: usize,
+        /// Largest allowed, in bytes.
+        max_bytes: usize,
+    },
+    /// A peer went away (end of stream, hang-up).
+    PeerGone {
+        /// The mechanism's name.
+        mechanism: &'static str,
+        /// Which peer, when known.
+        peer: Option<PeerId>,
+    },
+    /// The topology is inconsistent or asks for something this mechanism
+    /// cannot do (for example a link that does not exist).
+    Topology(String),
+    /// The bytes on the wire broke the mechanism's own framing or protocol.
+    Protocol {
+        /// The mechanism's name.
+        mechanism: &'static str,
+        /// What was wrong.
+        detail: String,
+    },
+}
+
+impl TransportError {
+    /// Shorthand for [`TransportError::Io`] from the last OS error.
+    pub fn last_os(mechanism: &'static str, op: &'static str) -> TransportError {
+        TransportError::Io {
+            mechanism,
+            op,
+            source: io::Error::last_os_error(),
+        }
+    }
+}
+
+impl fmt::Display for TransportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TransportError::Io { mechanism, op, source } => {
+                write!(f, "{mechanism}: {op} failed: {source}")
+            }
+            TransportError::TooLarge { mechanism, bytes, max_bytes } => write!(
+                f,
+                "{mechanism}: a {bytes}-byte message is larger than its limit of {max_bytes} bytes"
+            ),
+            TransportError::PeerGone { mechanism, peer: Some(p) } => {
+                write!(f, "{mechanism}: peer {p} went away")
+            }
+            TransportError::PeerGone { mechanism, peer: None } => {
+                write!(f, "{mechanism}: a peer went away")
+            }
+            TransportError::Topology(why) => write!(f, "bad topology: {why}"),
+            TransportError::Protocol { mechanism, detail } => {
+                write!(f, "{mechanism}: protocol error: {detail}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for TransportError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            TransportError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,27 @@
+//! Every registered mechanism that is available here passes the conformance
+//! suite. One test per mechanism, so a failure names it.
+
+use corecast_bench::conformance::check_mechanism;
+use corecast_bench::mechanisms::by_name;
+use corecast_bench::transport::Availability;
+
+fn conform(name: &str) {
+    let m = by_name(name).unwrap_or_else(|| panic!("mechanism {name} is not registered"));
+    if let Availability::Unavailable(why) = m.availability() {
+        eprintln!("skipping {name}: unavailable here: {why}");
+        return;
+    }
+    if let Err(e) = check_mechanism(&*m) {
+        panic!("{name} fails conformance: {e}");
+    }
+}
+
+macro_rules! conformance_tests {
+    ($($test:ident => $name:literal),* $(,)?) => {
+        $( #[test] fn $test() { conform($name); } )*
+    };
+}
+
+conformance_tests! {
+    // CONFORMANCE LIST: each mechanism adds one line here.
+}

@@ -1,0 +1,2 @@
+//! The `corecast` command.
+fn main() {}

@@ -1,0 +1,1 @@
+//! corecast: zero-copy one-to-many message passing between processes.
