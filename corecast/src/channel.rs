@@ -1,0 +1,211 @@
+//! Named channels: create, open, inspect, destroy (SPEC R10).
+
+use std::os::fd::AsRawFd;
+
+use crate::error::ChannelError;
+use crate::layout::{Geometry, STATE_DEAD, STATE_FREE, STATE_LEFT, STATE_LIVE};
+use crate::link::{channel_dir, path_of, Link};
+use crate::proto::{self, Op};
+use crate::receiver::Receiver;
+use crate::sender::Sender;
+use crate::sync::Ordering;
+use crate::sys::{process, sock};
+use crate::wait::WaitStrategy;
+
+/// Properties fixed when a channel is created.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChannelConfig {
+    /// Ring length: messages that may be in flight before senders wait for
+    /// the slowest receiver. A power of two, 2 to 2^20.
+    pub slots: u32,
+    /// Largest message in bytes (1 B to 64 MiB).
+    pub max_message_bytes: u32,
+    /// Most senders attached at once (1 to 64).
+    pub max_senders: u32,
+    /// Most receivers attached at once (1 to 64).
+    pub max_receivers: u32,
+    /// Permission bits of the channel's name: opening needs write
+    /// permission on it (R11).
+    pub mode: u32,
+}
+
+impl Default for ChannelConfig {
+    fn default() -> Self {
+        ChannelConfig { slots: 256, max_message_bytes: 4096, max_senders: 4, max_receivers: 16, mode: 0o600 }
+    }
+}
+
+impl ChannelConfig {
+    fn geometry(&self) -> Geometry {
+        Geometry {
+            slots: self.slots,
+            slot_bytes: self.max_message_bytes,
+            max_senders: self.max_senders,
+            max_receivers: self.max_receivers,
+        }
+    }
+}
+
+/// A member as listed by [`Channel::members`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemberInfo {
+    /// `true` for a sender, `false` for a receiver.
+    pub is_sender: bool,
+    /// Index among the senders or the receivers.
+    pub index: usize,
+    /// Process id the kernel reported when it attached.
+    pub pid: u32,
+    /// `"live"`, `"left"` or `"dead"`.
+    pub state: &'static str,
+}
+
+/// A handle on a named channel. The channel lives while any handle,
+/// sender or receiver of it is open anywhere (or until destroyed); when the
+/// last one closes or dies, its keeper removes the name and every resource.
+#[derive(Debug)]
+pub struct Channel {
+    link: Link,
+}
+
+impl Channel {
+    /// Creates the channel `name` and returns a handle on it.
+    pub fn create(name: &str, config: &ChannelConfig) -> Result<Channel, ChannelError> {
+        let path = path_of(name)?;
+        let geometry = config.geometry();
+        geometry.check().map_err(ChannelError::InvalidConfig)?;
+        if config.mode & !0o777 != 0 {
+            return Err(ChannelError::InvalidConfig(format!("mode {:#o} has bits outside 0o777", config.mode)));
+        }
+        let dir = channel_dir();
+        if !dir.exists() {
+            std::fs::create_dir_all(&dir).map_err(|e| ChannelError::Io { op: "create the channel directory", source: e })?;
+            // Shared by every user, like /tmp: sticky and world-writable.
+            let _ = rustix::fs::chmod(&dir, rustix::fs::Mode::from_raw_mode(0o1777));
+        }
+        let listener = match sock::listen(&path) {
+            Ok(l) => l,
+            Err(rustix::io::Errno::ADDRINUSE) => {
+                match Link::connect(name) {
+                    Ok(_) => return Err(ChannelError::AlreadyExists(name.into())),
+                    // A leftover of a dead channel: `connect` removed it.
+                    Err(ChannelError::NotFound(_)) => sock::listen(&path).map_err(ChannelError::io("bind the channel name"))?,
+                    Err(e) => return Err(e),
+                }
+            }
+            Err(rustix::io::Errno::ACCESS) => return Err(ChannelError::PermissionDenied(name.into())),
+            Err(e) => return Err(ChannelError::Io { op: "bind the channel name", source: e.into() }),
+        };
+        rustix::fs::chmod(&path, rustix::fs::Mode::from_raw_mode(config.mode))
+            .map_err(ChannelError::io("set the channel's mode"))?;
+        let keeper_path = path.clone();
+        let started = process::spawn_keeper(listener.as_raw_fd(), move || {
+            crate::keeper::run(listener, keeper_path, geometry)
+        });
+        if let Err(e) = started {
+            let _ = rustix::fs::unlink(&path);
+            return Err(ChannelError::Io { op: "start the channel keeper", source: e.into() });
+        }
+        Ok(Channel { link: Link::connect(name)? })
+    }
+
+    /// Opens an existing channel by name.
+    pub fn open(name: &str) -> Result<Channel, ChannelError> {
+        Ok(Channel { link: Link::connect(name)? })
+    }
+
+    /// Attaches a new sender with the default wait strategy.
+    pub fn sender(&self) -> Result<Sender, ChannelError> {
+        self.sender_with(WaitStrategy::default())
+    }
+
+    /// Attaches a new sender that waits with `wait`.
+    pub fn sender_with(&self, wait: WaitStrategy) -> Result<Sender, ChannelError> {
+        Sender::open(Link::connect(&self.link.name)?, wait)
+    }
+
+    /// Attaches a new receiver with the default wait strategy. It receives
+    /// every message claimed after it attached.
+    pub fn receiver(&self) -> Result<Receiver, ChannelError> {
+        self.receiver_with(WaitStrategy::default())
+    }
+
+    /// Attaches a new receiver that waits with `wait`.
+    pub fn receiver_with(&self, wait: WaitStrategy) -> Result<Receiver, ChannelError> {
+        Receiver::open(Link::connect(&self.link.name)?, wait)
+    }
+
+    /// The channel's name.
+    pub fn name(&self) -> &str {
+        &self.link.name
+    }
+
+    /// The properties it was created with (`mode` reads back as 0: the
+    /// name's permission bits are on the file, see `ls -l`).
+    pub fn config(&self) -> ChannelConfig {
+        let g = self.link.membership.geometry;
+        ChannelConfig {
+            slots: g.slots,
+            max_message_bytes: g.slot_bytes,
+            max_senders: g.max_senders,
+            max_receivers: g.max_receivers,
+            mode: 0,
+        }
+    }
+
+    /// Process id of the channel's keeper.
+    pub fn keeper_pid(&self) -> u32 {
+        self.link.membership.keeper_pid()
+    }
+
+    /// Every sender and receiver slot that has ever been used, with state.
+    pub fn members(&self) -> Vec<MemberInfo> {
+        let m = &self.link.membership;
+        let g = m.geometry;
+        let senders = (0..g.max_senders as usize).map(|i| (true, i, m.sender(i)));
+        let receivers = (0..g.max_receivers as usize).map(|i| (false, i, m.receiver(i)));
+        senders
+            .chain(receivers)
+            .filter_map(|(is_sender, index, e)| {
+                let state = match e.state.load(Ordering::Acquire) {
+                    STATE_FREE => return None,
+                    STATE_LIVE => "live",
+                    STATE_LEFT => "left",
+                    STATE_DEAD => "dead",
+                    _ => "corrupt",
+                };
+                Some(MemberInfo { is_sender, index, pid: e.pid.load(Ordering::Relaxed), state })
+            })
+            .collect()
+    }
+
+    /// Removes the name: nobody can open the channel any more; attached
+    /// endpoints get [`crate::SendError::Destroyed`] /
+    /// [`crate::RecvError::Destroyed`] once drained, and the resources go
+    /// when the last of them closes.
+    pub fn destroy(self) -> Result<(), ChannelError> {
+        let (reply, _) = self.link.call(Op::Destroy, &[])?;
+        if reply.status != proto::OK {
+            return Err(ChannelError::Corrupt(format!("keeper refused destroy (status {})", reply.status)));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Channel {
+    fn drop(&mut self) {
+        self.link.leave();
+    }
+}
+
+/// Names of the channels alive now. Leftovers of dead channels found on the
+/// way are removed (R10).
+pub fn list() -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir(channel_dir()) else { return Vec::new() };
+    let mut names: Vec<String> = dir
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| Link::connect(n).is_ok())
+        .collect();
+    names.sort();
+    names
+}

@@ -1,0 +1,191 @@
+//! Typed errors, one enum per operation (STYLE rule 1).
+
+use std::fmt;
+use std::io;
+
+/// Why a channel could not be created, opened, inspected or destroyed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ChannelError {
+    /// The name is empty, too long, or contains `/` or a NUL byte.
+    InvalidName(String),
+    /// A property is out of range; the sentence says which and why.
+    InvalidConfig(String),
+    /// A channel of that name exists and is alive.
+    AlreadyExists(String),
+    /// No live channel has that name.
+    NotFound(String),
+    /// The channel's file permissions do not allow this process to open it.
+    PermissionDenied(String),
+    /// The channel already has its maximum number of senders or receivers.
+    Full {
+        /// The channel's name.
+        name: String,
+        /// `"sender"` or `"receiver"`.
+        role: &'static str,
+        /// The configured maximum.
+        max: u32,
+    },
+    /// A peer (keeper or shared region) broke the protocol or the layout;
+    /// the sentence says what was read and why it is invalid.
+    Corrupt(String),
+    /// A system call failed.
+    Io {
+        /// What corecast was doing.
+        op: &'static str,
+        /// The kernel's error.
+        source: io::Error,
+    },
+}
+
+/// Why a send failed. Send errors never lose the caller's message: it is
+/// still in the caller's buffer (copy send) or not yet claimed (loan).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum SendError {
+    /// The ring is full (the slowest live receiver is a whole ring behind)
+    /// and the call was non-blocking.
+    WouldBlock,
+    /// The ring stayed full until the deadline.
+    Timeout,
+    /// The message is larger than the channel's slot size.
+    TooLarge {
+        /// Size asked for, in bytes.
+        bytes: usize,
+        /// The channel's maximum message size, in bytes.
+        max_bytes: usize,
+    },
+    /// The channel was destroyed.
+    Destroyed,
+    /// Shared state read from a peer is invalid.
+    Corrupt(String),
+    /// A system call failed.
+    Io {
+        /// What corecast was doing.
+        op: &'static str,
+        /// The kernel's error.
+        source: io::Error,
+    },
+}
+
+/// Why a receive failed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum RecvError {
+    /// No message is ready and the call was non-blocking.
+    WouldBlock,
+    /// No message arrived before the deadline.
+    Timeout,
+    /// Every message published has been received and no sender is left.
+    AllSendersGone,
+    /// The caller's buffer is smaller than the message; nothing was consumed.
+    BufferTooSmall {
+        /// The message's length in bytes.
+        needed: usize,
+    },
+    /// Messages this receiver had not read were overwritten: it was evicted
+    /// or declared dead and the senders moved on without it.
+    Overrun {
+        /// The sequence number the receiver expected.
+        expected: u64,
+    },
+    /// The channel was destroyed.
+    Destroyed,
+    /// Shared state written by a peer is invalid; the sentence says what.
+    Corrupt(String),
+    /// A system call failed.
+    Io {
+        /// What corecast was doing.
+        op: &'static str,
+        /// The kernel's error.
+        source: io::Error,
+    },
+}
+
+impl fmt::Display for ChannelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::InvalidName(n) => write!(f, "invalid channel name {n:?}: use 1-64 characters without '/' or NUL"),
+            Self::InvalidConfig(why) => write!(f, "invalid channel configuration: {why}"),
+            Self::AlreadyExists(n) => write!(f, "channel {n:?} already exists"),
+            Self::NotFound(n) => write!(f, "no channel named {n:?} is alive"),
+            Self::PermissionDenied(n) => write!(f, "permission denied opening channel {n:?}"),
+            Self::Full { name, role, max } => {
+                write!(f, "channel {name:?} already has its maximum of {max} {role}s")
+            }
+            Self::Corrupt(why) => write!(f, "channel state is corrupt: {why}"),
+            Self::Io { op, source } => write!(f, "{op} failed: {source}"),
+        }
+    }
+}
+
+impl fmt::Display for SendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::WouldBlock => write!(f, "the ring is full: the slowest receiver is a whole ring behind"),
+            Self::Timeout => write!(f, "the ring stayed full until the deadline"),
+            Self::TooLarge { bytes, max_bytes } => {
+                write!(f, "a {bytes}-byte message exceeds the channel's {max_bytes}-byte slots")
+            }
+            Self::Destroyed => write!(f, "the channel was destroyed"),
+            Self::Corrupt(why) => write!(f, "channel state is corrupt: {why}"),
+            Self::Io { op, source } => write!(f, "{op} failed: {source}"),
+        }
+    }
+}
+
+impl fmt::Display for RecvError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::WouldBlock => write!(f, "no message is ready"),
+            Self::Timeout => write!(f, "no message arrived before the deadline"),
+            Self::AllSendersGone => write!(f, "all senders are gone and every published message was received"),
+            Self::BufferTooSmall { needed } => write!(f, "the buffer is too small: the message has {needed} bytes"),
+            Self::Overrun { expected } => write!(
+                f,
+                "message {expected} was overwritten before this receiver read it (evicted or declared dead)"
+            ),
+            Self::Destroyed => write!(f, "the channel was destroyed"),
+            Self::Corrupt(why) => write!(f, "channel state is corrupt: {why}"),
+            Self::Io { op, source } => write!(f, "{op} failed: {source}"),
+        }
+    }
+}
+
+macro_rules! error_impls {
+    ($($t:ty),*) => {$(
+        impl std::error::Error for $t {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                match self {
+                    Self::Io { source, .. } => Some(source),
+                    _ => None,
+                }
+            }
+        }
+    )*};
+}
+error_impls!(ChannelError, SendError, RecvError);
+
+impl ChannelError {
+    pub(crate) fn io(op: &'static str) -> impl FnOnce(rustix::io::Errno) -> ChannelError {
+        move |e| ChannelError::Io { op, source: e.into() }
+    }
+}
+
+impl From<ChannelError> for SendError {
+    fn from(e: ChannelError) -> Self {
+        match e {
+            ChannelError::Io { op, source } => SendError::Io { op, source },
+            other => SendError::Corrupt(other.to_string()),
+        }
+    }
+}
+
+impl From<ChannelError> for RecvError {
+    fn from(e: ChannelError) -> Self {
+        match e {
+            ChannelError::Io { op, source } => RecvError::Io { op, source },
+            other => RecvError::Corrupt(other.to_string()),
+        }
+    }
+}

@@ -1,0 +1,367 @@
+//! The keeper: one small process per channel, started by `Channel::create`.
+//!
+//! It holds the channel's regions, hands them out over the channel's
+//! socket (the only way to reach a sealed memfd from an unrelated process),
+//! seals every member region before anyone else sees it, writes the
+//! membership region, and keeps one connection per member: the kernel
+//! closes a dead member's end, so a crash is noticed at once, without
+//! polling (R6, R7). It is not on the data path. It exits, removing the
+//! socket, when the last handle, sender and receiver is gone.
+
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::PathBuf;
+
+use rustix::event::{PollFd, PollFlags};
+
+use crate::layout::*;
+use crate::proto::{self, Op, Reply};
+use crate::region::{Membership, ReceiverRegion, SenderRegion, Sequencer};
+use crate::ring::{self, Probe};
+use crate::sync::Ordering;
+use crate::sys::{futex, map::Mapping, memfd, sock};
+
+enum Role {
+    Handle,
+    Sender(usize),
+    Receiver(usize),
+}
+
+struct Conn {
+    fd: OwnedFd,
+    role: Role,
+    left: bool,
+}
+
+struct SenderSlot {
+    fd: OwnedFd,
+    region: SenderRegion,
+    /// `next` when the sender departed: receivers below it may still need
+    /// this region, so the slot is not reused before they pass it.
+    departed_at: Option<u64>,
+}
+
+struct ReceiverSlot {
+    fd: OwnedFd,
+    region: ReceiverRegion,
+}
+
+pub(crate) struct Keeper {
+    listener: OwnedFd,
+    path: PathBuf,
+    membership_fd: OwnedFd,
+    membership: Membership,
+    sequencer_fd: OwnedFd,
+    sequencer: Sequencer,
+    senders: Vec<Option<SenderSlot>>,
+    receivers: Vec<Option<ReceiverSlot>>,
+    conns: Vec<Conn>,
+    /// Dead senders whose claim could not be settled yet.
+    unsettled: Vec<usize>,
+}
+
+/// Builds the keeper's regions and serves until the channel is empty.
+pub(crate) fn run(listener: OwnedFd, path: PathBuf, geometry: Geometry) -> i32 {
+    match Keeper::new(listener, path, geometry) {
+        Ok(mut k) => {
+            k.serve();
+            0
+        }
+        Err(_) => 1,
+    }
+}
+
+impl Keeper {
+    fn new(listener: OwnedFd, path: PathBuf, g: Geometry) -> Result<Keeper, String> {
+        let mk = |name: &str, bytes: usize| -> Result<(OwnedFd, Mapping), String> {
+            let fd = memfd::create(name, bytes).map_err(|e| format!("memfd: {e}"))?;
+            let map = Mapping::new(&fd, bytes, true).map_err(|e| format!("mmap: {e}"))?;
+            Ok((fd, map))
+        };
+        let (membership_fd, m) = mk("corecast-membership", g.membership_bytes())?;
+        let membership = Membership::init(m, g, crate::sys::pid())?;
+        memfd::seal(&membership_fd).map_err(|e| format!("seal: {e}"))?;
+        let (sequencer_fd, s) = mk("corecast-sequencer", g.sequencer_bytes())?;
+        let sequencer = Sequencer::init(s, &g)?;
+        memfd::seal_size(&sequencer_fd).map_err(|e| format!("seal: {e}"))?;
+        Ok(Keeper {
+            listener,
+            path,
+            membership_fd,
+            membership,
+            sequencer_fd,
+            sequencer,
+            senders: (0..g.max_senders).map(|_| None).collect(),
+            receivers: (0..g.max_receivers).map(|_| None).collect(),
+            conns: Vec::new(),
+            unsettled: Vec::new(),
+        })
+    }
+
+    fn serve(&mut self) {
+        // A connection is expected soon after start (the creator's handle);
+        // the keeper ends when the last connection has gone.
+        let mut served_any = false;
+        loop {
+            if served_any && self.conns.is_empty() {
+                break;
+            }
+            let timeout = rustix::time::Timespec { tv_sec: 0, tv_nsec: 5_000_000 };
+            let mut fds = vec![PollFd::new(&self.listener, PollFlags::IN)];
+            fds.extend(self.conns.iter().map(|c| PollFd::new(&c.fd, PollFlags::IN)));
+            let wait = if self.unsettled.is_empty() { None } else { Some(&timeout) };
+            if crate::sys::retry(|| rustix::event::poll(&mut fds, wait)).is_err() {
+                break;
+            }
+            let ready: Vec<bool> = fds.iter().map(|f| !f.revents().is_empty()).collect();
+            drop(fds);
+            for k in (0..self.conns.len()).rev() {
+                if ready[k + 1] {
+                    self.on_readable(k);
+                }
+            }
+            if ready[0] {
+                if let Ok(fd) = sock::accept(&self.listener) {
+                    self.conns.push(Conn { fd, role: Role::Handle, left: false });
+                    served_any = true;
+                }
+            }
+            self.settle_dead_senders();
+        }
+        let _ = rustix::fs::unlink(&self.path);
+    }
+
+    fn on_readable(&mut self, k: usize) {
+        let (body, fds) = match sock::recv(&self.conns[k].fd) {
+            Ok(x) => x,
+            Err(_) => (Vec::new(), Vec::new()),
+        };
+        if body.is_empty() && fds.is_empty() {
+            let conn = self.conns.swap_remove(k);
+            self.depart(conn);
+            return;
+        }
+        let reply = match proto::parse_request(&body) {
+            Some(op) => self.handle(k, op, fds),
+            None => (Reply::status(proto::BAD_REQUEST), Vec::new()),
+        };
+        let (r, out) = reply;
+        let borrowed: Vec<_> = out.iter().map(|f| f.as_fd()).collect();
+        if let Some(c) = self.conns.get(k) {
+            let _ = sock::send(&c.fd, &r.encode(), &borrowed);
+        }
+    }
+
+    fn handle(&mut self, k: usize, op: Op, mut fds: Vec<OwnedFd>) -> (Reply, Vec<OwnedFd>) {
+        let dup = |fd: &OwnedFd| fd.try_clone().ok();
+        let destroyed = self.membership.destroyed();
+        match op {
+            Op::Hello => (Reply::status(proto::OK), dup(&self.membership_fd).into_iter().collect()),
+            Op::JoinSender | Op::JoinReceiver if destroyed => (Reply::status(proto::DESTROYED), Vec::new()),
+            Op::JoinSender if fds.len() == 1 && matches!(self.conns[k].role, Role::Handle) => {
+                self.join_sender(k, fds.remove(0))
+            }
+            Op::JoinReceiver if fds.len() == 1 && matches!(self.conns[k].role, Role::Handle) => {
+                self.join_receiver(k, fds.remove(0))
+            }
+            Op::FetchSenders => {
+                let mut r = Reply::status(proto::OK);
+                let mut out = Vec::new();
+                for (j, s) in self.senders.iter().enumerate() {
+                    if let Some(fd) = s.as_ref().and_then(|s| dup(&s.fd)) {
+                        r.entries.push((j as u32, self.membership.sender(j).epoch.load(Ordering::Relaxed)));
+                        out.push(fd);
+                    }
+                }
+                (r, out)
+            }
+            Op::FetchReceivers => {
+                let mut r = Reply::status(proto::OK);
+                let mut out = Vec::new();
+                for (i, s) in self.receivers.iter().enumerate() {
+                    if let Some(fd) = s.as_ref().and_then(|s| dup(&s.fd)) {
+                        r.entries.push((i as u32, self.membership.receiver(i).epoch.load(Ordering::Relaxed)));
+                        out.push(fd);
+                    }
+                }
+                (r, out)
+            }
+            Op::Leave => {
+                self.conns[k].left = true;
+                (Reply::status(proto::OK), Vec::new())
+            }
+            Op::Destroy => {
+                self.membership.header().flags.fetch_or(FLAG_DESTROYED, Ordering::Release);
+                let _ = rustix::fs::unlink(&self.path);
+                self.bump();
+                (Reply::status(proto::OK), Vec::new())
+            }
+            _ => (Reply::status(proto::BAD_REQUEST), Vec::new()),
+        }
+    }
+
+    /// Membership changed: bump the generation and wake every sleeper.
+    fn bump(&self) {
+        let g = &self.membership.header().generation.0;
+        g.fetch_add(1, Ordering::SeqCst);
+        futex::wake_all(g);
+    }
+
+    /// Maps and seals a member's region: after this, only the member (which
+    /// mapped it before) can write it, whatever anyone does with the fd.
+    fn adopt(fd: &OwnedFd, bytes: usize, writable: bool) -> Result<Mapping, String> {
+        let size = memfd::size(fd).map_err(|e| e.to_string())?;
+        if size != bytes as u64 {
+            return Err(format!("region has {size} bytes, {bytes} expected"));
+        }
+        let map = Mapping::new(fd, bytes, writable).map_err(|e| e.to_string())?;
+        memfd::seal(fd).map_err(|e| e.to_string())?;
+        Ok(map)
+    }
+
+    fn join_sender(&mut self, k: usize, fd: OwnedFd) -> (Reply, Vec<OwnedFd>) {
+        let g = self.membership.geometry;
+        let min_cursor = self.min_live_cursor();
+        let free = (0..self.senders.len()).find(|&j| match &self.senders[j] {
+            None => !self.unsettled.contains(&j),
+            Some(s) => s.departed_at.is_some_and(|d| d <= min_cursor) && !self.unsettled.contains(&j),
+        });
+        let Some(j) = free else { return (Reply::status(proto::FULL), Vec::new()) };
+        let region = match Self::adopt(&fd, g.sender_region_bytes(), true).and_then(|m| SenderRegion::open(m, g)) {
+            Ok(r) => r,
+            Err(_) => return (Reply::status(proto::BAD_REQUEST), Vec::new()),
+        };
+        let (pid, uid, _) = sock::peer(&self.conns[k].fd).unwrap_or((0, 0, 0));
+        self.sequencer.inflight(j).store(0, Ordering::SeqCst);
+        self.senders[j] = Some(SenderSlot { fd, region, departed_at: None });
+        let e = self.membership.sender(j);
+        e.pid.store(pid, Ordering::Relaxed);
+        e.uid.store(uid, Ordering::Relaxed);
+        e.epoch.fetch_add(1, Ordering::Relaxed);
+        e.state.store(STATE_LIVE, Ordering::Release);
+        self.conns[k].role = Role::Sender(j);
+        self.bump();
+        let mut r = Reply::status(proto::OK);
+        r.index = j as u32;
+        (r, self.sequencer_fd.try_clone().ok().into_iter().collect())
+    }
+
+    /// Registers a receiver. Order matters (see `ring::try_claim`): the
+    /// entry becomes visible with a pending start and the generation is
+    /// bumped *before* `next` is read for its start, so any sender that
+    /// claims a number past the start has seen the new receiver.
+    fn join_receiver(&mut self, k: usize, fd: OwnedFd) -> (Reply, Vec<OwnedFd>) {
+        let Some(i) = (0..self.receivers.len()).find(|&i| self.receivers[i].is_none()) else {
+            return (Reply::status(proto::FULL), Vec::new());
+        };
+        let region = match Self::adopt(&fd, ReceiverRegion::bytes(), false).and_then(ReceiverRegion::open) {
+            Ok(r) => r,
+            Err(_) => return (Reply::status(proto::BAD_REQUEST), Vec::new()),
+        };
+        let (pid, uid, _) = sock::peer(&self.conns[k].fd).unwrap_or((0, 0, 0));
+        self.receivers[i] = Some(ReceiverSlot { fd, region });
+        let e = self.membership.receiver(i);
+        e.start.store(START_PENDING, Ordering::SeqCst);
+        e.pid.store(pid, Ordering::Relaxed);
+        e.uid.store(uid, Ordering::Relaxed);
+        e.epoch.fetch_add(1, Ordering::Relaxed);
+        e.state.store(STATE_LIVE, Ordering::SeqCst);
+        self.bump();
+        let start = self.sequencer.next().load(Ordering::SeqCst);
+        e.start.store(start, Ordering::SeqCst);
+        self.bump();
+        self.conns[k].role = Role::Receiver(i);
+        let mut r = Reply::status(proto::OK);
+        r.index = i as u32;
+        r.seq = start;
+        (r, Vec::new())
+    }
+
+    fn depart(&mut self, conn: Conn) {
+        let state = if conn.left { STATE_LEFT } else { STATE_DEAD };
+        match conn.role {
+            Role::Handle => {}
+            Role::Receiver(i) => {
+                self.receivers[i] = None;
+                self.membership.receiver(i).state.store(state, Ordering::SeqCst);
+                self.bump();
+            }
+            Role::Sender(j) => {
+                let next = self.sequencer.next().load(Ordering::SeqCst);
+                if let Some(s) = self.senders[j].as_mut() {
+                    s.departed_at = Some(next);
+                }
+                if conn.left || self.sequencer.inflight(j).load(Ordering::SeqCst) == 0 {
+                    self.membership.sender(j).state.store(state, Ordering::SeqCst);
+                    self.bump();
+                } else {
+                    self.unsettled.push(j);
+                }
+            }
+        }
+    }
+
+    /// Voids the number a dead sender claimed but never published (R4), so
+    /// every receiver skips it; settles once the claim is unambiguous.
+    fn settle_dead_senders(&mut self) {
+        let pending = std::mem::take(&mut self.unsettled);
+        for j in pending {
+            if self.try_settle(j) {
+                self.membership.sender(j).state.store(STATE_DEAD, Ordering::SeqCst);
+                if let Some(s) = &self.senders[j] {
+                    s.region.header().doorbell.0.fetch_add(1, Ordering::SeqCst);
+                    futex::wake_all(&s.region.header().doorbell.0);
+                }
+                self.bump();
+            } else {
+                self.unsettled.push(j);
+            }
+        }
+    }
+
+    fn try_settle(&self, j: usize) -> bool {
+        let held = self.sequencer.inflight(j).load(Ordering::SeqCst);
+        if held == 0 {
+            return true;
+        }
+        let s = held - 1;
+        let next = self.sequencer.next().load(Ordering::SeqCst);
+        let g = self.membership.geometry;
+        let published = self.senders.iter().flatten().any(|r| {
+            matches!(ring::probe(r.region.slot(s), s, g.slot_bytes), Ok(Probe::Ready(_)) | Ok(Probe::Void))
+        });
+        if next > s && !published {
+            // Another live sender that stored the same intent may be the
+            // winner of `s`; wait until it moves on (a few instructions).
+            let contested = (0..self.senders.len()).any(|k| {
+                k != j && self.is_live_sender(k) && self.sequencer.inflight(k).load(Ordering::SeqCst) == held
+            });
+            if contested {
+                return false;
+            }
+            if let Some(r) = &self.senders[j] {
+                ring::publish(r.region.slot(s), s, 0, ring::KIND_VOID);
+            }
+        }
+        self.sequencer.inflight(j).store(0, Ordering::SeqCst);
+        true
+    }
+
+    fn is_live_sender(&self, k: usize) -> bool {
+        self.membership.sender(k).state.load(Ordering::SeqCst) == STATE_LIVE && !self.unsettled.contains(&k)
+    }
+
+    fn min_live_cursor(&self) -> u64 {
+        let next = self.sequencer.next().load(Ordering::SeqCst);
+        self.receivers
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| {
+                let r = r.as_ref()?;
+                let e = self.membership.receiver(i);
+                let c = r.region.header().cursor.0.next.load(Ordering::Acquire);
+                Some(ring::effective_cursor(c, e.start.load(Ordering::Acquire), next))
+            })
+            .min()
+            .unwrap_or(next)
+    }
+}

@@ -1,0 +1,203 @@
+//! The shared-memory layout: four kinds of region, each with exactly one
+//! writer (SPEC R5; the kernel enforces it with seals, see `sys::memfd`).
+//!
+//! | region       | written by            | mapped read-only by     |
+//! |--------------|-----------------------|-------------------------|
+//! | membership   | the keeper            | every member            |
+//! | sequencer    | senders (claims)      | never given to receivers|
+//! | sender `j`   | sender `j`            | receivers, the keeper   |
+//! | receiver `i` | receiver `i`          | senders, the keeper     |
+//!
+//! Fields a peer writes are never trusted: everything read from them goes
+//! through a check here or in `ring` before it is used as an index, a length
+//! or a sequence number. Hot fields live on their own 128-byte line (two
+//! 64-byte lines: x86's adjacent-line prefetcher pairs them) so a receiver's
+//! cursor writes never invalidate the line a sender's doorbell is on.
+
+use crate::sync::{AtomicU32, AtomicU64};
+
+/// Bumped whenever any region's layout changes.
+pub(crate) const LAYOUT_VERSION: u32 = 1;
+/// Alignment and padding unit for hot fields.
+pub(crate) const LINE: usize = 128;
+
+pub(crate) const MAGIC_MEMBERSHIP: u64 = u64::from_le_bytes(*b"ccMEMBR1");
+pub(crate) const MAGIC_SEQUENCER: u64 = u64::from_le_bytes(*b"ccSEQNC1");
+pub(crate) const MAGIC_SENDER: u64 = u64::from_le_bytes(*b"ccSENDR1");
+pub(crate) const MAGIC_RECEIVER: u64 = u64::from_le_bytes(*b"ccRECVR1");
+
+/// A value alone on its line.
+#[repr(C, align(128))]
+#[derive(Debug, Default)]
+pub(crate) struct Line<T>(pub(crate) T);
+
+/// Fixed properties of a channel, set at creation.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Geometry {
+    /// Slots per sender region (ring length R); a power of two.
+    pub(crate) slots: u32,
+    /// Largest message, in bytes.
+    pub(crate) slot_bytes: u32,
+    pub(crate) max_senders: u32,
+    pub(crate) max_receivers: u32,
+}
+
+/// Largest values accepted anywhere (creation and validation).
+pub(crate) const MAX_SLOTS: u32 = 1 << 20;
+pub(crate) const MAX_SLOT_BYTES: u32 = 64 << 20;
+pub(crate) const MAX_MEMBERS: u32 = 64;
+/// Largest sender region, so a hostile geometry cannot ask for terabytes.
+pub(crate) const MAX_REGION_BYTES: u64 = 16 << 30;
+
+impl Geometry {
+    /// Checks every field; the sentence names the first bad one.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        if !self.slots.is_power_of_two() || self.slots < 2 || self.slots > MAX_SLOTS {
+            return Err(format!("slots is {}: use a power of two from 2 to {MAX_SLOTS}", self.slots));
+        }
+        if self.slot_bytes == 0 || self.slot_bytes > MAX_SLOT_BYTES {
+            return Err(format!("max message size is {}: use 1 to {MAX_SLOT_BYTES} bytes", self.slot_bytes));
+        }
+        for (what, n) in [("senders", self.max_senders), ("receivers", self.max_receivers)] {
+            if n == 0 || n > MAX_MEMBERS {
+                return Err(format!("max {what} is {n}: use 1 to {MAX_MEMBERS}"));
+            }
+        }
+        if self.sender_region_bytes() as u64 > MAX_REGION_BYTES {
+            return Err(format!(
+                "slots x slot size needs {} bytes per sender, more than {MAX_REGION_BYTES}",
+                self.sender_region_bytes()
+            ));
+        }
+        Ok(())
+    }
+
+    /// Distance between two slots: header plus payload, rounded to 64 bytes
+    /// so a small message and its stamp share one cache line.
+    pub(crate) fn slot_stride(&self) -> usize {
+        (std::mem::size_of::<SlotHeader>() + self.slot_bytes as usize).next_multiple_of(64)
+    }
+
+    pub(crate) fn sender_region_bytes(&self) -> usize {
+        std::mem::size_of::<SenderHeader>() + self.slots as usize * self.slot_stride()
+    }
+
+    pub(crate) fn membership_bytes(&self) -> usize {
+        std::mem::size_of::<MembershipHeader>()
+            + (self.max_senders + self.max_receivers) as usize * std::mem::size_of::<MemberEntry>()
+    }
+
+    pub(crate) fn sequencer_bytes(&self) -> usize {
+        std::mem::size_of::<SequencerHeader>() + self.max_senders as usize * std::mem::size_of::<Line<AtomicU64>>()
+    }
+}
+
+/// Membership region header. Single writer: the keeper.
+#[repr(C)]
+pub(crate) struct MembershipHeader {
+    pub(crate) magic: u64,
+    pub(crate) version: u32,
+    pub(crate) keeper_pid: u32,
+    pub(crate) geometry: Geometry,
+    /// Bit 0: destroyed.
+    pub(crate) flags: AtomicU32,
+    /// Futex word bumped (and woken) on every membership change; every
+    /// member sleeps on it too, so joins, leaves and deaths wake them.
+    pub(crate) generation: Line<AtomicU32>,
+}
+
+pub(crate) const FLAG_DESTROYED: u32 = 1;
+
+/// One member slot in the membership region. Single writer: the keeper.
+#[repr(C, align(64))]
+pub(crate) struct MemberEntry {
+    /// One of the `STATE_*` values.
+    pub(crate) state: AtomicU32,
+    pub(crate) pid: AtomicU32,
+    /// Bumped each time the slot is given to a new member.
+    pub(crate) epoch: AtomicU32,
+    pub(crate) uid: AtomicU32,
+    /// Receivers: first sequence number the receiver is owed;
+    /// `START_PENDING` while the keeper is still computing it.
+    pub(crate) start: AtomicU64,
+}
+
+pub(crate) const STATE_FREE: u32 = 0;
+pub(crate) const STATE_LIVE: u32 = 1;
+pub(crate) const STATE_LEFT: u32 = 2;
+pub(crate) const STATE_DEAD: u32 = 3;
+pub(crate) const START_PENDING: u64 = u64::MAX;
+
+/// Sequencer region header. Writers: the senders (and the keeper, which
+/// only reads it). Never handed to a receiver, so it needs no write seal.
+#[repr(C)]
+pub(crate) struct SequencerHeader {
+    pub(crate) magic: u64,
+    pub(crate) version: u32,
+    pub(crate) max_senders: u32,
+    /// Next sequence number to claim. Claimed by compare-exchange.
+    pub(crate) next: Line<AtomicU64>,
+    // Followed by `max_senders` lines of `inflight`: sender j stores S+1
+    // before trying to claim S and 0 once S is published or the try failed,
+    // so the keeper can void a claim whose sender died.
+}
+
+/// Sender region header. Single writer: its sender.
+#[repr(C)]
+pub(crate) struct SenderHeader {
+    pub(crate) magic: u64,
+    pub(crate) version: u32,
+    pub(crate) index: u32,
+    pub(crate) geometry: Geometry,
+    pub(crate) pid: u32,
+    /// Futex word: bumped and woken after a publish when a receiver sleeps.
+    pub(crate) doorbell: Line<AtomicU32>,
+    /// Non-zero while this sender sleeps waiting for ring space; receivers
+    /// that advance their cursor wake it through their own cursor word.
+    pub(crate) space_waiting: Line<AtomicU32>,
+}
+
+/// Slot header; the payload follows it. Single writer: the region's sender.
+#[repr(C)]
+pub(crate) struct SlotHeader {
+    /// `(seq + 1) << 2 | kind`; 0 = never written. See `ring::stamp`.
+    pub(crate) stamp: AtomicU64,
+    /// Payload length in bytes; valid when the stamp says published.
+    pub(crate) len: AtomicU32,
+    pub(crate) _reserved: u32,
+}
+
+/// Receiver region header. Single writer: its receiver.
+#[repr(C)]
+pub(crate) struct ReceiverHeader {
+    pub(crate) magic: u64,
+    pub(crate) version: u32,
+    pub(crate) index: u32,
+    pub(crate) pid: u32,
+    pub(crate) _reserved: u32,
+    pub(crate) cursor: Line<Cursor>,
+    /// Non-zero while the receiver sleeps (or is about to) on doorbells.
+    pub(crate) sleeping: Line<AtomicU32>,
+}
+
+/// A receiver's progress: every sequence number below `next` is consumed.
+#[repr(C)]
+pub(crate) struct Cursor {
+    pub(crate) next: AtomicU64,
+    /// Low 32 bits of `next`, stored after it: the futex word a sender
+    /// blocked on back-pressure sleeps on.
+    pub(crate) wake: AtomicU32,
+}
+
+#[cfg(not(loom))]
+const _: () = {
+    use std::mem::{align_of, size_of};
+    assert!(size_of::<SlotHeader>() == 16);
+    assert!(size_of::<MemberEntry>() == 64);
+    assert!(align_of::<Line<AtomicU32>>() == LINE);
+    assert!(size_of::<MembershipHeader>() % LINE == 0);
+    assert!(size_of::<SenderHeader>() % LINE == 0);
+    assert!(size_of::<SequencerHeader>() % LINE == 0);
+    assert!(size_of::<ReceiverHeader>() % LINE == 0);
+};

@@ -1,0 +1,121 @@
+//! Messages between members and the keeper over the channel's seqpacket
+//! socket. Fixed little-endian fields; every reply is validated by the
+//! member (the keeper is corecast code, but its socket is reachable by any
+//! process allowed to open the channel).
+
+/// Requests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub(crate) enum Op {
+    /// Attach as a handle; reply carries the membership region.
+    Hello = 1,
+    /// Attach as a sender; carries the sender's region, reply the sequencer.
+    JoinSender = 2,
+    /// Attach as a receiver; carries its region, reply its start number.
+    JoinReceiver = 3,
+    /// Reply carries every sender region a receiver may still need.
+    FetchSenders = 4,
+    /// Reply carries every live receiver region.
+    FetchReceivers = 5,
+    /// A graceful detach (the connection closes next).
+    Leave = 6,
+    /// Destroy the channel's name.
+    Destroy = 7,
+}
+
+impl Op {
+    pub(crate) fn from_u32(v: u32) -> Option<Op> {
+        Some(match v {
+            1 => Op::Hello,
+            2 => Op::JoinSender,
+            3 => Op::JoinReceiver,
+            4 => Op::FetchSenders,
+            5 => Op::FetchReceivers,
+            6 => Op::Leave,
+            7 => Op::Destroy,
+            _ => return None,
+        })
+    }
+}
+
+/// Reply statuses.
+pub(crate) const OK: u32 = 0;
+pub(crate) const FULL: u32 = 1;
+pub(crate) const BAD_REQUEST: u32 = 2;
+pub(crate) const DESTROYED: u32 = 3;
+
+/// A request: op and the caller's pid.
+pub(crate) fn request(op: Op) -> [u8; 8] {
+    let mut b = [0u8; 8];
+    b[..4].copy_from_slice(&(op as u32).to_le_bytes());
+    b[4..].copy_from_slice(&crate::sys::pid().to_le_bytes());
+    b
+}
+
+pub(crate) fn parse_request(b: &[u8]) -> Option<Op> {
+    Op::from_u32(u32::from_le_bytes(b.get(..4)?.try_into().ok()?))
+}
+
+/// A reply: status, a small value, a sequence number, and a list of
+/// `(index, epoch)` pairs describing the descriptors attached, in order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Reply {
+    pub(crate) status: u32,
+    pub(crate) index: u32,
+    pub(crate) seq: u64,
+    pub(crate) entries: Vec<(u32, u32)>,
+}
+
+impl Reply {
+    pub(crate) fn status(status: u32) -> Reply {
+        Reply { status, ..Reply::default() }
+    }
+
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let mut b = Vec::with_capacity(20 + 8 * self.entries.len());
+        b.extend_from_slice(&self.status.to_le_bytes());
+        b.extend_from_slice(&self.index.to_le_bytes());
+        b.extend_from_slice(&self.seq.to_le_bytes());
+        b.extend_from_slice(&(self.entries.len() as u32).to_le_bytes());
+        for (i, e) in &self.entries {
+            b.extend_from_slice(&i.to_le_bytes());
+            b.extend_from_slice(&e.to_le_bytes());
+        }
+        b
+    }
+
+    pub(crate) fn decode(b: &[u8]) -> Result<Reply, String> {
+        let u32_at = |o: usize| -> Result<u32, String> {
+            b.get(o..o + 4)
+                .map(|s| u32::from_le_bytes(s.try_into().expect("4 bytes")))
+                .ok_or_else(|| format!("keeper reply of {} bytes is truncated", b.len()))
+        };
+        let status = u32_at(0)?;
+        let index = u32_at(4)?;
+        let seq = u64::from(u32_at(8)?) | (u64::from(u32_at(12)?) << 32);
+        let n = u32_at(16)? as usize;
+        if b.len() != 20 + 8 * n {
+            return Err(format!("keeper reply has {} bytes for {n} entries", b.len()));
+        }
+        let entries = (0..n).map(|k| Ok((u32_at(20 + 8 * k)?, u32_at(24 + 8 * k)?))).collect::<Result<_, String>>()?;
+        Ok(Reply { status, index, seq, entries })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reply_round_trip_and_rejects_garbage() {
+        let r = Reply { status: OK, index: 3, seq: u64::MAX - 5, entries: vec![(1, 2), (7, 9)] };
+        assert_eq!(Reply::decode(&r.encode()).unwrap(), r);
+        assert!(Reply::decode(&r.encode()[..27]).is_err());
+        assert!(Reply::decode(&[0xff; 3]).is_err());
+        let mut big = r.encode();
+        big[16] = 200;
+        assert!(Reply::decode(&big).is_err());
+        assert_eq!(parse_request(&request(Op::Leave)), Some(Op::Leave));
+        assert_eq!(parse_request(&[9, 0, 0, 0]), None);
+    }
+}

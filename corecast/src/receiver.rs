@@ -1,0 +1,323 @@
+//! The receiving endpoint: find the next number's slot, read it in place or
+//! copy it out, move the cursor.
+
+use std::time::{Duration, Instant};
+
+use crate::error::{ChannelError, RecvError};
+use crate::layout::STATE_LIVE;
+use crate::link::Link;
+use crate::proto::{self, Op};
+use crate::region::{ReceiverRegion, SenderRegion};
+use crate::ring::{self, Probe};
+use crate::sync::{fence, Ordering};
+use crate::sys::{futex, map::Mapping, memfd};
+use crate::wait::{sleep_budget, Backoff, WaitStrategy};
+
+/// Receives every message sent on a channel after it attached, in the
+/// channel's one total order.
+#[derive(Debug)]
+pub struct Receiver {
+    link: Link,
+    region: ReceiverRegion,
+    index: usize,
+    /// Next number owed to this receiver (mirrors the shared cursor).
+    next: u64,
+    senders: Vec<Option<(u32, SenderRegion)>>,
+    /// The sender region that held the last message: tried first.
+    hint: usize,
+    generation: u32,
+    wait: WaitStrategy,
+}
+
+enum Found {
+    Ready { sender: usize, len: usize },
+    NotYet,
+}
+
+impl Receiver {
+    pub(crate) fn open(link: Link, wait: WaitStrategy) -> Result<Receiver, ChannelError> {
+        let g = link.membership.geometry;
+        let bytes = ReceiverRegion::bytes();
+        let fd = memfd::create("corecast-receiver", bytes).map_err(ChannelError::io("memfd"))?;
+        let map = Mapping::new(&fd, bytes, true).map_err(ChannelError::io("map own region"))?;
+        let region = ReceiverRegion::init(map, crate::sys::pid()).map_err(ChannelError::Corrupt)?;
+        let (reply, _) = link.call(Op::JoinReceiver, &[&fd])?;
+        match reply.status {
+            proto::OK if reply.index < g.max_receivers => {}
+            proto::FULL => {
+                return Err(ChannelError::Full { name: link.name.clone(), role: "receiver", max: g.max_receivers })
+            }
+            s => return Err(ChannelError::Corrupt(format!("keeper refused the receiver (status {s})"))),
+        }
+        ring::advance(&region.header().cursor.0, reply.seq);
+        let mut rx = Receiver {
+            senders: (0..g.max_senders).map(|_| None).collect(),
+            generation: link.membership.generation(),
+            link,
+            region,
+            index: reply.index as usize,
+            next: reply.seq,
+            hint: 0,
+            wait,
+        };
+        rx.refresh()?;
+        Ok(rx)
+    }
+
+    /// This receiver's index among the channel's receivers.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// The sequence number of the next message this receiver will get.
+    pub fn next_sequence(&self) -> u64 {
+        self.next
+    }
+
+    /// The largest message this channel carries, in bytes.
+    pub fn max_message_bytes(&self) -> usize {
+        self.link.membership.geometry.slot_bytes as usize
+    }
+
+    /// Changes how this receiver waits for messages.
+    pub fn set_wait_strategy(&mut self, wait: WaitStrategy) {
+        self.wait = wait;
+    }
+
+    /// Copies the next message into `buf`, waiting for one; returns its length.
+    pub fn recv(&mut self, buf: &mut [u8]) -> Result<usize, RecvError> {
+        let (sender, len) = self.wait_ready(None)?;
+        self.copy_out(sender, len, buf)
+    }
+
+    /// Copies the next message into `buf` if one is ready.
+    pub fn try_recv(&mut self, buf: &mut [u8]) -> Result<usize, RecvError> {
+        let (sender, len) = self.ready()?;
+        self.copy_out(sender, len, buf)
+    }
+
+    /// Copies the next message into `buf`, waiting at most `timeout`.
+    pub fn recv_timeout(&mut self, buf: &mut [u8], timeout: Duration) -> Result<usize, RecvError> {
+        let (sender, len) = self.wait_ready(Some(Instant::now() + timeout))?;
+        self.copy_out(sender, len, buf)
+    }
+
+    /// Borrows the next message in place (zero copy), waiting for one. The
+    /// slot is released to the senders when the [`Message`] is dropped.
+    pub fn recv_in_place(&mut self) -> Result<Message<'_>, RecvError> {
+        let (sender, len) = self.wait_ready(None)?;
+        Ok(Message { rx: self, sender, len })
+    }
+
+    /// Borrows the next message in place if one is ready.
+    pub fn try_recv_in_place(&mut self) -> Result<Message<'_>, RecvError> {
+        let (sender, len) = self.ready()?;
+        Ok(Message { rx: self, sender, len })
+    }
+
+    /// Borrows the next message in place, waiting at most `timeout`.
+    pub fn recv_in_place_timeout(&mut self, timeout: Duration) -> Result<Message<'_>, RecvError> {
+        let (sender, len) = self.wait_ready(Some(Instant::now() + timeout))?;
+        Ok(Message { rx: self, sender, len })
+    }
+
+    fn copy_out(&mut self, sender: usize, len: usize, buf: &mut [u8]) -> Result<usize, RecvError> {
+        if buf.len() < len {
+            return Err(RecvError::BufferTooSmall { needed: len });
+        }
+        let src = self.slot_bytes(sender, len);
+        buf[..len].copy_from_slice(src);
+        self.consume();
+        Ok(len)
+    }
+
+    fn slot_bytes(&self, sender: usize, len: usize) -> &[u8] {
+        let region = &self.senders[sender].as_ref().expect("located in a mapped region").1;
+        // SAFETY: the stamp of `self.next` was seen published (Acquire) with
+        // `len <= slot_bytes` (validated by `ring::probe`); no sender writes
+        // this slot again before our cursor passes `self.next` (back-pressure,
+        // see `ring`), and the mapping lives as long as `self`.
+        unsafe { std::slice::from_raw_parts(region.payload(self.next, len), len) }
+    }
+
+    /// Moves past `self.next` and wakes senders waiting for ring space.
+    fn consume(&mut self) {
+        self.next += 1;
+        ring::advance(&self.region.header().cursor.0, self.next);
+        // Pairs with the sender's fence in `Sender::wait_for_room`.
+        fence(Ordering::SeqCst);
+        let waiting = self.senders.iter().flatten().any(|(_, s)| s.header().space_waiting.0.load(Ordering::Relaxed) != 0);
+        if waiting {
+            futex::wake_all(&self.region.header().cursor.0.wake);
+        }
+    }
+
+    /// Finds the next message, skipping voids; `WouldBlock` when none is ready.
+    fn ready(&mut self) -> Result<(usize, usize), RecvError> {
+        loop {
+            // Sender states are read *before* probing: a sender publishes
+            // before it leaves, so "none live" then "not found" means gone.
+            let (any_live, any_ever) = self.sender_states();
+            match self.locate()? {
+                Some(Found::Ready { sender, len }) => {
+                    self.hint = sender;
+                    return Ok((sender, len));
+                }
+                None => {
+                    self.next += 1;
+                    ring::advance(&self.region.header().cursor.0, self.next);
+                    continue;
+                }
+                Some(Found::NotYet) => {}
+            }
+            let gen = self.link.membership.generation();
+            if gen != self.generation {
+                self.generation = gen;
+                self.refresh()?;
+                continue;
+            }
+            if self.link.membership.destroyed() {
+                return Err(RecvError::Destroyed);
+            }
+            if !any_live && any_ever {
+                return Err(RecvError::AllSendersGone);
+            }
+            return Err(RecvError::WouldBlock);
+        }
+    }
+
+    /// Probes every known sender region for `self.next`. `None` = void.
+    fn locate(&self) -> Result<Option<Found>, RecvError> {
+        let slot_bytes = self.link.membership.geometry.slot_bytes;
+        let n = self.senders.len();
+        let mut newer = None;
+        for k in 0..n {
+            let j = (self.hint + k) % n;
+            let Some((_, region)) = &self.senders[j] else { continue };
+            match ring::probe(region.slot(self.next), self.next, slot_bytes).map_err(RecvError::Corrupt)? {
+                Probe::Ready(len) => return Ok(Some(Found::Ready { sender: j, len: len as usize })),
+                Probe::Void => return Ok(None),
+                Probe::Newer(s) => newer = Some(s),
+                Probe::Absent => {}
+            }
+        }
+        if newer.is_some() {
+            return Err(RecvError::Overrun { expected: self.next });
+        }
+        Ok(Some(Found::NotYet))
+    }
+
+    fn sender_states(&self) -> (bool, bool) {
+        let m = &self.link.membership;
+        let (mut live, mut ever) = (false, false);
+        for j in 0..m.geometry.max_senders as usize {
+            let e = m.sender(j);
+            live |= e.state.load(Ordering::SeqCst) == STATE_LIVE;
+            ever |= e.epoch.load(Ordering::Relaxed) != 0;
+        }
+        (live, ever)
+    }
+
+    fn wait_ready(&mut self, deadline: Option<Instant>) -> Result<(usize, usize), RecvError> {
+        let mut backoff = Backoff::new(self.wait);
+        loop {
+            match self.ready() {
+                Err(RecvError::WouldBlock) => {}
+                other => return other,
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(RecvError::Timeout);
+            }
+            if backoff.snooze() {
+                backoff.reset();
+                let Some(budget) = sleep_budget(deadline) else { return Err(RecvError::Timeout) };
+                self.sleep(budget)?;
+            }
+        }
+    }
+
+    /// Sleeps on every sender's doorbell and the membership generation.
+    fn sleep(&mut self, budget: Duration) -> Result<(), RecvError> {
+        let gen_word = &self.link.membership.header().generation.0;
+        let mut words = vec![(gen_word, gen_word.load(Ordering::SeqCst))];
+        for (_, s) in self.senders.iter().flatten() {
+            let bell = &s.header().doorbell.0;
+            words.push((bell, bell.load(Ordering::SeqCst)));
+        }
+        let flag = &self.region.header().sleeping.0;
+        flag.store(1, Ordering::SeqCst);
+        // Pairs with the sender's fence in `Sender::publish`.
+        fence(Ordering::SeqCst);
+        let ready = !matches!(self.locate(), Ok(Some(Found::NotYet)));
+        if !ready && words[0].1 == gen_word.load(Ordering::SeqCst) {
+            let r = futex::wait_any(&words, budget);
+            flag.store(0, Ordering::Relaxed);
+            r.map_err(|e| RecvError::Io { op: "futex wait", source: e.into() })?;
+        } else {
+            flag.store(0, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    fn refresh(&mut self) -> Result<(), ChannelError> {
+        let g = self.link.membership.geometry;
+        let (reply, fds) = self.link.call(Op::FetchSenders, &[])?;
+        let mut fresh: Vec<Option<(u32, SenderRegion)>> = (0..g.max_senders).map(|_| None).collect();
+        for ((j, epoch), fd) in reply.entries.into_iter().zip(fds) {
+            let j = j as usize;
+            if j >= fresh.len() {
+                return Err(ChannelError::Corrupt(format!("keeper named sender {j}")));
+            }
+            let keep = self.senders[j].take().filter(|(e, _)| *e == epoch);
+            fresh[j] = Some(match keep {
+                Some(k) => k,
+                None => {
+                    let map = Link::map_peer_region(&fd, g.sender_region_bytes())?;
+                    (epoch, SenderRegion::open(map, g).map_err(ChannelError::Corrupt)?)
+                }
+            });
+        }
+        self.senders = fresh;
+        Ok(())
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.link.leave();
+    }
+}
+
+/// A message borrowed in place from the ring; read-only (the mapping is).
+/// Dropping it releases the slot.
+#[derive(Debug)]
+pub struct Message<'a> {
+    rx: &'a mut Receiver,
+    sender: usize,
+    len: usize,
+}
+
+impl Message<'_> {
+    /// The message's sequence number in the channel's total order.
+    pub fn sequence(&self) -> u64 {
+        self.rx.next
+    }
+
+    /// Index of the sender that sent it.
+    pub fn sender(&self) -> usize {
+        self.sender
+    }
+}
+
+impl std::ops::Deref for Message<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.rx.slot_bytes(self.sender, self.len)
+    }
+}
+
+impl Drop for Message<'_> {
+    fn drop(&mut self) {
+        self.rx.consume();
+    }
+}

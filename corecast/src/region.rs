@@ -1,0 +1,250 @@
+//! Typed, validated views of mapped regions (see `layout` for who writes
+//! what). Opening a view checks magic, version, geometry and size before
+//! any field is used; headers written by a peer are read once, volatile,
+//! into locals, then validated.
+
+use std::ptr;
+
+use crate::layout::*;
+use crate::sync::{AtomicU64, Ordering};
+use crate::sys::map::Mapping;
+
+fn check_len(map: &Mapping, need: usize, what: &str) -> Result<(), String> {
+    if map.len() < need {
+        return Err(format!("{what} region has {} bytes, {need} needed", map.len()));
+    }
+    Ok(())
+}
+
+/// Reads a plain (non-atomic) header field another process wrote.
+fn read<T: Copy>(p: *const T) -> T {
+    // SAFETY: callers pass pointers into a mapping checked to be large
+    // enough; volatile because the bytes are shared with another process.
+    unsafe { ptr::read_volatile(p) }
+}
+
+/// The keeper's membership region.
+#[derive(Debug)]
+pub(crate) struct Membership {
+    map: Mapping,
+    pub(crate) geometry: Geometry,
+}
+
+impl Membership {
+    /// Writes a fresh header; only the keeper, on its writable mapping.
+    pub(crate) fn init(map: Mapping, geometry: Geometry, keeper_pid: u32) -> Result<Self, String> {
+        check_len(&map, geometry.membership_bytes(), "membership")?;
+        let h = map.base().cast::<MembershipHeader>();
+        // SAFETY: the mapping is fresh, zeroed, writable, large enough and
+        // not yet shared; plain fields are written before any reader maps it.
+        unsafe {
+            ptr::addr_of_mut!((*h).version).write(LAYOUT_VERSION);
+            ptr::addr_of_mut!((*h).keeper_pid).write(keeper_pid);
+            ptr::addr_of_mut!((*h).geometry).write(geometry);
+            ptr::addr_of_mut!((*h).magic).write(MAGIC_MEMBERSHIP);
+        }
+        Ok(Membership { map, geometry })
+    }
+
+    /// Validates a mapping received from the keeper.
+    pub(crate) fn open(map: Mapping) -> Result<Self, String> {
+        check_len(&map, std::mem::size_of::<MembershipHeader>(), "membership")?;
+        let h = map.base().cast::<MembershipHeader>();
+        // SAFETY: the header fits in the mapping (checked above).
+        let (magic, version, geometry) = unsafe {
+            (read(ptr::addr_of!((*h).magic)), read(ptr::addr_of!((*h).version)), read(ptr::addr_of!((*h).geometry)))
+        };
+        if magic != MAGIC_MEMBERSHIP || version != LAYOUT_VERSION {
+            return Err(format!("membership region has magic {magic:#x} version {version}"));
+        }
+        geometry.check()?;
+        check_len(&map, geometry.membership_bytes(), "membership")?;
+        Ok(Membership { map, geometry })
+    }
+
+    pub(crate) fn header(&self) -> &MembershipHeader {
+        // SAFETY: validated to fit; atomics tolerate concurrent writers.
+        unsafe { &*self.map.base().cast::<MembershipHeader>() }
+    }
+
+    pub(crate) fn keeper_pid(&self) -> u32 {
+        // SAFETY: the header fits in the mapping.
+        read(unsafe { ptr::addr_of!((*self.map.base().cast::<MembershipHeader>()).keeper_pid) })
+    }
+
+    fn entry(&self, k: usize) -> &MemberEntry {
+        let off = std::mem::size_of::<MembershipHeader>() + k * std::mem::size_of::<MemberEntry>();
+        assert!(off + std::mem::size_of::<MemberEntry>() <= self.map.len());
+        // SAFETY: in bounds (asserted) and 64-byte aligned (header is a
+        // multiple of 128 and entries are 64 bytes).
+        unsafe { &*self.map.base().add(off).cast::<MemberEntry>() }
+    }
+
+    /// Sender entry `j < max_senders`.
+    pub(crate) fn sender(&self, j: usize) -> &MemberEntry {
+        assert!(j < self.geometry.max_senders as usize);
+        self.entry(j)
+    }
+
+    /// Receiver entry `i < max_receivers`.
+    pub(crate) fn receiver(&self, i: usize) -> &MemberEntry {
+        assert!(i < self.geometry.max_receivers as usize);
+        self.entry(self.geometry.max_senders as usize + i)
+    }
+
+    pub(crate) fn generation(&self) -> u32 {
+        self.header().generation.0.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn destroyed(&self) -> bool {
+        self.header().flags.load(Ordering::Acquire) & FLAG_DESTROYED != 0
+    }
+}
+
+/// The senders' sequencer region.
+#[derive(Debug)]
+pub(crate) struct Sequencer {
+    map: Mapping,
+    max_senders: usize,
+}
+
+impl Sequencer {
+    pub(crate) fn init(map: Mapping, geometry: &Geometry) -> Result<Self, String> {
+        check_len(&map, geometry.sequencer_bytes(), "sequencer")?;
+        let h = map.base().cast::<SequencerHeader>();
+        // SAFETY: fresh zeroed writable mapping of sufficient size.
+        unsafe {
+            ptr::addr_of_mut!((*h).version).write(LAYOUT_VERSION);
+            ptr::addr_of_mut!((*h).max_senders).write(geometry.max_senders);
+            ptr::addr_of_mut!((*h).magic).write(MAGIC_SEQUENCER);
+        }
+        Ok(Sequencer { map, max_senders: geometry.max_senders as usize })
+    }
+
+    pub(crate) fn open(map: Mapping, geometry: &Geometry) -> Result<Self, String> {
+        check_len(&map, geometry.sequencer_bytes(), "sequencer")?;
+        let h = map.base().cast::<SequencerHeader>();
+        // SAFETY: the header fits (checked above).
+        let (magic, version, m) = unsafe {
+            (read(ptr::addr_of!((*h).magic)), read(ptr::addr_of!((*h).version)), read(ptr::addr_of!((*h).max_senders)))
+        };
+        if magic != MAGIC_SEQUENCER || version != LAYOUT_VERSION || m != geometry.max_senders {
+            return Err(format!("sequencer region has magic {magic:#x} version {version} senders {m}"));
+        }
+        Ok(Sequencer { map, max_senders: m as usize })
+    }
+
+    pub(crate) fn next(&self) -> &AtomicU64 {
+        // SAFETY: the header fits; `next` is an atomic.
+        unsafe { &(*self.map.base().cast::<SequencerHeader>()).next.0 }
+    }
+
+    pub(crate) fn inflight(&self, j: usize) -> &AtomicU64 {
+        assert!(j < self.max_senders);
+        let off = std::mem::size_of::<SequencerHeader>() + j * LINE;
+        // SAFETY: in bounds by the size check at open/init and the assert;
+        // LINE-aligned.
+        unsafe { &*self.map.base().add(off).cast::<AtomicU64>() }
+    }
+}
+
+/// A sender's data region.
+#[derive(Debug)]
+pub(crate) struct SenderRegion {
+    map: Mapping,
+    pub(crate) geometry: Geometry,
+    stride: usize,
+}
+
+impl SenderRegion {
+    pub(crate) fn init(map: Mapping, geometry: Geometry, pid: u32) -> Result<Self, String> {
+        check_len(&map, geometry.sender_region_bytes(), "sender")?;
+        let h = map.base().cast::<SenderHeader>();
+        // SAFETY: fresh zeroed writable mapping of sufficient size.
+        unsafe {
+            ptr::addr_of_mut!((*h).version).write(LAYOUT_VERSION);
+            ptr::addr_of_mut!((*h).geometry).write(geometry);
+            ptr::addr_of_mut!((*h).pid).write(pid);
+            ptr::addr_of_mut!((*h).magic).write(MAGIC_SENDER);
+        }
+        Ok(SenderRegion { map, geometry, stride: geometry.slot_stride() })
+    }
+
+    pub(crate) fn open(map: Mapping, geometry: Geometry) -> Result<Self, String> {
+        check_len(&map, geometry.sender_region_bytes(), "sender")?;
+        let h = map.base().cast::<SenderHeader>();
+        // SAFETY: the header fits (checked above).
+        let (magic, version, g) = unsafe {
+            (read(ptr::addr_of!((*h).magic)), read(ptr::addr_of!((*h).version)), read(ptr::addr_of!((*h).geometry)))
+        };
+        if magic != MAGIC_SENDER || version != LAYOUT_VERSION || g != geometry {
+            return Err(format!("sender region has magic {magic:#x} version {version} geometry {g:?}"));
+        }
+        Ok(SenderRegion { map, geometry, stride: geometry.slot_stride() })
+    }
+
+    pub(crate) fn header(&self) -> &SenderHeader {
+        // SAFETY: validated to fit.
+        unsafe { &*self.map.base().cast::<SenderHeader>() }
+    }
+
+    fn slot_ptr(&self, seq: u64) -> *mut u8 {
+        let i = (seq & u64::from(self.geometry.slots - 1)) as usize;
+        // SAFETY: i < slots, and the region holds header + slots * stride
+        // bytes (checked at open/init).
+        unsafe { self.map.base().add(std::mem::size_of::<SenderHeader>() + i * self.stride) }
+    }
+
+    /// The header of the slot that holds `seq`.
+    pub(crate) fn slot(&self, seq: u64) -> &SlotHeader {
+        // SAFETY: in bounds (see slot_ptr); 64-byte aligned.
+        unsafe { &*self.slot_ptr(seq).cast::<SlotHeader>() }
+    }
+
+    /// The payload bytes of the slot of `seq`, `len <= slot_bytes` long.
+    pub(crate) fn payload(&self, seq: u64, len: usize) -> *mut u8 {
+        assert!(len <= self.geometry.slot_bytes as usize);
+        // SAFETY: the payload follows the 16-byte header inside the stride.
+        unsafe { self.slot_ptr(seq).add(std::mem::size_of::<SlotHeader>()) }
+    }
+}
+
+/// A receiver's own region.
+#[derive(Debug)]
+pub(crate) struct ReceiverRegion {
+    map: Mapping,
+}
+
+impl ReceiverRegion {
+    pub(crate) fn bytes() -> usize {
+        std::mem::size_of::<ReceiverHeader>()
+    }
+
+    pub(crate) fn init(map: Mapping, pid: u32) -> Result<Self, String> {
+        check_len(&map, Self::bytes(), "receiver")?;
+        let h = map.base().cast::<ReceiverHeader>();
+        // SAFETY: fresh zeroed writable mapping of sufficient size.
+        unsafe {
+            ptr::addr_of_mut!((*h).version).write(LAYOUT_VERSION);
+            ptr::addr_of_mut!((*h).pid).write(pid);
+            ptr::addr_of_mut!((*h).magic).write(MAGIC_RECEIVER);
+        }
+        Ok(ReceiverRegion { map })
+    }
+
+    pub(crate) fn open(map: Mapping) -> Result<Self, String> {
+        check_len(&map, Self::bytes(), "receiver")?;
+        let h = map.base().cast::<ReceiverHeader>();
+        // SAFETY: the header fits (checked above).
+        let (magic, version) = unsafe { (read(ptr::addr_of!((*h).magic)), read(ptr::addr_of!((*h).version))) };
+        if magic != MAGIC_RECEIVER || version != LAYOUT_VERSION {
+            return Err(format!("receiver region has magic {magic:#x} version {version}"));
+        }
+        Ok(ReceiverRegion { map })
+    }
+
+    pub(crate) fn header(&self) -> &ReceiverHeader {
+        // SAFETY: validated to fit.
+        unsafe { &*self.map.base().cast::<ReceiverHeader>() }
+    }
+}

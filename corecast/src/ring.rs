@@ -1,0 +1,139 @@
+//! The ring protocol: claim, publish, probe, consume.
+//!
+//! A channel has one global sequence of message numbers. A sender claims
+//! number `S` with a compare-exchange on the sequencer's `next` (this is the
+//! total order across senders, R4), writes the message into slot `S % R` of
+//! *its own* region and publishes it by storing the slot's stamp. A receiver
+//! owed `S` probes slot `S % R` of each sender region for the stamp of `S`.
+//! This keeps each region single-writer (R5) at the cost of probing one line
+//! per sender, which is one line in the common single-sender case.
+//!
+//! Back-pressure (R3): `S` may be claimed only when every live receiver's
+//! cursor is above `S - R`, so whatever occupied slot `S % R` of any region
+//! (a number `<= S - R`) has been consumed by everyone. A receiver holds
+//! slot `S` from the moment it sees the stamp until it moves its cursor past
+//! `S`; the cursor store is a Release that pairs with the Acquire load in the
+//! sender's room check (`Sender::room`), so the receiver's reads of the
+//! payload happen before the sender's next write of that slot.
+//!
+//! Stamps: `(S + 1) << 2 | kind`, so zero means "never written" and a slot
+//! can be told apart from the slot's earlier and later occupants.
+
+use crate::layout::{Cursor, SlotHeader};
+use crate::sync::{AtomicU64, Ordering};
+
+/// A message with content.
+pub(crate) const KIND_PUBLISHED: u64 = 1;
+/// A number that carries no message (a dropped loan, or a claim whose
+/// sender died): receivers skip it.
+pub(crate) const KIND_VOID: u64 = 2;
+
+/// The stamp of number `seq` with `kind`.
+pub(crate) fn stamp(seq: u64, kind: u64) -> u64 {
+    ((seq + 1) << 2) | kind
+}
+
+/// What a slot says about number `seq`.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Probe {
+    /// Published with this many payload bytes (already bounds-checked).
+    Ready(u32),
+    /// Void: skip it.
+    Void,
+    /// Not in this slot (yet).
+    Absent,
+    /// The slot holds a later number `n > seq` with `n == seq (mod R)`:
+    /// `seq` was overwritten here, or never lived in this region.
+    Newer(u64),
+}
+
+/// Reads what `slot` says about `seq`. `Acquire` pairs with the `Release`
+/// in [`publish`], making the payload visible. Every value is validated:
+/// an unknown kind or a length over `slot_bytes` is an error, not a read.
+pub(crate) fn probe(slot: &SlotHeader, seq: u64, slot_bytes: u32) -> Result<Probe, String> {
+    let st = slot.stamp.load(Ordering::Acquire);
+    let n = st >> 2;
+    if n == 0 || n < seq + 1 {
+        return Ok(Probe::Absent);
+    }
+    if n > seq + 1 {
+        return Ok(Probe::Newer(n - 1));
+    }
+    match st & 3 {
+        KIND_PUBLISHED => {
+            let len = slot.len.load(Ordering::Relaxed);
+            if len > slot_bytes {
+                return Err(format!("message {seq} claims {len} bytes in {slot_bytes}-byte slots"));
+            }
+            Ok(Probe::Ready(len))
+        }
+        KIND_VOID => Ok(Probe::Void),
+        k => Err(format!("message {seq} has unknown slot kind {k}")),
+    }
+}
+
+/// Publishes number `seq` in `slot`. The payload must be written before;
+/// `Release` orders it before the stamp (pairs with [`probe`]'s `Acquire`).
+pub(crate) fn publish(slot: &SlotHeader, seq: u64, len: u32, kind: u64) {
+    slot.len.store(len, Ordering::Relaxed);
+    slot.stamp.store(stamp(seq, kind), Ordering::Release);
+}
+
+/// Outcome of one claim attempt.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Claim {
+    /// This sender now holds `S` and must publish it (or void it).
+    Won(u64),
+    /// `S` is the next number but the ring has no room for it.
+    Full(u64),
+}
+
+/// Claims the next number if `has_room(S)` says the ring has room for it.
+///
+/// `inflight` is this sender's line in the sequencer: `S + 1` is stored
+/// (SeqCst) before the compare-exchange so that, if this process dies
+/// between winning `S` and publishing it, the keeper can find `S` and void
+/// it (R4); it is cleared by [`clear_inflight`] after the publish.
+/// `next` is loaded before `has_room` runs: the caller re-reads the
+/// membership generation inside `has_room`, and a receiver the keeper
+/// registered before this load of `next` is therefore always seen (the
+/// keeper bumps the generation, then reads `next` for the new receiver's
+/// first number; see `keeper::join_receiver`).
+pub(crate) fn try_claim(
+    next: &AtomicU64,
+    inflight: &AtomicU64,
+    mut has_room: impl FnMut(u64) -> bool,
+) -> Claim {
+    loop {
+        let s = next.load(Ordering::SeqCst);
+        if !has_room(s) {
+            return Claim::Full(s);
+        }
+        inflight.store(s + 1, Ordering::SeqCst);
+        if next.compare_exchange(s, s + 1, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+            return Claim::Won(s);
+        }
+        inflight.store(0, Ordering::SeqCst);
+        crate::sync::spin_hint();
+    }
+}
+
+/// Marks this sender as holding no claim. `Release`: after the publish.
+pub(crate) fn clear_inflight(inflight: &AtomicU64) {
+    inflight.store(0, Ordering::Release);
+}
+
+/// Moves a receiver's cursor to `to`: everything below is consumed.
+/// `Release` pairs with the sender's `Acquire` load in its room check.
+pub(crate) fn advance(cursor: &Cursor, to: u64) {
+    cursor.next.store(to, Ordering::Release);
+    cursor.wake.store(to as u32, Ordering::Release);
+}
+
+/// The first number a receiver still needs, from its own cursor and the
+/// start the keeper gave it, validated against `next` (what has been
+/// claimed so far): a cursor claiming to be past `next` is clamped, since a
+/// receiver cannot have consumed what does not exist yet.
+pub(crate) fn effective_cursor(cursor: u64, start: u64, next: u64) -> u64 {
+    cursor.max(start).min(next)
+}

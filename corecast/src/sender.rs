@@ -1,0 +1,339 @@
+//! The sending endpoint: claim a number, write the slot in place, publish.
+
+use std::time::{Duration, Instant};
+
+use crate::error::{ChannelError, SendError};
+use crate::layout::{Geometry, START_PENDING, STATE_LIVE};
+use crate::link::Link;
+use crate::proto::{self, Op};
+use crate::region::{ReceiverRegion, SenderRegion, Sequencer};
+use crate::ring::{self, Claim};
+use crate::sync::{fence, Ordering};
+use crate::sys::{futex, map::Mapping, memfd};
+use crate::wait::{sleep_budget, Backoff, WaitStrategy};
+
+/// Sends messages on one channel; every receiver gets each one.
+///
+/// A sender owns its region of the ring: nobody else can write it. Sends
+/// cost one payload copy ([`Sender::send`]) or none ([`Sender::loan`]) and
+/// make a system call only when a receiver is asleep.
+#[derive(Debug)]
+pub struct Sender {
+    link: Link,
+    sequencer: Sequencer,
+    region: SenderRegion,
+    index: usize,
+    room: Room,
+    wait: WaitStrategy,
+}
+
+/// What the sender knows about receivers, for back-pressure and wake-ups.
+#[derive(Debug)]
+struct Room {
+    receivers: Vec<Option<(u32, ReceiverRegion)>>,
+    generation: u32,
+    /// Numbers below this have room (cached minimum cursor + ring length).
+    limit: u64,
+    /// A receiver's start is still pending at the keeper.
+    pending: bool,
+    error: Option<ChannelError>,
+}
+
+impl Sender {
+    pub(crate) fn open(link: Link, wait: WaitStrategy) -> Result<Sender, ChannelError> {
+        let g = link.membership.geometry;
+        let fd = memfd::create("corecast-sender", g.sender_region_bytes()).map_err(ChannelError::io("memfd"))?;
+        let map = Mapping::new(&fd, g.sender_region_bytes(), true).map_err(ChannelError::io("map own region"))?;
+        let region = SenderRegion::init(map, g, crate::sys::pid()).map_err(ChannelError::Corrupt)?;
+        let (reply, mut fds) = link.call(Op::JoinSender, &[&fd])?;
+        match reply.status {
+            proto::OK if fds.len() == 1 && reply.index < g.max_senders => {}
+            proto::FULL => {
+                return Err(ChannelError::Full { name: link.name.clone(), role: "sender", max: g.max_senders })
+            }
+            s => return Err(ChannelError::Corrupt(format!("keeper refused the sender (status {s})"))),
+        }
+        let sfd = fds.remove(0);
+        let size = memfd::size(&sfd).map_err(ChannelError::io("fstat sequencer"))? as usize;
+        if size != g.sequencer_bytes() {
+            return Err(ChannelError::Corrupt(format!("sequencer has {size} bytes")));
+        }
+        let smap = Mapping::new(&sfd, size, true).map_err(ChannelError::io("map sequencer"))?;
+        let sequencer = Sequencer::open(smap, &g).map_err(ChannelError::Corrupt)?;
+        let room = Room {
+            receivers: (0..g.max_receivers).map(|_| None).collect(),
+            generation: link.membership.generation().wrapping_sub(1),
+            limit: 0,
+            pending: false,
+            error: None,
+        };
+        Ok(Sender { link, sequencer, region, index: reply.index as usize, room, wait })
+    }
+
+    /// The largest message this channel carries, in bytes.
+    pub fn max_message_bytes(&self) -> usize {
+        self.region.geometry.slot_bytes as usize
+    }
+
+    /// This sender's index among the channel's senders.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// Changes how this sender waits for ring space.
+    pub fn set_wait_strategy(&mut self, wait: WaitStrategy) {
+        self.wait = wait;
+    }
+
+    /// Sends a copy of `msg`, waiting while the ring is full.
+    pub fn send(&mut self, msg: &[u8]) -> Result<(), SendError> {
+        self.send_until(msg, None)
+    }
+
+    /// Sends a copy of `msg`, or fails with [`SendError::WouldBlock`] at once
+    /// when the ring is full.
+    pub fn try_send(&mut self, msg: &[u8]) -> Result<(), SendError> {
+        let seq = self.try_claim(msg.len())?;
+        // SAFETY: this sender holds `seq`, so slot `seq % R` of its own
+        // region is written by nobody else and read by nobody until the
+        // stamp is published; `msg.len()` was checked against slot_bytes.
+        unsafe { std::ptr::copy_nonoverlapping(msg.as_ptr(), self.region.payload(seq, msg.len()), msg.len()) };
+        self.publish(seq, msg.len() as u32, ring::KIND_PUBLISHED);
+        Ok(())
+    }
+
+    /// Sends a copy of `msg`, waiting at most `timeout` for ring space.
+    pub fn send_timeout(&mut self, msg: &[u8], timeout: Duration) -> Result<(), SendError> {
+        self.send_until(msg, Some(Instant::now() + timeout))
+    }
+
+    fn send_until(&mut self, msg: &[u8], deadline: Option<Instant>) -> Result<(), SendError> {
+        let mut backoff = Backoff::new(self.wait);
+        loop {
+            match self.try_send(msg) {
+                Err(SendError::WouldBlock) => {}
+                other => return other,
+            }
+            self.wait_for_room(&mut backoff, deadline)?;
+        }
+    }
+
+    /// Borrows the next slot to write a message in place (zero copy),
+    /// waiting while the ring is full. Receivers wait for this number until
+    /// the loan is committed or dropped (a dropped loan is skipped by all).
+    pub fn loan(&mut self) -> Result<Loan<'_>, SendError> {
+        let mut backoff = Backoff::new(self.wait);
+        loop {
+            match self.try_claim(0) {
+                Ok(seq) => return Ok(Loan { sender: self, seq, done: false }),
+                Err(SendError::WouldBlock) => self.wait_for_room(&mut backoff, None)?,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Like [`Sender::loan`] but fails with [`SendError::WouldBlock`] when full.
+    pub fn try_loan(&mut self) -> Result<Loan<'_>, SendError> {
+        let seq = self.try_claim(0)?;
+        Ok(Loan { sender: self, seq, done: false })
+    }
+
+    fn try_claim(&mut self, len: usize) -> Result<u64, SendError> {
+        let g = self.region.geometry;
+        if len > g.slot_bytes as usize {
+            return Err(SendError::TooLarge { bytes: len, max_bytes: g.slot_bytes as usize });
+        }
+        if self.link.membership.destroyed() {
+            return Err(SendError::Destroyed);
+        }
+        let room = &mut self.room;
+        let link = &self.link;
+        let claim = ring::try_claim(self.sequencer.next(), self.sequencer.inflight(self.index), |s| {
+            room.has_room(link, &g, s)
+        });
+        if let Some(e) = self.room.error.take() {
+            return Err(e.into());
+        }
+        match claim {
+            Claim::Won(seq) => Ok(seq),
+            Claim::Full(_) => Err(SendError::WouldBlock),
+        }
+    }
+
+    fn publish(&mut self, seq: u64, len: u32, kind: u64) {
+        ring::publish(self.region.slot(seq), seq, len, kind);
+        ring::clear_inflight(self.sequencer.inflight(self.index));
+        // Pairs with the receiver's fence in `Receiver::sleep`: either it
+        // sees this stamp, or this load sees its `sleeping` flag.
+        fence(Ordering::SeqCst);
+        let asleep = self.room.receivers.iter().flatten().any(|(_, r)| r.header().sleeping.0.load(Ordering::Relaxed) != 0);
+        if asleep {
+            let bell = &self.region.header().doorbell.0;
+            bell.fetch_add(1, Ordering::Release);
+            futex::wake_all(bell);
+        }
+    }
+
+    fn wait_for_room(&mut self, backoff: &mut Backoff, deadline: Option<Instant>) -> Result<(), SendError> {
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Err(SendError::Timeout);
+        }
+        if !backoff.snooze() {
+            return Ok(());
+        }
+        backoff.reset();
+        let Some(budget) = sleep_budget(deadline) else { return Err(SendError::Timeout) };
+        // Sleep on the slowest receiver's cursor word and on the membership
+        // generation (a receiver leaving or dying frees room too).
+        let m = &self.link.membership;
+        let gen_word = &m.header().generation.0;
+        let gen = gen_word.load(Ordering::SeqCst);
+        let slowest = self.room.slowest(m);
+        let flag = &self.region.header().space_waiting.0;
+        flag.store(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        let next = self.sequencer.next().load(Ordering::SeqCst);
+        self.room.limit = 0;
+        let g = self.region.geometry;
+        let room_now = self.room.has_room(&self.link, &g, next);
+        if !room_now && !self.room.pending {
+            let mut words = vec![(gen_word, gen)];
+            if let Some((r, v)) = slowest.and_then(|i| self.room.receivers[i].as_ref().map(|(_, r)| r)).map(|r| {
+                let w = &r.header().cursor.0.wake;
+                (w, w.load(Ordering::Acquire))
+            }) {
+                words.push((r, v));
+            }
+            futex::wait_any(&words, budget).map_err(|e| SendError::Io { op: "futex wait", source: e.into() })?;
+        }
+        flag.store(0, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+impl Room {
+    /// Whether number `s` may be claimed: every live receiver's cursor is
+    /// above `s - R`. Refreshes the receiver set when membership changed.
+    fn has_room(&mut self, link: &Link, g: &Geometry, s: u64) -> bool {
+        let gen = link.membership.generation();
+        if gen != self.generation {
+            if let Err(e) = self.refresh(link, g) {
+                self.error = Some(e);
+                return false;
+            }
+            self.generation = gen;
+            self.limit = 0;
+        }
+        if s < self.limit {
+            return true;
+        }
+        self.pending = false;
+        let mut min = s;
+        for i in 0..g.max_receivers as usize {
+            let e = link.membership.receiver(i);
+            if e.state.load(Ordering::Acquire) != STATE_LIVE {
+                continue;
+            }
+            let start = e.start.load(Ordering::Acquire);
+            if start == START_PENDING {
+                self.pending = true;
+                return false;
+            }
+            let epoch = e.epoch.load(Ordering::Acquire);
+            match &self.receivers[i] {
+                // Acquire pairs with `ring::advance` (Release) in the receiver.
+                Some((ep, r)) if *ep == epoch => {
+                    let c = r.header().cursor.0.next.load(Ordering::Acquire);
+                    min = min.min(ring::effective_cursor(c, start, s));
+                }
+                // Joined after our last refresh: its start is at least the
+                // `next` we loaded, so it constrains nothing below `start`.
+                _ => min = min.min(start.min(s)),
+            }
+        }
+        self.limit = min + u64::from(g.slots);
+        s < self.limit
+    }
+
+    fn refresh(&mut self, link: &Link, g: &Geometry) -> Result<(), ChannelError> {
+        let (reply, fds) = link.call(Op::FetchReceivers, &[])?;
+        let mut fresh: Vec<Option<(u32, ReceiverRegion)>> = (0..g.max_receivers).map(|_| None).collect();
+        for ((i, epoch), fd) in reply.entries.into_iter().zip(fds) {
+            let i = i as usize;
+            if i >= fresh.len() {
+                return Err(ChannelError::Corrupt(format!("keeper named receiver {i}")));
+            }
+            let keep = self.receivers[i].take().filter(|(e, _)| *e == epoch);
+            fresh[i] = Some(match keep {
+                Some(k) => k,
+                None => {
+                    let map = Link::map_peer_region(&fd, ReceiverRegion::bytes())?;
+                    (epoch, ReceiverRegion::open(map).map_err(ChannelError::Corrupt)?)
+                }
+            });
+        }
+        self.receivers = fresh;
+        Ok(())
+    }
+
+    /// Index of the live receiver with the lowest cursor.
+    fn slowest(&self, m: &crate::region::Membership) -> Option<usize> {
+        self.receivers
+            .iter()
+            .enumerate()
+            .filter(|(i, r)| r.is_some() && m.receiver(*i).state.load(Ordering::Acquire) == STATE_LIVE)
+            .filter_map(|(i, r)| r.as_ref().map(|(_, r)| (i, r.header().cursor.0.next.load(Ordering::Acquire))))
+            .min_by_key(|&(_, c)| c)
+            .map(|(i, _)| i)
+    }
+}
+
+impl Drop for Sender {
+    fn drop(&mut self) {
+        self.link.leave();
+    }
+}
+
+/// A slot borrowed for writing a message in place. Commit it to publish;
+/// dropping it uncommitted publishes a void that every receiver skips.
+#[derive(Debug)]
+pub struct Loan<'a> {
+    sender: &'a mut Sender,
+    seq: u64,
+    done: bool,
+}
+
+impl Loan<'_> {
+    /// The slot's bytes, [`Sender::max_message_bytes`] long.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        let n = self.sender.region.geometry.slot_bytes as usize;
+        // SAFETY: the sender holds `seq`: the slot is written only by this
+        // process and read by no receiver until the stamp is published; the
+        // borrow of `self` keeps it exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.sender.region.payload(self.seq, n), n) }
+    }
+
+    /// The sequence number this message will carry.
+    pub fn sequence(&self) -> u64 {
+        self.seq
+    }
+
+    /// Publishes the first `len` bytes of the slot to every receiver.
+    pub fn commit(mut self, len: usize) -> Result<(), SendError> {
+        let max = self.sender.region.geometry.slot_bytes as usize;
+        if len > max {
+            return Err(SendError::TooLarge { bytes: len, max_bytes: max });
+        }
+        self.done = true;
+        self.sender.publish(self.seq, len as u32, ring::KIND_PUBLISHED);
+        Ok(())
+    }
+}
+
+impl Drop for Loan<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.sender.publish(self.seq, 0, ring::KIND_VOID);
+        }
+    }
+}

@@ -1,0 +1,114 @@
+//! Single-process behaviour of the public API: delivery, order, errors.
+
+use std::time::Duration;
+
+use corecast::{Channel, ChannelConfig, ChannelError, RecvError, SendError};
+
+fn unique(tag: &str) -> String {
+    format!("t-{tag}-{}-{:?}", std::process::id(), std::thread::current().id()).replace(['(', ')'], "")
+}
+
+fn config(slots: u32, bytes: u32) -> ChannelConfig {
+    ChannelConfig { slots, max_message_bytes: bytes, ..ChannelConfig::default() }
+}
+
+#[test]
+fn every_receiver_gets_every_message_in_order() {
+    let chan = Channel::create(&unique("order"), &config(8, 64)).unwrap();
+    let mut rxs: Vec<_> = (0..3).map(|_| chan.receiver().unwrap()).collect();
+    let mut tx = chan.sender().unwrap();
+    let mut buf = [0u8; 64];
+    for round in 0..5u8 {
+        for i in 0..8u8 {
+            tx.try_send(&[round, i, 7]).unwrap();
+        }
+        assert!(matches!(tx.try_send(&[0]), Err(SendError::WouldBlock)), "ring of 8 must be full");
+        for rx in &mut rxs {
+            for i in 0..8u8 {
+                let n = rx.try_recv(&mut buf).unwrap();
+                assert_eq!(&buf[..n], &[round, i, 7]);
+            }
+            assert!(matches!(rx.try_recv(&mut buf), Err(RecvError::WouldBlock)));
+        }
+    }
+}
+
+#[test]
+fn zero_copy_loan_and_in_place_receive() {
+    let chan = Channel::create(&unique("loan"), &config(4, 32)).unwrap();
+    let mut rx = chan.receiver().unwrap();
+    let mut tx = chan.sender().unwrap();
+    let mut loan = tx.loan().unwrap();
+    loan.as_mut_slice()[..5].copy_from_slice(b"hello");
+    loan.commit(5).unwrap();
+    // A dropped loan is a void every receiver skips.
+    drop(tx.loan().unwrap());
+    tx.send(b"after").unwrap();
+    {
+        let m = rx.recv_in_place().unwrap();
+        assert_eq!(&*m, b"hello");
+        assert_eq!(m.sequence(), 0);
+    }
+    let m = rx.recv_in_place().unwrap();
+    assert_eq!(&*m, b"after");
+    assert_eq!(m.sequence(), 2);
+}
+
+#[test]
+fn errors_are_typed() {
+    let name = unique("errs");
+    let chan = Channel::create(&name, &config(4, 16)).unwrap();
+    assert!(matches!(Channel::create(&name, &config(4, 16)), Err(ChannelError::AlreadyExists(_))));
+    assert!(matches!(Channel::open("no-such-channel-xyz"), Err(ChannelError::NotFound(_))));
+    assert!(matches!(Channel::create("a/b", &config(4, 16)), Err(ChannelError::InvalidName(_))));
+    assert!(matches!(Channel::create(&unique("bad"), &config(3, 16)), Err(ChannelError::InvalidConfig(_))));
+    let mut rx = chan.receiver().unwrap();
+    let mut tx = chan.sender().unwrap();
+    assert!(matches!(tx.send(&[0u8; 17]), Err(SendError::TooLarge { bytes: 17, max_bytes: 16 })));
+    tx.send(&[1u8; 16]).unwrap();
+    let mut small = [0u8; 4];
+    assert!(matches!(rx.try_recv(&mut small), Err(RecvError::BufferTooSmall { needed: 16 })));
+    let mut buf = [0u8; 16];
+    assert_eq!(rx.try_recv(&mut buf).unwrap(), 16, "a too-small buffer consumes nothing");
+    assert!(matches!(rx.recv_timeout(&mut buf, Duration::from_millis(20)), Err(RecvError::Timeout)));
+    for _ in 0..4 {
+        tx.send(&[2]).unwrap();
+    }
+    assert!(matches!(tx.send_timeout(&[3], Duration::from_millis(20)), Err(SendError::Timeout)));
+}
+
+#[test]
+fn all_senders_gone_after_drain() {
+    let chan = Channel::create(&unique("gone"), &config(4, 16)).unwrap();
+    let mut rx = chan.receiver().unwrap();
+    let mut buf = [0u8; 16];
+    assert!(matches!(rx.try_recv(&mut buf), Err(RecvError::WouldBlock)), "no sender yet is not 'gone'");
+    let mut tx = chan.sender().unwrap();
+    tx.send(b"last").unwrap();
+    drop(tx);
+    assert_eq!(rx.recv(&mut buf).unwrap(), 4);
+    assert!(matches!(rx.recv(&mut buf), Err(RecvError::AllSendersGone)));
+}
+
+#[test]
+fn name_disappears_with_last_handle() {
+    let name = unique("life");
+    let chan = Channel::create(&name, &config(4, 16)).unwrap();
+    assert!(corecast::list().contains(&name));
+    let members = {
+        let _rx = chan.receiver().unwrap();
+        chan.members()
+    };
+    assert_eq!(members.len(), 1);
+    drop(chan);
+    // The keeper removes the name once the last connection is gone.
+    let path = corecast::channel_dir().join(&name);
+    for _ in 0..500 {
+        if !path.exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(!path.exists(), "the channel's socket outlived every handle");
+    assert!(matches!(Channel::open(&name), Err(ChannelError::NotFound(_))));
+}
