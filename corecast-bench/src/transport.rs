@@ -58,12 +58,7 @@ impl Topology {
 
     /// Two processes with a link each way.
     pub fn pair(max_message_bytes: usize) -> Topology {
-        Topology {
-            processes: 2,
-            max_message_bytes,
-            links: vec![(0, 1), (1, 0)],
-            groups: Vec::new(),
-        }
+        Topology { processes: 2, max_message_bytes, links: vec![(0, 1), (1, 0)], groups: Vec::new() }
     }
 
     /// Every directed pair that carries messages: the explicit links plus one
@@ -80,12 +75,8 @@ impl Topology {
 
     /// The peers that send to `me` over some link or group, sorted.
     pub fn senders_to(&self, me: PeerId) -> Vec<PeerId> {
-        let mut v: Vec<PeerId> = self
-            .all_links()
-            .into_iter()
-            .filter(|&(_, to)| to == me)
-            .map(|(from, _)| from)
-            .collect();
+        let mut v: Vec<PeerId> =
+            self.all_links().into_iter().filter(|&(_, to)| to == me).map(|(from, _)| from).collect();
         v.dedup();
         v
     }
@@ -218,11 +209,7 @@ pub enum TransportError {
 impl TransportError {
     /// Shorthand for [`TransportError::Io`] from the last OS error.
     pub fn last_os(mechanism: &'static str, op: &'static str) -> TransportError {
-        TransportError::Io {
-            mechanism,
-            op,
-            source: io::Error::last_os_error(),
-        }
+        TransportError::Io { mechanism, op, source: io::Error::last_os_error() }
     }
 }
 
@@ -232,10 +219,9 @@ impl fmt::Display for TransportError {
             TransportError::Io { mechanism, op, source } => {
                 write!(f, "{mechanism}: {op} failed: {source}")
             }
-            TransportError::TooLarge { mechanism, bytes, max_bytes } => write!(
-                f,
-                "{mechanism}: a {bytes}-byte message is larger than its limit of {max_bytes} bytes"
-            ),
+            TransportError::TooLarge { mechanism, bytes, max_bytes } => {
+                write!(f, "{mechanism}: a {bytes}-byte message is larger than its limit of {max_bytes} bytes")
+            }
             TransportError::PeerGone { mechanism, peer: Some(p) } => {
                 write!(f, "{mechanism}: peer {p} went away")
             }

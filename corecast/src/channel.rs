@@ -78,7 +78,8 @@ impl Channel {
         }
         let dir = channel_dir();
         if !dir.exists() {
-            std::fs::create_dir_all(&dir).map_err(|e| ChannelError::Io { op: "create the channel directory", source: e })?;
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| ChannelError::Io { op: "create the channel directory", source: e })?;
             // Shared by every user, like /tmp: sticky and world-writable.
             let _ = rustix::fs::chmod(&dir, rustix::fs::Mode::from_raw_mode(0o1777));
         }
@@ -88,7 +89,9 @@ impl Channel {
                 match Link::connect(name) {
                     Ok(_) => return Err(ChannelError::AlreadyExists(name.into())),
                     // A leftover of a dead channel: `connect` removed it.
-                    Err(ChannelError::NotFound(_)) => sock::listen(&path).map_err(ChannelError::io("bind the channel name"))?,
+                    Err(ChannelError::NotFound(_)) => {
+                        sock::listen(&path).map_err(ChannelError::io("bind the channel name"))?
+                    }
                     Err(e) => return Err(e),
                 }
             }
@@ -98,9 +101,8 @@ impl Channel {
         rustix::fs::chmod(&path, rustix::fs::Mode::from_raw_mode(config.mode))
             .map_err(ChannelError::io("set the channel's mode"))?;
         let keeper_path = path.clone();
-        let started = process::spawn_keeper(listener.as_raw_fd(), move || {
-            crate::keeper::run(listener, keeper_path, geometry)
-        });
+        let started =
+            process::spawn_keeper(listener.as_raw_fd(), move || crate::keeper::run(listener, keeper_path, geometry));
         if let Err(e) = started {
             let _ = rustix::fs::unlink(&path);
             return Err(ChannelError::Io { op: "start the channel keeper", source: e.into() });
@@ -201,11 +203,8 @@ impl Drop for Channel {
 /// way are removed (R10).
 pub fn list() -> Vec<String> {
     let Ok(dir) = std::fs::read_dir(channel_dir()) else { return Vec::new() };
-    let mut names: Vec<String> = dir
-        .flatten()
-        .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|n| Link::connect(n).is_ok())
-        .collect();
+    let mut names: Vec<String> =
+        dir.flatten().filter_map(|e| e.file_name().into_string().ok()).filter(|n| Link::connect(n).is_ok()).collect();
     names.sort();
     names
 }

@@ -141,10 +141,9 @@ impl fmt::Display for RecvError {
             Self::Timeout => write!(f, "no message arrived before the deadline"),
             Self::AllSendersGone => write!(f, "all senders are gone and every published message was received"),
             Self::BufferTooSmall { needed } => write!(f, "the buffer is too small: the message has {needed} bytes"),
-            Self::Overrun { expected } => write!(
-                f,
-                "message {expected} was overwritten before this receiver read it (evicted or declared dead)"
-            ),
+            Self::Overrun { expected } => {
+                write!(f, "message {expected} was overwritten before this receiver read it (evicted or declared dead)")
+            }
             Self::Destroyed => write!(f, "the channel was destroyed"),
             Self::Corrupt(why) => write!(f, "channel state is corrupt: {why}"),
             Self::Io { op, source } => write!(f, "{op} failed: {source}"),

@@ -131,10 +131,7 @@ impl Keeper {
     }
 
     fn on_readable(&mut self, k: usize) {
-        let (body, fds) = match sock::recv(&self.conns[k].fd) {
-            Ok(x) => x,
-            Err(_) => (Vec::new(), Vec::new()),
-        };
+        let (body, fds) = sock::recv(&self.conns[k].fd).unwrap_or_default();
         if body.is_empty() && fds.is_empty() {
             let conn = self.conns.swap_remove(k);
             self.depart(conn);
@@ -326,15 +323,15 @@ impl Keeper {
         let s = held - 1;
         let next = self.sequencer.next().load(Ordering::SeqCst);
         let g = self.membership.geometry;
-        let published = self.senders.iter().flatten().any(|r| {
-            matches!(ring::probe(r.region.slot(s), s, g.slot_bytes), Ok(Probe::Ready(_)) | Ok(Probe::Void))
-        });
+        let published =
+            self.senders.iter().flatten().any(|r| {
+                matches!(ring::probe(r.region.slot(s), s, g.slot_bytes), Ok(Probe::Ready(_)) | Ok(Probe::Void))
+            });
         if next > s && !published {
             // Another live sender that stored the same intent may be the
             // winner of `s`; wait until it moves on (a few instructions).
-            let contested = (0..self.senders.len()).any(|k| {
-                k != j && self.is_live_sender(k) && self.sequencer.inflight(k).load(Ordering::SeqCst) == held
-            });
+            let contested = (0..self.senders.len())
+                .any(|k| k != j && self.is_live_sender(k) && self.sequencer.inflight(k).load(Ordering::SeqCst) == held);
             if contested {
                 return false;
             }

@@ -196,8 +196,8 @@ const _: () = {
     assert!(size_of::<SlotHeader>() == 16);
     assert!(size_of::<MemberEntry>() == 64);
     assert!(align_of::<Line<AtomicU32>>() == LINE);
-    assert!(size_of::<MembershipHeader>() % LINE == 0);
-    assert!(size_of::<SenderHeader>() % LINE == 0);
-    assert!(size_of::<SequencerHeader>() % LINE == 0);
-    assert!(size_of::<ReceiverHeader>() % LINE == 0);
+    assert!(size_of::<MembershipHeader>().is_multiple_of(LINE));
+    assert!(size_of::<SenderHeader>().is_multiple_of(LINE));
+    assert!(size_of::<SequencerHeader>().is_multiple_of(LINE));
+    assert!(size_of::<ReceiverHeader>().is_multiple_of(LINE));
 };

@@ -8,6 +8,11 @@
 //! touch the ring, another receiver's state or a published message: the
 //! kernel refuses (see the `layout` and `sys::memfd` modules).
 //!
+//! Endpoints belong to the process that opened them. Their mappings are
+//! not inherited across `fork` (`MADV_DONTFORK`, so a child never holds a
+//! writable mapping it was not given); a forked child opens the channel by
+//! name again.
+//!
 //! ```no_run
 //! use corecast::{Channel, ChannelConfig};
 //!
@@ -21,23 +26,44 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-mod channel;
-mod error;
-mod keeper;
+#![cfg_attr(loom, allow(dead_code))]
+
+// Under `--cfg loom` only the protocol (ring, layout, sync) is built: the
+// loom model in `ring::loom_model` checks it without system calls.
 mod layout;
-mod link;
-mod proto;
-mod receiver;
-mod region;
 mod ring;
-mod sender;
 mod sync;
+
+#[cfg(not(loom))]
+mod channel;
+#[cfg(not(loom))]
+mod error;
+#[cfg(not(loom))]
+mod keeper;
+#[cfg(not(loom))]
+mod link;
+#[cfg(not(loom))]
+mod proto;
+#[cfg(not(loom))]
+mod receiver;
+#[cfg(not(loom))]
+mod region;
+#[cfg(not(loom))]
+mod sender;
+#[cfg(not(loom))]
 mod sys;
+#[cfg(not(loom))]
 mod wait;
 
+#[cfg(not(loom))]
 pub use channel::{list, Channel, ChannelConfig, MemberInfo};
+#[cfg(not(loom))]
 pub use error::{ChannelError, RecvError, SendError};
+#[cfg(not(loom))]
 pub use link::channel_dir;
+#[cfg(not(loom))]
 pub use receiver::{Message, Receiver};
+#[cfg(not(loom))]
 pub use sender::{Loan, Sender};
+#[cfg(not(loom))]
 pub use wait::WaitStrategy;

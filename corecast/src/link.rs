@@ -40,6 +40,9 @@ pub(crate) fn path_of(name: &str) -> Result<PathBuf, ChannelError> {
 pub(crate) struct Link {
     pub(crate) name: String,
     conn: OwnedFd,
+    /// The process that connected: a forked child shares the socket but is
+    /// not this member, so it must never say goodbye on its behalf.
+    owner_pid: u32,
     pub(crate) membership: Membership,
 }
 
@@ -69,7 +72,7 @@ impl Link {
         }
         let map = Mapping::new(&fd, size, false).map_err(ChannelError::io("map membership"))?;
         let membership = Membership::open(map).map_err(ChannelError::Corrupt)?;
-        Ok(Link { name: name.into(), conn, membership })
+        Ok(Link { name: name.into(), conn, owner_pid: crate::sys::pid(), membership })
     }
 
     /// One request/reply exchange with the keeper.
@@ -79,6 +82,9 @@ impl Link {
 
     /// Says goodbye, so the keeper records a graceful leave, not a death.
     pub(crate) fn leave(&self) {
+        if crate::sys::pid() != self.owner_pid {
+            return;
+        }
         let _ = sock::send(&self.conn, &proto::request(Op::Leave), &[]);
         let _ = sock::recv(&self.conn);
     }

@@ -146,7 +146,8 @@ impl Receiver {
         ring::advance(&self.region.header().cursor.0, self.next);
         // Pairs with the sender's fence in `Sender::wait_for_room`.
         fence(Ordering::SeqCst);
-        let waiting = self.senders.iter().flatten().any(|(_, s)| s.header().space_waiting.0.load(Ordering::Relaxed) != 0);
+        let waiting =
+            self.senders.iter().flatten().any(|(_, s)| s.header().space_waiting.0.load(Ordering::Relaxed) != 0);
         if waiting {
             futex::wake_all(&self.region.header().cursor.0.wake);
         }

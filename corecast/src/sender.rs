@@ -148,9 +148,8 @@ impl Sender {
         }
         let room = &mut self.room;
         let link = &self.link;
-        let claim = ring::try_claim(self.sequencer.next(), self.sequencer.inflight(self.index), |s| {
-            room.has_room(link, &g, s)
-        });
+        let claim =
+            ring::try_claim(self.sequencer.next(), self.sequencer.inflight(self.index), |s| room.has_room(link, &g, s));
         if let Some(e) = self.room.error.take() {
             return Err(e.into());
         }
@@ -166,7 +165,8 @@ impl Sender {
         // Pairs with the receiver's fence in `Receiver::sleep`: either it
         // sees this stamp, or this load sees its `sleeping` flag.
         fence(Ordering::SeqCst);
-        let asleep = self.room.receivers.iter().flatten().any(|(_, r)| r.header().sleeping.0.load(Ordering::Relaxed) != 0);
+        let asleep =
+            self.room.receivers.iter().flatten().any(|(_, r)| r.header().sleeping.0.load(Ordering::Relaxed) != 0);
         if asleep {
             let bell = &self.region.header().doorbell.0;
             bell.fetch_add(1, Ordering::Release);

@@ -2,6 +2,7 @@
 //! `tests/loom_ring.rs` checks the same code that runs on shared memory.
 
 #[cfg(loom)]
+#[allow(unused_imports)] // `fence` is used only by the endpoints, not built under loom.
 pub(crate) use loom::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 #[cfg(not(loom))]
 pub(crate) use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};

@@ -66,7 +66,7 @@ impl Backoff {
             WaitStrategy::Sleep => true,
             WaitStrategy::Adaptive { spin, yield_for } => {
                 // Reading the clock costs ~20 ns; look at it every 8 tries.
-                if self.tries % 8 != 0 {
+                if !self.tries.is_multiple_of(8) {
                     std::hint::spin_loop();
                     return false;
                 }

@@ -27,10 +27,7 @@ pub fn fill(buf: &mut [u8], seq: u64, sender: u32) {
 /// `expected_len`; returns a sentence describing the first difference.
 pub fn check(buf: &[u8], expected_len: usize, seq: u64, sender: u32) -> Result<(), String> {
     if buf.len() != expected_len {
-        return Err(format!(
-            "message {seq} from {sender}: {} bytes delivered, {expected_len} sent",
-            buf.len()
-        ));
+        return Err(format!("message {seq} from {sender}: {} bytes delivered, {expected_len} sent", buf.len()));
     }
     let mut want = vec![0u8; expected_len];
     fill(&mut want, seq, sender);
@@ -52,10 +49,9 @@ pub fn seq_of(buf: &[u8]) -> Option<u64> {
 
 fn describe_header(buf: &[u8]) -> String {
     match (seq_of(buf), buf.get(8..12)) {
-        (Some(s), Some(p)) => format!(
-            " (it carries message {s} from {})",
-            u32::from_le_bytes(p.try_into().expect("4 bytes"))
-        ),
+        (Some(s), Some(p)) => {
+            format!(" (it carries message {s} from {})", u32::from_le_bytes(p.try_into().expect("4 bytes")))
+        }
         _ => String::new(),
     }
 }

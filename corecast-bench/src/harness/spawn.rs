@@ -41,9 +41,7 @@ pub fn run_processes(
     body: &Body<'_>,
 ) -> Result<Vec<Vec<u8>>, String> {
     topology.validate().map_err(|e| e.to_string())?;
-    let mut prepared = mechanism
-        .prepare(topology)
-        .map_err(|e| format!("{}: prepare failed: {e}", mechanism.name()))?;
+    let mut prepared = mechanism.prepare(topology).map_err(|e| format!("{}: prepare failed: {e}", mechanism.name()))?;
     let mut children = Vec::new();
     let mut result = Ok(());
     for me in 0..topology.processes {
@@ -110,10 +108,8 @@ fn collect(
     let mut failure: Option<String> = None;
     let mut live: Vec<usize> = (0..children.len()).collect();
     while !live.is_empty() {
-        let mut pfds: Vec<libc::pollfd> = live
-            .iter()
-            .map(|&i| libc::pollfd { fd: raw(&children[i].2), events: libc::POLLIN, revents: 0 })
-            .collect();
+        let mut pfds: Vec<libc::pollfd> =
+            live.iter().map(|&i| libc::pollfd { fd: raw(&children[i].2), events: libc::POLLIN, revents: 0 }).collect();
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             kill_all(children);
@@ -139,10 +135,7 @@ fn collect(
             match buf.split_first() {
                 Some((0, rest)) => reports[me] = Some(rest.to_vec()),
                 Some((_, rest)) => {
-                    failure.get_or_insert(format!(
-                        "{name}: process {me} failed: {}",
-                        String::from_utf8_lossy(rest)
-                    ));
+                    failure.get_or_insert(format!("{name}: process {me} failed: {}", String::from_utf8_lossy(rest)));
                 }
                 None => {
                     failure.get_or_insert(format!("{name}: process {me} died without a report"));

@@ -10,8 +10,8 @@ use std::path::Path;
 
 use rustix::io::Errno;
 use rustix::net::{
-    AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
-    SendAncillaryMessage, SendFlags, SocketAddrUnix, SocketFlags, SocketType,
+    AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer, SendAncillaryMessage,
+    SendFlags, SocketAddrUnix, SocketFlags, SocketType,
 };
 
 use super::retry;
@@ -68,9 +68,8 @@ pub(crate) fn recv(sock: impl AsFd) -> Result<(Vec<u8>, Vec<OwnedFd>), Errno> {
     let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(MAX_FDS))];
     let mut control = RecvAncillaryBuffer::new(&mut space);
     let s = sock.as_fd();
-    let got = retry(|| {
-        rustix::net::recvmsg(s, &mut [IoSliceMut::new(&mut body)], &mut control, RecvFlags::CMSG_CLOEXEC)
-    })?;
+    let got =
+        retry(|| rustix::net::recvmsg(s, &mut [IoSliceMut::new(&mut body)], &mut control, RecvFlags::CMSG_CLOEXEC))?;
     let mut fds = Vec::new();
     for msg in control.drain() {
         if let RecvAncillaryMessage::ScmRights(it) = msg {

@@ -1,0 +1,163 @@
+//! Real processes: one sender and up to 8 receivers on 2 cores, several
+//! senders at once, and crashes (fork + SIGKILL). Every receiver checks
+//! every byte and the order; all receivers must see the same order.
+
+mod common;
+
+use std::io::Write;
+use std::time::Duration;
+
+use common::{fork, payload, unique, Exit, GUARD};
+use corecast::{Channel, ChannelConfig, RecvError};
+
+fn config(slots: u32, bytes: u32, senders: u32, receivers: u32) -> ChannelConfig {
+    ChannelConfig { slots, max_message_bytes: bytes, max_senders: senders, max_receivers: receivers, mode: 0o600 }
+}
+
+/// Receiver child: opens the channel by name, says "ready", then checks
+/// `count` messages from `senders` senders (per-sender FIFO, exact bytes)
+/// and reports a fingerprint of the whole order it saw.
+fn receiver_child(name: String, len: usize, count: u64, senders: u32) -> impl FnOnce(&mut std::fs::File) -> i32 {
+    move |out| {
+        let chan = Channel::open(&name).expect("open by name");
+        let mut rx = chan.receiver().expect("attach receiver");
+        writeln!(out, "ready").unwrap();
+        let mut buf = vec![0u8; len];
+        let mut next = vec![0u64; senders as usize];
+        let mut fingerprint = 0u64;
+        for k in 0..count * u64::from(senders) {
+            let n = rx.recv(&mut buf).expect("recv");
+            assert_eq!(n, len, "message {k} has the wrong length");
+            let s = u32::from_le_bytes(buf[8..12].try_into().unwrap());
+            assert!(s < senders, "message {k} names sender {s}");
+            let want = payload(next[s as usize], s, len);
+            assert!(buf[..n] == want[..], "message {k} (sender {s}, #{}) has wrong bytes", next[s as usize]);
+            next[s as usize] += 1;
+            fingerprint = fingerprint.wrapping_mul(1_000_003).wrapping_add(u64::from(s) + 1);
+        }
+        writeln!(out, "ok {fingerprint}").unwrap();
+        0
+    }
+}
+
+fn sender_child(name: String, len: usize, count: u64, id: u32) -> impl FnOnce(&mut std::fs::File) -> i32 {
+    move |_| {
+        let chan = Channel::open(&name).expect("open by name");
+        let mut tx = chan.sender().expect("attach sender");
+        for seq in 0..count {
+            let mut msg = payload(seq, id, len);
+            if seq % 3 == 0 {
+                // Exercise the zero-copy path too: same bytes, written in place.
+                let mut loan = tx.loan().expect("loan");
+                loan.as_mut_slice()[..len].copy_from_slice(&msg);
+                loan.commit(len).expect("commit");
+            } else {
+                tx.send(&msg).expect("send");
+            }
+            msg.clear();
+        }
+        0
+    }
+}
+
+fn run_fanout(tag: &str, receivers: usize, senders: u32, len: usize, count: u64) {
+    let name = unique(tag);
+    let chan = Channel::create(&name, &config(64, len as u32, senders, receivers as u32)).unwrap();
+    let mut rx_children: Vec<_> =
+        (0..receivers).map(|_| fork(receiver_child(name.clone(), len, count, senders))).collect();
+    for c in &mut rx_children {
+        assert_eq!(c.read_line(), "ready");
+    }
+    let tx_children: Vec<_> = (0..senders).map(|id| fork(sender_child(name.clone(), len, count, id))).collect();
+    for c in tx_children {
+        let (exit, report) = c.wait(GUARD);
+        assert_eq!(exit, Exit::Code(0), "sender failed: {report}");
+    }
+    let mut prints = Vec::new();
+    for c in rx_children {
+        let (exit, report) = c.wait(GUARD);
+        assert_eq!(exit, Exit::Code(0), "receiver failed: {report}");
+        prints.push(report);
+    }
+    assert!(prints.windows(2).all(|w| w[0] == w[1]), "receivers saw different orders: {prints:?}");
+    drop(chan);
+}
+
+#[test]
+fn one_sender_fans_out_to_1_2_4_8_receivers() {
+    for n in [1, 2, 4, 8] {
+        run_fanout(&format!("fan{n}"), n, 1, 64, 3000);
+    }
+}
+
+#[test]
+fn large_messages_fan_out_exactly() {
+    run_fanout("big", 3, 1, 65536, 200);
+    run_fanout("huge", 2, 1, 1 << 20, 20);
+}
+
+#[test]
+fn several_senders_are_totally_ordered() {
+    run_fanout("multi", 3, 3, 100, 2000);
+}
+
+#[test]
+fn dead_receiver_stops_holding_back_the_sender() {
+    let name = unique("deadrx");
+    let chan = Channel::create(&name, &config(8, 16, 1, 4)).unwrap();
+    // A receiver that attaches and then never reads.
+    let mut stuck = fork({
+        let name = name.clone();
+        move |out| {
+            let chan = Channel::open(&name).unwrap();
+            let _rx = chan.receiver().unwrap();
+            writeln!(out, "ready").unwrap();
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
+    });
+    assert_eq!(stuck.read_line(), "ready");
+    let mut tx = chan.sender().unwrap();
+    for i in 0..8u8 {
+        tx.send(&[i]).unwrap();
+    }
+    assert!(tx.try_send(&[9]).is_err(), "the stuck receiver must hold the ring");
+    stuck.kill(libc::SIGKILL);
+    // Blocks until the keeper notices the death; the hang guard is the
+    // test harness's timeout, not a timing assertion.
+    tx.send(&[9]).expect("the sender continues once the receiver is dead");
+    assert_eq!(stuck.wait(GUARD).0, Exit::Signal(libc::SIGKILL));
+    assert!(chan.members().iter().any(|m| !m.is_sender && m.state == "dead"));
+}
+
+#[test]
+fn receivers_drain_then_learn_the_sender_died() {
+    let name = unique("deadtx");
+    let chan = Channel::create(&name, &config(64, 16, 1, 2)).unwrap();
+    let mut rx = chan.receiver().unwrap();
+    let tx = fork({
+        let name = name.clone();
+        move |out| {
+            let chan = Channel::open(&name).unwrap();
+            let mut tx = chan.sender().unwrap();
+            for i in 0..10u8 {
+                tx.send(&[i; 16]).unwrap();
+            }
+            writeln!(out, "sent").unwrap();
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
+    });
+    let mut tx = tx;
+    assert_eq!(tx.read_line(), "sent");
+    tx.kill(libc::SIGKILL);
+    assert_eq!(tx.wait(GUARD).0, Exit::Signal(libc::SIGKILL));
+    let mut buf = [0u8; 16];
+    for i in 0..10u8 {
+        assert_eq!(rx.recv(&mut buf).unwrap(), 16);
+        assert_eq!(buf, [i; 16], "nothing published is lost");
+    }
+    assert!(matches!(rx.recv(&mut buf), Err(RecvError::AllSendersGone)));
+}
