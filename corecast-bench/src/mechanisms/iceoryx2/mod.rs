@@ -258,4 +258,47 @@ mod tests {
             assert_eq!(leftovers(), Vec::<String>::new(), "{} left files", m.name());
         }
     }
+
+    #[test]
+    fn one_sender_over_a_link_and_a_group_keeps_send_order() {
+        // Process 0 reaches process 1 over two services (a link and a group);
+        // process 1 must still see its messages in the order they were sent.
+        let topo = Topology {
+            processes: 2,
+            max_message_bytes: 64,
+            links: vec![(0, 1), (1, 0)],
+            groups: vec![crate::transport::Group {
+                from: 0,
+                members: vec![1],
+            }],
+        };
+        let n = 300u64;
+        let body = move |me: PeerId, ep: &mut dyn Endpoint| -> Result<Vec<u8>, String> {
+            let mut buf = vec![0u8; 64];
+            if me == 0 {
+                for seq in 0..n {
+                    crate::harness::payload::fill(&mut buf, seq, 0);
+                    // An irregular mix, so both services often hold messages.
+                    let r = if (seq * 7) % 5 < 2 {
+                        ep.send_to(1, &buf)
+                    } else {
+                        ep.send_group(0, &buf)
+                    };
+                    r.map_err(|e| e.to_string())?;
+                }
+                ep.recv_any(&mut buf).map_err(|e| e.to_string())?;
+            } else {
+                for seq in 0..n {
+                    let got = ep.recv_any(&mut buf).map_err(|e| e.to_string())?;
+                    crate::harness::payload::check(&buf[..got.len], 64, seq, 0)?;
+                }
+                ep.send_to(0, &[1]).map_err(|e| e.to_string())?;
+            }
+            Ok(Vec::new())
+        };
+        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        for m in [Iceoryx2::POLLING, Iceoryx2::EVENT] {
+            run_processes(&m, &topo, &RunOptions::default(), &body).unwrap();
+        }
+    }
 }
