@@ -24,4 +24,6 @@ macro_rules! conformance_tests {
 
 conformance_tests! {
     // CONFORMANCE LIST: each mechanism adds one line here.
+    iceoryx2 => "iceoryx2",
+    iceoryx2_event => "iceoryx2-event",
 }

@@ -1,10 +1,14 @@
 //! One module per IPC mechanism, each a real implementation of
 //! [`crate::transport::Mechanism`].
 
+pub mod iceoryx2;
+
 /// Every mechanism the suite knows, available here or not, in table order.
 pub fn all() -> Vec<Box<dyn crate::transport::Mechanism>> {
     vec![
         // MECHANISM LIST: each mechanism adds one line here.
+        Box::new(iceoryx2::Iceoryx2::POLLING),
+        Box::new(iceoryx2::Iceoryx2::EVENT),
     ]
 }
 

@@ -1,0 +1,367 @@
+//! One process's iceoryx2 node, services and ports, created after the fork.
+
+use std::time::Instant;
+
+use ::iceoryx2::port::listener::Listener;
+use ::iceoryx2::port::notifier::Notifier;
+use ::iceoryx2::port::publisher::Publisher;
+use ::iceoryx2::port::subscriber::Subscriber;
+use ::iceoryx2::port::update_connections::UpdateConnections;
+use ::iceoryx2::prelude::*;
+use ::iceoryx2::sample::Sample;
+use ::iceoryx2::service::port_factory::publish_subscribe::PortFactory as PubSub;
+
+use super::{fail, run_config, service_name, wait_until, Run, Wait, SETUP_TIMEOUT};
+use crate::transport::{Endpoint, PeerId, Received, TransportError};
+
+/// Every sample carries the sender's running send count in its user header,
+/// so a receiver that hears one sender on several services (a link and a
+/// group) can still hand its messages over in send order.
+type Seq = u64;
+type Pub = Publisher<ipc::Service, [u8], Seq>;
+type Sub = Subscriber<ipc::Service, [u8], Seq>;
+type In = Sample<ipc::Service, [u8], Seq>;
+
+/// Bytes of subscriber buffer per connection; the slot count follows from it.
+const BUFFER_BYTES: usize = 8 << 20;
+
+/// A service this process receives on, with at most one sample taken out
+/// of it but not yet handed to the caller.
+struct Inbound {
+    from: PeerId,
+    sub: Sub,
+    pending: Option<In>,
+    /// Whether `from` also reaches us over another service (ordering needed).
+    shared: bool,
+}
+
+/// One process's endpoint.
+pub(super) struct Ice {
+    name: &'static str,
+    max_len: usize,
+    seq: Seq,
+    /// Publisher of link `(me, peer)`, by peer.
+    links: Vec<Option<Pub>>,
+    /// Publisher and members of each group this process sends to, by index.
+    groups: Vec<Option<(Pub, Vec<PeerId>)>>,
+    inbound: Vec<Inbound>,
+    /// Where the next round-robin scan of `inbound` starts, for fairness.
+    next: usize,
+    /// Event variant: the listener senders wake us through, and a notifier
+    /// on each receiver's event service, by peer.
+    listener: Option<Listener<ipc::Service>>,
+    notifiers: Vec<Option<Notifier<ipc::Service>>>,
+    /// Kept last so the ports above are dropped before it.
+    _node: Node<ipc::Service>,
+}
+
+impl Ice {
+    /// Opens (or creates, whoever comes first) every service `me` uses,
+    /// creates its ports, and waits until every receiver of its outbound
+    /// services has subscribed, so no early message is lost.
+    pub(super) fn new(run: &Run, me: PeerId) -> Result<Ice, TransportError> {
+        let name = run.name;
+        let topo = &run.topology;
+        let max_len = topo.max_message_bytes.max(1);
+        let buffer = (BUFFER_BYTES / max_len).clamp(4, 256);
+        let node = NodeBuilder::new()
+            .config(&run_config(run)?)
+            // The harness owns the processes' lifetimes and signals.
+            .signal_handling_mode(SignalHandlingMode::Disabled)
+            .create::<ipc::Service>()
+            .map_err(fail(name, "create node"))?;
+        let pubsub = |svc: String,
+                      receivers: usize|
+         -> Result<PubSub<ipc::Service, [u8], Seq>, TransportError> {
+            node.service_builder(&service_name(name, &svc)?)
+                .publish_subscribe::<[u8]>()
+                .user_header::<Seq>()
+                .enable_safe_overflow(false)
+                .subscriber_max_buffer_size(buffer)
+                .history_size(0)
+                .max_publishers(1)
+                .max_subscribers(receivers)
+                .max_nodes(receivers + 1)
+                .open_or_create()
+                .map_err(fail(name, "open publish-subscribe service"))
+        };
+        let event = |to: PeerId| {
+            let senders = topo.senders_to(to).len();
+            node.service_builder(&service_name(name, &format!("{}wake/{to}", run.tag))?)
+                .event()
+                .max_listeners(1)
+                .max_notifiers(senders)
+                .max_nodes(senders + 1)
+                .open_or_create()
+                .map_err(fail(name, "open event service"))
+        };
+        // Every service as (name, sender, receivers): groups, then links.
+        let mut services: Vec<(String, PeerId, Vec<PeerId>, Option<usize>)> = Vec::new();
+        for (i, g) in topo.groups.iter().enumerate() {
+            services.push((
+                format!("{}group/{i}", run.tag),
+                g.from,
+                g.members.clone(),
+                Some(i),
+            ));
+        }
+        for &(a, b) in &topo.links {
+            services.push((format!("{}link/{a}-{b}", run.tag), a, vec![b], None));
+        }
+
+        // Receiving side first, so that peers waiting for us can proceed.
+        let listener = match (run.wait, topo.senders_to(me).is_empty()) {
+            (Wait::Event, false) => Some(
+                event(me)?
+                    .listener_builder()
+                    .create()
+                    .map_err(fail(name, "create listener"))?,
+            ),
+            _ => None,
+        };
+        let mut inbound = Vec::new();
+        let mut inbound_services = Vec::new();
+        for (svc, from, members, _) in &services {
+            if members.contains(&me) {
+                let factory = pubsub(svc.clone(), members.len())?;
+                let sub = factory
+                    .subscriber_builder()
+                    .buffer_size(buffer)
+                    .create()
+                    .map_err(fail(name, "create subscriber"))?;
+                inbound.push(Inbound {
+                    from: *from,
+                    sub,
+                    pending: None,
+                    shared: false,
+                });
+                inbound_services.push(factory);
+            }
+        }
+        for i in 0..inbound.len() {
+            inbound[i].shared = inbound.iter().filter(|x| x.from == inbound[i].from).count() > 1;
+        }
+
+        // Sending side: publishers, then wait for all their subscribers.
+        let mut links: Vec<Option<Pub>> = (0..topo.processes).map(|_| None).collect();
+        let mut groups: Vec<Option<(Pub, Vec<PeerId>)>> =
+            topo.groups.iter().map(|_| None).collect();
+        let mut notifiers: Vec<Option<Notifier<ipc::Service>>> =
+            (0..topo.processes).map(|_| None).collect();
+        let deadline = Instant::now() + SETUP_TIMEOUT;
+        for (svc, _, members, group) in services.into_iter().filter(|s| s.1 == me) {
+            let factory = pubsub(svc, members.len())?;
+            let publisher = factory
+                .publisher_builder()
+                .initial_max_slice_len(max_len)
+                .max_loaned_samples(1)
+                .backpressure_strategy(BackpressureStrategy::RetryUntilDelivered)
+                .create()
+                .map_err(fail(name, "create publisher"))?;
+            wait_until(name, deadline, || {
+                factory.dynamic_config().number_of_subscribers() >= members.len()
+            })?;
+            publisher
+                .update_connections()
+                .map_err(fail(name, "connect publisher"))?;
+            if run.wait == Wait::Event {
+                for &to in &members {
+                    if notifiers[to].is_none() {
+                        let ev = event(to)?;
+                        let notifier = ev
+                            .notifier_builder()
+                            .create()
+                            .map_err(fail(name, "create notifier"))?;
+                        wait_until(name, deadline, || {
+                            ev.dynamic_config().number_of_listeners() >= 1
+                        })?;
+                        notifiers[to] = Some(notifier);
+                    }
+                }
+            }
+            match group {
+                Some(i) => groups[i] = Some((publisher, members)),
+                None => links[members[0]] = Some(publisher),
+            }
+        }
+        // A subscriber only learns of a publisher's data while the publisher
+        // exists: connect now, or a peer that sends and exits before our
+        // first receive would take its last messages with it.
+        for (slot, factory) in inbound.iter().zip(&inbound_services) {
+            wait_until(name, deadline, || {
+                factory.dynamic_config().number_of_publishers() >= 1
+            })?;
+            slot.sub
+                .update_connections()
+                .map_err(fail(name, "connect subscriber"))?;
+        }
+        Ok(Ice {
+            name,
+            max_len,
+            seq: 0,
+            links,
+            groups,
+            inbound,
+            next: 0,
+            listener,
+            notifiers,
+            _node: node,
+        })
+    }
+
+    fn check_len(&self, msg: &[u8]) -> Result<(), TransportError> {
+        if msg.len() > self.max_len {
+            return Err(TransportError::TooLarge {
+                mechanism: self.name,
+                bytes: msg.len(),
+                max_bytes: self.max_len,
+            });
+        }
+        Ok(())
+    }
+
+    fn wake(&self, to: PeerId) -> Result<(), TransportError> {
+        if let Some(Some(n)) = self.notifiers.get(to) {
+            n.notify().map_err(fail(self.name, "notify"))?;
+        }
+        Ok(())
+    }
+
+    /// Takes out the next sample of subscriber `i` unless one is pending.
+    fn fill(&mut self, i: usize) -> Result<(), TransportError> {
+        let slot = &mut self.inbound[i];
+        if slot.pending.is_none() {
+            slot.pending = slot.sub.receive().map_err(fail(self.name, "receive"))?;
+        }
+        Ok(())
+    }
+
+    /// Hands over one waiting message, if any: the first subscriber in
+    /// round-robin order that has one names the sender, and that sender's
+    /// oldest message over any of its services goes first.
+    fn try_recv(&mut self, buf: &mut [u8]) -> Result<Option<Received>, TransportError> {
+        let n = self.inbound.len();
+        for k in 0..n {
+            let i = (self.next + k) % n;
+            self.fill(i)?;
+            if self.inbound[i].pending.is_none() {
+                continue;
+            }
+            self.next = (i + 1) % n;
+            let mut pick = i;
+            if self.inbound[i].shared {
+                // A sender publishes in order, so anything it sent before the
+                // sample just seen is visible now on its other services.
+                let from = self.inbound[i].from;
+                for j in 0..n {
+                    if j == i || self.inbound[j].from != from {
+                        continue;
+                    }
+                    self.fill(j)?;
+                    if seq_of(&self.inbound[j]) < seq_of(&self.inbound[pick]) {
+                        pick = j;
+                    }
+                }
+            }
+            let slot = &mut self.inbound[pick];
+            let Some(sample) = slot.pending.take() else {
+                continue;
+            };
+            let payload = sample.payload();
+            if payload.len() > buf.len().min(self.max_len) {
+                return Err(TransportError::Protocol {
+                    mechanism: self.name,
+                    detail: format!(
+                        "{}-byte sample, larger than the {}-byte limit",
+                        payload.len(),
+                        self.max_len
+                    ),
+                });
+            }
+            buf[..payload.len()].copy_from_slice(payload);
+            return Ok(Some(Received {
+                from: slot.from,
+                len: payload.len(),
+            }));
+        }
+        Ok(None)
+    }
+}
+
+/// Copies `msg` into a loaned slice, stamps it with the sender's next
+/// sequence number and sends it; `expected` receivers must get it, or one of
+/// them is gone.
+fn publish(
+    name: &'static str,
+    seq: &mut Seq,
+    publisher: &Pub,
+    expected: usize,
+    msg: &[u8],
+) -> Result<(), TransportError> {
+    let mut sample = publisher
+        .loan_slice_uninit(msg.len())
+        .map_err(fail(name, "loan_slice_uninit"))?;
+    *sample.user_header_mut() = *seq;
+    *seq += 1;
+    let delivered = sample
+        .write_from_slice(msg)
+        .send()
+        .map_err(fail(name, "send"))?;
+    if delivered < expected {
+        return Err(TransportError::PeerGone {
+            mechanism: name,
+            peer: None,
+        });
+    }
+    Ok(())
+}
+
+/// The sequence number of a slot's pending sample; empty slots sort last.
+fn seq_of(slot: &Inbound) -> Seq {
+    slot.pending.as_ref().map_or(Seq::MAX, |s| *s.user_header())
+}
+
+impl Endpoint for Ice {
+    fn send_to(&mut self, to: PeerId, msg: &[u8]) -> Result<(), TransportError> {
+        self.check_len(msg)?;
+        let Some(Some(publisher)) = self.links.get(to) else {
+            return Err(TransportError::Topology(format!("no link to {to}")));
+        };
+        publish(self.name, &mut self.seq, publisher, 1, msg)?;
+        self.wake(to)
+    }
+
+    fn send_group(&mut self, group: usize, msg: &[u8]) -> Result<(), TransportError> {
+        self.check_len(msg)?;
+        let Some(Some((publisher, members))) = self.groups.get(group) else {
+            return Err(TransportError::Topology(format!(
+                "group {group} is not sent by this process"
+            )));
+        };
+        publish(self.name, &mut self.seq, publisher, members.len(), msg)?;
+        members.iter().try_for_each(|&m| self.wake(m))
+    }
+
+    fn recv_any(&mut self, buf: &mut [u8]) -> Result<Received, TransportError> {
+        if self.inbound.is_empty() {
+            return Err(TransportError::Topology(
+                "no peer sends to this process".into(),
+            ));
+        }
+        let mut idle = 0u32;
+        loop {
+            if let Some(r) = self.try_recv(buf)? {
+                return Ok(r);
+            }
+            match &self.listener {
+                // A sender notifies after publishing, so a sample the scan
+                // missed has its notification pending or still to come.
+                Some(l) => {
+                    l.blocking_wait(|_| {})
+                        .map_err(fail(self.name, "blocking_wait"))?;
+                }
+                None => super::back_off(&mut idle),
+            }
+        }
+    }
+}
