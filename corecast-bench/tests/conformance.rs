@@ -24,4 +24,6 @@ macro_rules! conformance_tests {
 
 conformance_tests! {
     // CONFORMANCE LIST: each mechanism adds one line here.
+    mempipe_spin => "mempipe-spin",
+    mempipe_futex => "mempipe-futex",
 }
