@@ -26,4 +26,5 @@ conformance_tests! {
     // CONFORMANCE LIST: each mechanism adds one line here.
     mempipe_spin => "mempipe-spin",
     mempipe_futex => "mempipe-futex",
+    shmem_pipe => "shmem-pipe",
 }

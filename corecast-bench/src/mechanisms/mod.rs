@@ -3,6 +3,7 @@
 
 pub mod mempipe;
 pub mod shm_util;
+pub mod shmem_pipe;
 
 /// Every mechanism the suite knows, available here or not, in table order.
 pub fn all() -> Vec<Box<dyn crate::transport::Mechanism>> {
@@ -10,6 +11,7 @@ pub fn all() -> Vec<Box<dyn crate::transport::Mechanism>> {
         // MECHANISM LIST: each mechanism adds one line here.
         Box::new(mempipe::Mempipe::spin()),
         Box::new(mempipe::Mempipe::futex()),
+        Box::new(shmem_pipe::ShmemPipe),
     ]
 }
 

@@ -185,11 +185,6 @@ impl Backoff {
         }
         self.step = self.step.saturating_add(1);
     }
-
-    /// Whether the spinning phase is over (the futex waiter sleeps then).
-    pub fn spun_out(&self) -> bool {
-        self.step >= Self::SPINS
-    }
 }
 
 impl Default for Backoff {
@@ -252,6 +247,24 @@ pub fn read_exact(
     fd: &OwnedFd,
     buf: &mut [u8],
 ) -> Result<(), TransportError> {
+    if read_record(mechanism, fd, buf)? {
+        Ok(())
+    } else {
+        Err(TransportError::PeerGone {
+            mechanism,
+            peer: None,
+        })
+    }
+}
+
+/// Reads one `buf.len()`-byte record: `Ok(false)` on end of file before its
+/// first byte (the writer closed cleanly), [`TransportError::PeerGone`] on
+/// end of file inside it.
+pub fn read_record(
+    mechanism: &'static str,
+    fd: &OwnedFd,
+    buf: &mut [u8],
+) -> Result<bool, TransportError> {
     let mut got = 0;
     while got < buf.len() {
         let rest = &mut buf[got..];
@@ -269,14 +282,18 @@ pub fn read_exact(
             });
         }
         if n == 0 {
-            return Err(TransportError::PeerGone {
-                mechanism,
-                peer: None,
-            });
+            return if got == 0 {
+                Ok(false)
+            } else {
+                Err(TransportError::PeerGone {
+                    mechanism,
+                    peer: None,
+                })
+            };
         }
         got += n as usize;
     }
-    Ok(())
+    Ok(true)
 }
 
 /// Blocks until at least one of `fds` is readable (or hung up) and returns
@@ -285,36 +302,105 @@ pub fn poll_readable(
     mechanism: &'static str,
     fds: &[&OwnedFd],
 ) -> Result<Vec<usize>, TransportError> {
+    let want: Vec<(&OwnedFd, i16)> = fds.iter().map(|&f| (f, libc::POLLIN)).collect();
+    loop {
+        let ready = poll_events(mechanism, &want, -1)?;
+        if !ready.is_empty() {
+            return Ok(ready);
+        }
+    }
+}
+
+/// One `poll(2)` over `(fd, events)` pairs with a timeout in milliseconds
+/// (-1: none); returns the indices with any event (including hang-up).
+/// EINTR counts as "nothing ready".
+pub fn poll_events(
+    mechanism: &'static str,
+    fds: &[(&OwnedFd, i16)],
+    timeout_ms: i32,
+) -> Result<Vec<usize>, TransportError> {
     let mut pfds: Vec<libc::pollfd> = fds
         .iter()
-        .map(|fd| libc::pollfd {
+        .map(|(fd, ev)| libc::pollfd {
             fd: fd.as_raw_fd(),
-            events: libc::POLLIN,
+            events: *ev,
             revents: 0,
         })
         .collect();
-    loop {
-        // SAFETY: pfds is a valid array of pollfd of the given length.
-        let n = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, -1) };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(TransportError::Io {
-                mechanism,
-                op: "poll",
-                source: e,
-            });
+    // SAFETY: pfds is a valid array of pollfd of the given length.
+    let n = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, timeout_ms) };
+    if n < 0 {
+        let e = std::io::Error::last_os_error();
+        if e.kind() == std::io::ErrorKind::Interrupted {
+            return Ok(Vec::new());
         }
-        let ready: Vec<usize> = pfds
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| p.revents != 0)
-            .map(|(i, _)| i)
-            .collect();
-        if !ready.is_empty() {
-            return Ok(ready);
+        return Err(TransportError::Io {
+            mechanism,
+            op: "poll",
+            source: e,
+        });
+    }
+    Ok(pfds
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.revents != 0)
+        .map(|(i, _)| i)
+        .collect())
+}
+
+/// Sets `O_NONBLOCK` on `fd`'s open file description.
+pub fn set_nonblocking(mechanism: &'static str, fd: &OwnedFd) -> Result<(), TransportError> {
+    // SAFETY: fcntl on an fd we own; F_GETFL/F_SETFL take no pointers.
+    let ok = unsafe {
+        let fl = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
+        fl >= 0 && libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, fl | libc::O_NONBLOCK) == 0
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(TransportError::last_os(mechanism, "fcntl"))
+    }
+}
+
+/// One `write(2)` of a record of at most `PIPE_BUF` bytes to a non-blocking
+/// pipe: `Ok(true)` written whole (pipes write such records atomically),
+/// `Ok(false)` the pipe is full.
+pub fn try_write_record(
+    mechanism: &'static str,
+    fd: &OwnedFd,
+    rec: &[u8],
+) -> Result<bool, TransportError> {
+    debug_assert!(rec.len() <= libc::PIPE_BUF);
+    loop {
+        // SAFETY: rec is valid for reads of rec.len() bytes.
+        let n = unsafe { libc::write(fd.as_raw_fd(), rec.as_ptr().cast(), rec.len()) };
+        if n >= 0 {
+            return if n as usize == rec.len() {
+                Ok(true)
+            } else {
+                Err(protocol(
+                    mechanism,
+                    format!("short pipe write of {n} bytes"),
+                ))
+            };
+        }
+        let e = std::io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::EAGAIN) => return Ok(false),
+            Some(libc::EPIPE) => {
+                return Err(TransportError::PeerGone {
+                    mechanism,
+                    peer: None,
+                })
+            }
+            _ => {
+                return Err(TransportError::Io {
+                    mechanism,
+                    op: "write",
+                    source: e,
+                })
+            }
         }
     }
 }
