@@ -27,4 +27,5 @@ conformance_tests! {
     mempipe_spin => "mempipe-spin",
     mempipe_futex => "mempipe-futex",
     shmem_pipe => "shmem-pipe",
+    ump => "ump",
 }

@@ -4,6 +4,7 @@
 pub mod mempipe;
 pub mod shm_util;
 pub mod shmem_pipe;
+pub mod ump;
 
 /// Every mechanism the suite knows, available here or not, in table order.
 pub fn all() -> Vec<Box<dyn crate::transport::Mechanism>> {
@@ -12,6 +13,7 @@ pub fn all() -> Vec<Box<dyn crate::transport::Mechanism>> {
         Box::new(mempipe::Mempipe::spin()),
         Box::new(mempipe::Mempipe::futex()),
         Box::new(shmem_pipe::ShmemPipe),
+        Box::new(ump::Ump),
     ]
 }
 
