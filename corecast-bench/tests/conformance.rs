@@ -28,4 +28,5 @@ conformance_tests! {
     mempipe_futex => "mempipe-futex",
     shmem_pipe => "shmem-pipe",
     ump => "ump",
+    cma => "cma",
 }

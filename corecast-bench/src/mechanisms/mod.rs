@@ -1,6 +1,7 @@
 //! One module per IPC mechanism, each a real implementation of
 //! [`crate::transport::Mechanism`].
 
+pub mod cma;
 pub mod mempipe;
 pub mod shm_util;
 pub mod shmem_pipe;
@@ -14,6 +15,7 @@ pub fn all() -> Vec<Box<dyn crate::transport::Mechanism>> {
         Box::new(mempipe::Mempipe::futex()),
         Box::new(shmem_pipe::ShmemPipe),
         Box::new(ump::Ump),
+        Box::new(cma::Cma),
     ]
 }
 
