@@ -27,7 +27,7 @@ use std::collections::VecDeque;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::OnceLock;
 
-use super::shm_util::{pipe, poll_readable, protocol, read_record, write_all};
+use super::shm_util::{peer_gone_is, pipe, poll_readable, protocol, read_record, write_all};
 use crate::transport::{
     Availability, Endpoint, Group, Mechanism, PeerId, Prepared, Received, Topology, TransportError,
 };
@@ -191,7 +191,7 @@ impl CmaEndpoint {
             let k = self.out.iter().position(|o| o.to == t);
             let k =
                 k.ok_or_else(|| TransportError::Topology(format!("no link ({}, {t})", self.me)))?;
-            write_all(NAME, &self.out[k].ann_wr, &rec).map_err(|_| gone(t))?;
+            write_all(NAME, &self.out[k].ann_wr, &rec).map_err(|e| peer_gone_is(e, t))?;
             waiting.push(k);
         }
         // `msg` stays borrowed until every receiver has acked its copy.
@@ -267,7 +267,8 @@ impl CmaEndpoint {
             }
         };
         read_remote(pid as libc::pid_t, addr, dst)?;
-        write_all(NAME, &l.ack_wr, &(len as u64).to_le_bytes()).map_err(|_| gone(l.from))?;
+        write_all(NAME, &l.ack_wr, &(len as u64).to_le_bytes())
+            .map_err(|e| peer_gone_is(e, l.from))?;
         Ok(Some((l.from, len, own)))
     }
 }

@@ -6,7 +6,7 @@
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, AtomicU64};
 
-use crate::transport::TransportError;
+use crate::transport::{PeerId, TransportError};
 
 /// Cache-line size assumed for padding and for UMP messages (x86-64, most
 /// arm64 parts).
@@ -196,6 +196,17 @@ impl Default for Backoff {
 /// A protocol error for `mechanism`.
 pub fn protocol(mechanism: &'static str, detail: String) -> TransportError {
     TransportError::Protocol { mechanism, detail }
+}
+
+/// Names `peer` in a [`TransportError::PeerGone`]; other errors pass.
+pub fn peer_gone_is(e: TransportError, peer: PeerId) -> TransportError {
+    match e {
+        TransportError::PeerGone { mechanism, .. } => TransportError::PeerGone {
+            mechanism,
+            peer: Some(peer),
+        },
+        e => e,
+    }
 }
 
 /// Creates a pipe (close-on-exec), returning (read end, write end).

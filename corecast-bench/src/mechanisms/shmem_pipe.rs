@@ -24,8 +24,8 @@ use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
 
 use super::shm_util::{
-    line_round, pipe, poll_events, protocol, read_record, set_nonblocking, try_write_record,
-    write_all, SharedMapping,
+    line_round, peer_gone_is, pipe, poll_events, protocol, read_record, set_nonblocking,
+    try_write_record, write_all, SharedMapping,
 };
 use crate::transport::{
     Endpoint, Group, Mechanism, PeerId, Prepared, Received, Topology, TransportError,
@@ -221,16 +221,6 @@ impl OutLink {
                 ),
             )),
         }
-    }
-}
-
-fn peer_gone_is(e: TransportError, peer: PeerId) -> TransportError {
-    match e {
-        TransportError::PeerGone { mechanism, .. } => TransportError::PeerGone {
-            mechanism,
-            peer: Some(peer),
-        },
-        e => e,
     }
 }
 

@@ -73,6 +73,14 @@ impl Mechanism for Ump {
 
     fn prepare(&self, topology: &Topology) -> Result<Box<dyn Prepared>, TransportError> {
         topology.validate()?;
+        if topology.max_message_bytes > u32::MAX as usize {
+            // The FIRST header carries the length in 32 bits.
+            return Err(TransportError::TooLarge {
+                mechanism: NAME,
+                bytes: topology.max_message_bytes,
+                max_bytes: u32::MAX as usize,
+            });
+        }
         let links = topology.all_links();
         let mut pairs: Vec<(PeerId, PeerId)> =
             links.iter().map(|&(a, b)| (a.min(b), a.max(b))).collect();
