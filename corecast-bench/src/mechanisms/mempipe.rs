@@ -1,5 +1,5 @@
 //! `mempipe-spin` and `mempipe-futex`: ipc-bench's shared-memory ring
-//! (Smith et al., "Draining the Swamp", §2.1.2).
+//! (Smith et al., "Have you checked your IPC performance lately?", §2.1.2).
 //!
 //! One single-producer single-consumer byte ring per directed link, in a
 //! `MAP_SHARED | MAP_ANONYMOUS` mapping created before the fork. A message is

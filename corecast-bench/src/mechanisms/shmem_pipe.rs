@@ -1,5 +1,6 @@
 //! `shmem-pipe`: ipc-bench's shared-memory payload with out-of-band
-//! descriptors (Smith et al., "Draining the Swamp", §2.1.2).
+//! descriptors (Smith et al., "Have you checked your IPC performance
+//! lately?", §2.1.2).
 //!
 //! Per directed link: a shared data arena (in one `MAP_SHARED |
 //! MAP_ANONYMOUS` mapping made before the fork), a *data pipe* carrying
