@@ -26,4 +26,9 @@ conformance_tests! {
     // CONFORMANCE LIST: each mechanism adds one line here.
     iceoryx2 => "iceoryx2",
     iceoryx2_event => "iceoryx2-event",
+    mempipe_spin => "mempipe-spin",
+    mempipe_futex => "mempipe-futex",
+    shmem_pipe => "shmem-pipe",
+    ump => "ump",
+    cma => "cma",
 }

@@ -2,6 +2,11 @@
 //! [`crate::transport::Mechanism`].
 
 pub mod iceoryx2;
+pub mod cma;
+pub mod mempipe;
+pub mod shm_util;
+pub mod shmem_pipe;
+pub mod ump;
 
 /// Every mechanism the suite knows, available here or not, in table order.
 pub fn all() -> Vec<Box<dyn crate::transport::Mechanism>> {
@@ -9,6 +14,11 @@ pub fn all() -> Vec<Box<dyn crate::transport::Mechanism>> {
         // MECHANISM LIST: each mechanism adds one line here.
         Box::new(iceoryx2::Iceoryx2::POLLING),
         Box::new(iceoryx2::Iceoryx2::EVENT),
+        Box::new(mempipe::Mempipe::spin()),
+        Box::new(mempipe::Mempipe::futex()),
+        Box::new(shmem_pipe::ShmemPipe),
+        Box::new(ump::Ump),
+        Box::new(cma::Cma),
     ]
 }
 

@@ -1,0 +1,452 @@
+//! Pieces shared by the shared-memory mechanisms (`mempipe`, `shmem-pipe`,
+//! `ump`, `cma`): an anonymous shared mapping inherited across `fork`, futex
+//! wait/wake on a word inside it, a spin-then-yield back-off, and blocking
+//! helpers for the pipes some of them use for metadata.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicU32, AtomicU64};
+
+use crate::transport::{PeerId, TransportError};
+
+/// Cache-line size assumed for padding and for UMP messages (x86-64, most
+/// arm64 parts).
+pub const CACHE_LINE: usize = 64;
+
+/// Rounds `n` up to a multiple of [`CACHE_LINE`].
+pub const fn line_round(n: usize) -> usize {
+    n.div_ceil(CACHE_LINE) * CACHE_LINE
+}
+
+/// A `MAP_SHARED | MAP_ANONYMOUS` mapping created in the parent before the
+/// fork, so every child sees the same physical pages at the same address.
+/// Zero-filled by the kernel. Unmapped (in the calling process only) on drop.
+pub struct SharedMapping {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain memory owned by this value; all shared
+// accesses go through atomics or through the bounds-checked copy helpers.
+unsafe impl Send for SharedMapping {}
+
+impl SharedMapping {
+    /// Maps `len` bytes (rounded up to a page by the kernel) of zeroed
+    /// shared anonymous memory.
+    pub fn new(mechanism: &'static str, len: usize) -> Result<SharedMapping, TransportError> {
+        let len = len.max(1);
+        // SAFETY: anonymous mapping with no address hint; the result is
+        // checked against MAP_FAILED before use.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(TransportError::last_os(mechanism, "mmap"));
+        }
+        Ok(SharedMapping { ptr: p.cast(), len })
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the mapping is empty (never, since `new` maps at least a byte).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The atomic 32-bit word at byte offset `off`. Offsets come from this
+    /// process's own layout computation, never from the peer; a bad one is
+    /// a bug in the mechanism, hence the assert.
+    pub fn u32_at(&self, off: usize) -> &AtomicU32 {
+        assert!(
+            off & 3 == 0 && off + 4 <= self.len,
+            "u32 offset {off} outside mapping"
+        );
+        // SAFETY: in bounds and 4-aligned (the mapping is page-aligned);
+        // AtomicU32 has the layout of u32 and any bit pattern is valid; the
+        // reference lives no longer than `self`, which keeps the mapping.
+        unsafe { &*self.ptr.add(off).cast::<AtomicU32>() }
+    }
+
+    /// The atomic 64-bit word at byte offset `off` (see [`Self::u32_at`]).
+    pub fn u64_at(&self, off: usize) -> &AtomicU64 {
+        assert!(
+            off & 7 == 0 && off + 8 <= self.len,
+            "u64 offset {off} outside mapping"
+        );
+        // SAFETY: in bounds and 8-aligned; AtomicU64 accepts any bit
+        // pattern; the reference is bounded by the mapping's lifetime.
+        unsafe { &*self.ptr.add(off).cast::<AtomicU64>() }
+    }
+
+    /// Copies `src` into the mapping at `off`. `None` if out of bounds.
+    ///
+    /// The protocols guarantee the peer does not touch this range until it
+    /// is published with a Release store after this copy.
+    pub fn write_bytes(&self, off: usize, src: &[u8]) -> Option<()> {
+        let end = off.checked_add(src.len())?;
+        if end > self.len {
+            return None;
+        }
+        // SAFETY: [off, end) is inside the mapping (checked above); `src` is
+        // private memory, so the ranges do not overlap.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.add(off), src.len()) };
+        Some(())
+    }
+
+    /// Copies `dst.len()` bytes from the mapping at `off` into `dst`. `None`
+    /// if out of bounds. Bounds are checked here because `off` may come from
+    /// the peer.
+    ///
+    /// Callers only read a range after an Acquire load that observed the
+    /// peer's publication of it; a misbehaving peer writing concurrently
+    /// can corrupt the payload bytes but not escape the mapping.
+    pub fn read_bytes(&self, off: usize, dst: &mut [u8]) -> Option<()> {
+        let end = off.checked_add(dst.len())?;
+        if end > self.len {
+            return None;
+        }
+        // SAFETY: [off, end) is inside the mapping (checked above); `dst` is
+        // private memory, so the ranges do not overlap.
+        unsafe { std::ptr::copy_nonoverlapping(self.ptr.add(off), dst.as_mut_ptr(), dst.len()) };
+        Some(())
+    }
+}
+
+impl Drop for SharedMapping {
+    fn drop(&mut self) {
+        // SAFETY: ptr/len are exactly what mmap returned; no reference into
+        // the mapping outlives `self` (all accessors borrow `self`).
+        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+    }
+}
+
+/// Sleeps while `word` holds `expected` (FUTEX_WAIT, shared, not private:
+/// the word lives in memory shared between processes). Returns on wake-up,
+/// on a value mismatch, or on a signal; callers re-check their condition.
+pub fn futex_wait(word: &AtomicU32, expected: u32) {
+    // SAFETY: `word` is a valid, aligned u32 for the duration of the call;
+    // a null timeout means wait without a deadline. Errors (EAGAIN, EINTR)
+    // are spurious wake-ups for the caller's loop.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT,
+            expected,
+            std::ptr::null::<libc::timespec>(),
+        )
+    };
+}
+
+/// Wakes every process sleeping on `word` (FUTEX_WAKE).
+pub fn futex_wake_all(word: &AtomicU32) {
+    // SAFETY: `word` is a valid, aligned u32; FUTEX_WAKE only reads the
+    // address to find waiters.
+    unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, i32::MAX) };
+}
+
+/// Spin-then-yield waiting for the polling mechanisms.
+///
+/// Spins with a pause hint first (the low-latency case the papers measure),
+/// then calls `sched_yield` so a waiting process gives its core to the one it
+/// waits for when processes outnumber cores, and after a long wait sleeps
+/// briefly so a machine shared with other work does not see a busy core
+/// forever. This is a deliberate deviation from pure spinning.
+pub struct Backoff {
+    step: u32,
+}
+
+impl Backoff {
+    const SPINS: u32 = 200;
+    const YIELDS: u32 = 2_000;
+
+    /// A fresh back-off (starts spinning).
+    pub fn new() -> Backoff {
+        Backoff { step: 0 }
+    }
+
+    /// Waits a little, longer the more often it has been called.
+    pub fn snooze(&mut self) {
+        if self.step < Self::SPINS {
+            std::hint::spin_loop();
+        } else if self.step < Self::SPINS + Self::YIELDS {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(std::time::Duration::from_micros(50));
+        }
+        self.step = self.step.saturating_add(1);
+    }
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff::new()
+    }
+}
+
+/// A protocol error for `mechanism`.
+pub fn protocol(mechanism: &'static str, detail: String) -> TransportError {
+    TransportError::Protocol { mechanism, detail }
+}
+
+/// Names `peer` in a [`TransportError::PeerGone`]; other errors pass.
+pub fn peer_gone_is(e: TransportError, peer: PeerId) -> TransportError {
+    match e {
+        TransportError::PeerGone { mechanism, .. } => TransportError::PeerGone {
+            mechanism,
+            peer: Some(peer),
+        },
+        e => e,
+    }
+}
+
+/// Creates a pipe (close-on-exec), returning (read end, write end).
+pub fn pipe(mechanism: &'static str) -> Result<(OwnedFd, OwnedFd), TransportError> {
+    let mut fds = [0i32; 2];
+    // SAFETY: fds is a valid array of two ints for pipe2 to fill.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(TransportError::last_os(mechanism, "pipe2"));
+    }
+    // SAFETY: pipe2 succeeded, so both fds are open and owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Writes all of `buf` to `fd`, retrying on EINTR and short writes.
+pub fn write_all(
+    mechanism: &'static str,
+    fd: &OwnedFd,
+    mut buf: &[u8],
+) -> Result<(), TransportError> {
+    while !buf.is_empty() {
+        // SAFETY: buf is valid for reads of buf.len() bytes.
+        let n = unsafe { libc::write(fd.as_raw_fd(), buf.as_ptr().cast(), buf.len()) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            if e.raw_os_error() == Some(libc::EPIPE) {
+                return Err(TransportError::PeerGone {
+                    mechanism,
+                    peer: None,
+                });
+            }
+            return Err(TransportError::Io {
+                mechanism,
+                op: "write",
+                source: e,
+            });
+        }
+        buf = &buf[n as usize..];
+    }
+    Ok(())
+}
+
+/// Reads exactly `buf.len()` bytes from `fd`; end of file is
+/// [`TransportError::PeerGone`].
+pub fn read_exact(
+    mechanism: &'static str,
+    fd: &OwnedFd,
+    buf: &mut [u8],
+) -> Result<(), TransportError> {
+    if read_record(mechanism, fd, buf)? {
+        Ok(())
+    } else {
+        Err(TransportError::PeerGone {
+            mechanism,
+            peer: None,
+        })
+    }
+}
+
+/// Reads one `buf.len()`-byte record: `Ok(false)` on end of file before its
+/// first byte (the writer closed cleanly), [`TransportError::PeerGone`] on
+/// end of file inside it.
+pub fn read_record(
+    mechanism: &'static str,
+    fd: &OwnedFd,
+    buf: &mut [u8],
+) -> Result<bool, TransportError> {
+    let mut got = 0;
+    while got < buf.len() {
+        let rest = &mut buf[got..];
+        // SAFETY: rest is valid for writes of rest.len() bytes.
+        let n = unsafe { libc::read(fd.as_raw_fd(), rest.as_mut_ptr().cast(), rest.len()) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(TransportError::Io {
+                mechanism,
+                op: "read",
+                source: e,
+            });
+        }
+        if n == 0 {
+            return if got == 0 {
+                Ok(false)
+            } else {
+                Err(TransportError::PeerGone {
+                    mechanism,
+                    peer: None,
+                })
+            };
+        }
+        got += n as usize;
+    }
+    Ok(true)
+}
+
+/// Blocks until at least one of `fds` is readable (or hung up) and returns
+/// the indices that are, in order.
+pub fn poll_readable(
+    mechanism: &'static str,
+    fds: &[&OwnedFd],
+) -> Result<Vec<usize>, TransportError> {
+    let want: Vec<(&OwnedFd, i16)> = fds.iter().map(|&f| (f, libc::POLLIN)).collect();
+    loop {
+        let ready = poll_events(mechanism, &want, -1)?;
+        if !ready.is_empty() {
+            return Ok(ready);
+        }
+    }
+}
+
+/// One `poll(2)` over `(fd, events)` pairs with a timeout in milliseconds
+/// (-1: none); returns the indices with any event (including hang-up).
+/// EINTR counts as "nothing ready".
+pub fn poll_events(
+    mechanism: &'static str,
+    fds: &[(&OwnedFd, i16)],
+    timeout_ms: i32,
+) -> Result<Vec<usize>, TransportError> {
+    let mut pfds: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|(fd, ev)| libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: *ev,
+            revents: 0,
+        })
+        .collect();
+    // SAFETY: pfds is a valid array of pollfd of the given length.
+    let n = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, timeout_ms) };
+    if n < 0 {
+        let e = std::io::Error::last_os_error();
+        if e.kind() == std::io::ErrorKind::Interrupted {
+            return Ok(Vec::new());
+        }
+        return Err(TransportError::Io {
+            mechanism,
+            op: "poll",
+            source: e,
+        });
+    }
+    Ok(pfds
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.revents != 0)
+        .map(|(i, _)| i)
+        .collect())
+}
+
+/// Sets `O_NONBLOCK` on `fd`'s open file description.
+pub fn set_nonblocking(mechanism: &'static str, fd: &OwnedFd) -> Result<(), TransportError> {
+    // SAFETY: fcntl on an fd we own; F_GETFL/F_SETFL take no pointers.
+    let ok = unsafe {
+        let fl = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
+        fl >= 0 && libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, fl | libc::O_NONBLOCK) == 0
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(TransportError::last_os(mechanism, "fcntl"))
+    }
+}
+
+/// One `write(2)` of a record of at most `PIPE_BUF` bytes to a non-blocking
+/// pipe: `Ok(true)` written whole (pipes write such records atomically),
+/// `Ok(false)` the pipe is full.
+pub fn try_write_record(
+    mechanism: &'static str,
+    fd: &OwnedFd,
+    rec: &[u8],
+) -> Result<bool, TransportError> {
+    debug_assert!(rec.len() <= libc::PIPE_BUF);
+    loop {
+        // SAFETY: rec is valid for reads of rec.len() bytes.
+        let n = unsafe { libc::write(fd.as_raw_fd(), rec.as_ptr().cast(), rec.len()) };
+        if n >= 0 {
+            return if n as usize == rec.len() {
+                Ok(true)
+            } else {
+                Err(protocol(
+                    mechanism,
+                    format!("short pipe write of {n} bytes"),
+                ))
+            };
+        }
+        let e = std::io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::EAGAIN) => return Ok(false),
+            Some(libc::EPIPE) => {
+                return Err(TransportError::PeerGone {
+                    mechanism,
+                    peer: None,
+                })
+            }
+            _ => {
+                return Err(TransportError::Io {
+                    mechanism,
+                    op: "write",
+                    source: e,
+                })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::Ordering;
+
+    #[test]
+    fn mapping_bounds_are_checked() {
+        let m = SharedMapping::new("test", 128).unwrap();
+        assert!(m.write_bytes(120, &[1; 8]).is_some());
+        assert!(m.write_bytes(121, &[1; 8]).is_none());
+        assert!(m.write_bytes(usize::MAX, &[1]).is_none());
+        let mut b = [0u8; 8];
+        assert!(m.read_bytes(120, &mut b).is_some());
+        assert_eq!(b, [1; 8]);
+        assert!(m.read_bytes(usize::MAX - 2, &mut b).is_none());
+        m.u64_at(0).store(7, Ordering::Relaxed);
+        assert_eq!(m.u32_at(0).load(Ordering::Relaxed), 7);
+    }
+
+    #[test]
+    fn futex_wait_returns_on_mismatch() {
+        let w = AtomicU32::new(1);
+        futex_wait(&w, 0);
+        futex_wake_all(&w);
+    }
+
+    #[test]
+    fn line_round_rounds_up() {
+        assert_eq!(line_round(0), 0);
+        assert_eq!(line_round(1), 64);
+        assert_eq!(line_round(64), 64);
+        assert_eq!(line_round(65), 128);
+    }
+}
