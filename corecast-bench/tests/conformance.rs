@@ -24,6 +24,9 @@ macro_rules! conformance_tests {
 
 conformance_tests! {
     // CONFORMANCE LIST: each mechanism adds one line here.
+    corecast => "corecast",
+    corecast_spin => "corecast-spin",
+    corecast_sleep => "corecast-sleep",
     iceoryx2 => "iceoryx2",
     iceoryx2_event => "iceoryx2-event",
     mempipe_spin => "mempipe-spin",

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use crate::error::{ChannelError, RecvError};
-use crate::layout::STATE_LIVE;
+use crate::layout::{STATE_FREE, STATE_LIVE};
 use crate::link::Link;
 use crate::proto::{self, Op};
 use crate::region::{ReceiverRegion, SenderRegion};
@@ -212,9 +212,10 @@ impl Receiver {
         let m = &self.link.membership;
         let (mut live, mut ever) = (false, false);
         for j in 0..m.geometry.max_senders as usize {
-            let e = m.sender(j);
-            live |= e.state.load(Ordering::SeqCst) == STATE_LIVE;
-            ever |= e.epoch.load(Ordering::Relaxed) != 0;
+            // One load decides both: a slot leaves FREE only by becoming live.
+            let state = m.sender(j).state.load(Ordering::SeqCst);
+            live |= state == STATE_LIVE;
+            ever |= state != STATE_FREE;
         }
         (live, ever)
     }

@@ -3,6 +3,7 @@
 
 pub mod iceoryx2;
 pub mod cma;
+pub mod corecast;
 pub mod mempipe;
 pub mod shm_util;
 pub mod shmem_pipe;
@@ -12,6 +13,9 @@ pub mod ump;
 pub fn all() -> Vec<Box<dyn crate::transport::Mechanism>> {
     vec![
         // MECHANISM LIST: each mechanism adds one line here.
+        Box::new(corecast::Corecast::ADAPTIVE),
+        Box::new(corecast::Corecast::SPIN),
+        Box::new(corecast::Corecast::SLEEP),
         Box::new(iceoryx2::Iceoryx2::POLLING),
         Box::new(iceoryx2::Iceoryx2::EVENT),
         Box::new(mempipe::Mempipe::spin()),
