@@ -23,5 +23,6 @@ macro_rules! conformance_tests {
 }
 
 conformance_tests! {
+    pipe => "pipe",
     // CONFORMANCE LIST: each mechanism adds one line here.
 }
