@@ -24,5 +24,8 @@ macro_rules! conformance_tests {
 
 conformance_tests! {
     pipe => "pipe",
+    unix_stream => "unix-stream",
+    tcp => "tcp",
+    tcp_nodelay => "tcp-nodelay",
     // CONFORMANCE LIST: each mechanism adds one line here.
 }

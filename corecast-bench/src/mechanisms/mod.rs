@@ -3,11 +3,16 @@
 
 pub mod pipe;
 mod stream_util;
+pub mod tcp;
+pub mod unix_stream;
 
 /// Every mechanism the suite knows, available here or not, in table order.
 pub fn all() -> Vec<Box<dyn crate::transport::Mechanism>> {
     vec![
         Box::new(pipe::Pipe),
+        Box::new(unix_stream::UnixStream),
+        Box::new(tcp::Tcp { nodelay: false }),
+        Box::new(tcp::Tcp { nodelay: true }),
         // MECHANISM LIST: each mechanism adds one line here.
     ]
 }
