@@ -27,5 +27,6 @@ conformance_tests! {
     unix_stream => "unix-stream",
     tcp => "tcp",
     tcp_nodelay => "tcp-nodelay",
+    unix_dgram => "unix-dgram",
     // CONFORMANCE LIST: each mechanism adds one line here.
 }

@@ -4,6 +4,7 @@
 pub mod pipe;
 mod stream_util;
 pub mod tcp;
+pub mod unix_dgram;
 pub mod unix_stream;
 
 /// Every mechanism the suite knows, available here or not, in table order.
@@ -13,6 +14,7 @@ pub fn all() -> Vec<Box<dyn crate::transport::Mechanism>> {
         Box::new(unix_stream::UnixStream),
         Box::new(tcp::Tcp { nodelay: false }),
         Box::new(tcp::Tcp { nodelay: true }),
+        Box::new(unix_dgram::UnixDgram),
         // MECHANISM LIST: each mechanism adds one line here.
     ]
 }
