@@ -28,5 +28,6 @@ conformance_tests! {
     tcp => "tcp",
     tcp_nodelay => "tcp-nodelay",
     unix_dgram => "unix-dgram",
+    vmsplice => "vmsplice",
     // CONFORMANCE LIST: each mechanism adds one line here.
 }

@@ -6,6 +6,7 @@ mod stream_util;
 pub mod tcp;
 pub mod unix_dgram;
 pub mod unix_stream;
+pub mod vmsplice;
 
 /// Every mechanism the suite knows, available here or not, in table order.
 pub fn all() -> Vec<Box<dyn crate::transport::Mechanism>> {
@@ -15,6 +16,7 @@ pub fn all() -> Vec<Box<dyn crate::transport::Mechanism>> {
         Box::new(tcp::Tcp { nodelay: false }),
         Box::new(tcp::Tcp { nodelay: true }),
         Box::new(unix_dgram::UnixDgram),
+        Box::new(vmsplice::Vmsplice),
         // MECHANISM LIST: each mechanism adds one line here.
     ]
 }
