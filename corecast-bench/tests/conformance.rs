@@ -29,5 +29,6 @@ conformance_tests! {
     tcp_nodelay => "tcp-nodelay",
     unix_dgram => "unix-dgram",
     vmsplice => "vmsplice",
+    udp => "udp",
     // CONFORMANCE LIST: each mechanism adds one line here.
 }

@@ -4,6 +4,7 @@
 pub mod pipe;
 mod stream_util;
 pub mod tcp;
+pub mod udp;
 pub mod unix_dgram;
 pub mod unix_stream;
 pub mod vmsplice;
@@ -17,6 +18,7 @@ pub fn all() -> Vec<Box<dyn crate::transport::Mechanism>> {
         Box::new(tcp::Tcp { nodelay: true }),
         Box::new(unix_dgram::UnixDgram),
         Box::new(vmsplice::Vmsplice),
+        Box::new(udp::Udp),
         // MECHANISM LIST: each mechanism adds one line here.
     ]
 }

@@ -401,3 +401,82 @@ impl Endpoint for StreamEndpoint {
         Ok(Received { from, len })
     }
 }
+
+/// Bytes of the fragment header the datagram and message-queue mechanisms
+/// put before each piece of a message: `sender: u32 LE`, `total: u32 LE`
+/// (the whole message's length), `offset: u32 LE` (where this piece goes).
+pub(crate) const FRAG_HEADER_BYTES: usize = 12;
+
+/// Encodes a fragment header.
+pub(crate) fn frag_header(sender: PeerId, total: usize, offset: usize) -> [u8; FRAG_HEADER_BYTES] {
+    let mut h = [0u8; FRAG_HEADER_BYTES];
+    h[..4].copy_from_slice(&(sender as u32).to_le_bytes());
+    h[4..8].copy_from_slice(&(total as u32).to_le_bytes());
+    h[8..].copy_from_slice(&(offset as u32).to_le_bytes());
+    h
+}
+
+/// A decoded, validated fragment header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Frag {
+    pub sender: PeerId,
+    pub total: usize,
+    pub offset: usize,
+}
+
+/// Decodes a fragment header that arrived with `piece` payload bytes and
+/// checks it: a known sender, `total` within `max` and the caller's buffer,
+/// and the piece inside the message.
+pub(crate) fn parse_frag(
+    name: &'static str,
+    h: &[u8],
+    piece: usize,
+    processes: usize,
+    max: usize,
+    buf_len: usize,
+) -> Result<Frag, TransportError> {
+    let word = |i: usize| {
+        h.get(i..i + 4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+    };
+    let (Some(sender), Some(total), Some(offset)) = (word(0), word(4), word(8)) else {
+        return Err(TransportError::Protocol {
+            mechanism: name,
+            detail: format!("{}-byte fragment header", h.len()),
+        });
+    };
+    let bad = |detail: String| {
+        Err(TransportError::Protocol {
+            mechanism: name,
+            detail,
+        })
+    };
+    if sender >= processes {
+        return bad(format!("fragment from unknown sender {sender}"));
+    }
+    if total > max || total > buf_len {
+        return bad(format!(
+            "{total}-byte message exceeds the limit {max} or buffer {buf_len}"
+        ));
+    }
+    if offset > total || piece > total - offset {
+        return bad(format!(
+            "fragment [{offset}, +{piece}) outside a {total}-byte message"
+        ));
+    }
+    Ok(Frag {
+        sender,
+        total,
+        offset,
+    })
+}
+
+/// The `(offset, piece)` fragments of `msg` for pieces of at most `piece`
+/// bytes; an empty message is one empty fragment.
+pub(crate) fn fragments(msg: &[u8], piece: usize) -> impl Iterator<Item = (usize, &[u8])> {
+    let n = msg.len().div_ceil(piece.max(1)).max(1);
+    (0..n).map(move |i| {
+        let start = (i * piece).min(msg.len());
+        (start, &msg[start..(start + piece).min(msg.len())])
+    })
+}
