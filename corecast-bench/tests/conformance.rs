@@ -30,5 +30,6 @@ conformance_tests! {
     unix_dgram => "unix-dgram",
     vmsplice => "vmsplice",
     udp => "udp",
+    sysv_mq => "sysv-mq",
     // CONFORMANCE LIST: each mechanism adds one line here.
 }

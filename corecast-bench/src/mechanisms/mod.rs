@@ -2,7 +2,9 @@
 //! [`crate::transport::Mechanism`].
 
 pub mod pipe;
+mod fragment;
 mod stream_util;
+pub mod sysv_mq;
 pub mod tcp;
 pub mod udp;
 pub mod unix_dgram;
@@ -19,6 +21,7 @@ pub fn all() -> Vec<Box<dyn crate::transport::Mechanism>> {
         Box::new(unix_dgram::UnixDgram),
         Box::new(vmsplice::Vmsplice),
         Box::new(udp::Udp),
+        Box::new(sysv_mq::SysvMq),
         // MECHANISM LIST: each mechanism adds one line here.
     ]
 }

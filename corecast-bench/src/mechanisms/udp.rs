@@ -3,7 +3,7 @@
 //!
 //! Fragmentation: a datagram carries at most [`MAX_UDP_PAYLOAD`] bytes
 //! (65,507, the IPv4 limit), so a message becomes one or more datagrams, each
-//! a [`stream_util::frag_header`] plus a piece, sent with `sendmsg` from the
+//! a [`fragment::frag_header`] plus a piece, sent with `sendmsg` from the
 //! caller's buffer. The receiver reads a started message's pieces only from
 //! that link, in order, straight into the caller's buffer (`recvmsg`); the
 //! sender never stops mid-message to wait for the receiver's other work, so
@@ -27,7 +27,8 @@
 use std::net::UdpSocket;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
-use crate::mechanisms::stream_util::{self, FdLink, PeerFds, FRAG_HEADER_BYTES};
+use crate::mechanisms::fragment::{self, FRAG_HEADER_BYTES};
+use crate::mechanisms::stream_util::{self, FdLink, PeerFds};
 use crate::transport::{Endpoint, Mechanism, PeerId, Prepared, Received, Topology, TransportError};
 
 /// Loopback UDP with fragmentation and credit flow control.
@@ -222,8 +223,8 @@ impl UdpEndpoint {
 
     fn send_one(&mut self, to: PeerId, msg: &[u8]) -> Result<(), TransportError> {
         let fd = self.out_fd(to)?;
-        for (offset, piece) in stream_util::fragments(msg, self.piece) {
-            let h = stream_util::frag_header(self.me, msg.len(), offset);
+        for (offset, piece) in fragment::fragments(msg, self.piece) {
+            let h = fragment::frag_header(self.me, msg.len(), offset);
             self.take_credit(to, fd, cost(h.len() + piece.len()))?;
             msg_io(fd, &mut [iov(&h), iov(piece)], false)?;
         }
@@ -237,7 +238,7 @@ impl UdpEndpoint {
         i: usize,
         buf: &mut [u8],
         filled: usize,
-    ) -> Result<(stream_util::Frag, usize), TransportError> {
+    ) -> Result<(fragment::Frag, usize), TransportError> {
         let (from, fd) = (self.fds.inc[i].0, self.inc_raw[i]);
         let mut h = [0u8; FRAG_HEADER_BYTES];
         let buf_len = buf.len();
@@ -253,7 +254,7 @@ impl UdpEndpoint {
             });
         }
         let piece = n - FRAG_HEADER_BYTES;
-        let f = stream_util::parse_frag(NAME, &h, piece, self.processes, self.max, buf_len)?;
+        let f = fragment::parse_frag(NAME, &h, piece, self.processes, self.max, buf_len)?;
         if f.sender != from || f.offset != filled {
             return Err(TransportError::Protocol {
                 mechanism: NAME,
