@@ -31,5 +31,6 @@ conformance_tests! {
     vmsplice => "vmsplice",
     udp => "udp",
     sysv_mq => "sysv-mq",
+    posix_mq => "posix-mq",
     // CONFORMANCE LIST: each mechanism adds one line here.
 }

@@ -2,6 +2,7 @@
 //! [`crate::transport::Mechanism`].
 
 pub mod pipe;
+pub mod posix_mq;
 mod fragment;
 mod stream_util;
 pub mod sysv_mq;
@@ -22,6 +23,7 @@ pub fn all() -> Vec<Box<dyn crate::transport::Mechanism>> {
         Box::new(vmsplice::Vmsplice),
         Box::new(udp::Udp),
         Box::new(sysv_mq::SysvMq),
+        Box::new(posix_mq::PosixMq),
         // MECHANISM LIST: each mechanism adds one line here.
     ]
 }

@@ -331,3 +331,28 @@ impl Endpoint for SysvEndpoint {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cleanup_removes_every_queue() {
+        let ids = [create_queue().unwrap(), create_queue().unwrap()];
+        let mut p = SysvPrepared {
+            topology: Topology::pair(64),
+            queues: ids.iter().map(|&q| Some(q)).collect(),
+            piece: 64,
+            // SAFETY: getpid has no preconditions.
+            owner: unsafe { libc::getpid() },
+        };
+        p.cleanup();
+        for q in ids {
+            // SAFETY: msqid_ds is plain data; IPC_STAT may fill it.
+            let mut ds: libc::msqid_ds = unsafe { std::mem::zeroed() };
+            // SAFETY: ds is a valid msqid_ds.
+            let rc = unsafe { libc::msgctl(q, libc::IPC_STAT, &mut ds) };
+            assert_ne!(rc, 0, "queue {q} still exists");
+        }
+    }
+}
