@@ -1,5 +1,5 @@
 //! `pipe`: one anonymous pipe per directed link (ipc-bench `pipe`, paper 002
-//! section 2.1.1). Messages are framed with [`stream_util::header`]; a
+//! section 2.1.1). Messages are framed with `stream_util::header`; a
 //! receiver with several senders polls their pipes; a group send writes the
 //! message once per member. Two copies per message: into and out of the
 //! kernel's pipe pages.

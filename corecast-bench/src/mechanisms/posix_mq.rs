@@ -5,10 +5,10 @@
 //! A queue message is at most `fs.mqueue.msgsize_max` bytes (8 KiB by
 //! default) and a queue holds `fs.mqueue.msg_max` of them (10), both read
 //! from `/proc/sys/fs/mqueue`; larger user messages are split into pieces,
-//! each behind a [`fragment::frag_header`] naming the sender, and a full
+//! each behind a `fragment::frag_header` naming the sender, and a full
 //! queue blocks the sender, so nothing is lost. Several senders share a
 //! receiver's queue and their pieces interleave, so `recv_any` drains every
-//! piece as it comes and reassembles per sender ([`fragment::Reassembly`]).
+//! piece as it comes and reassembles per sender (`fragment::Reassembly`).
 //! Both sides copy through a scratch buffer (the API needs one contiguous
 //! message, and the receiver learns the sender only from it).
 

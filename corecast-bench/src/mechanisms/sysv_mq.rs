@@ -3,7 +3,7 @@
 //! with `IPC_RMID` in cleanup.
 //!
 //! Each queue message is `mtype = sender + 1` followed by a
-//! [`fragment::frag_header`] and a piece of the user message: a message
+//! `fragment::frag_header` and a piece of the user message: a message
 //! queue message is at most `kernel.msgmax` bytes (8 KiB by default), so
 //! larger messages are fragmented. The queue's byte limit is raised to
 //! [`QBYTES_WANTED`] with `IPC_SET` where that is permitted
@@ -12,7 +12,7 @@
 //!
 //! Reassembly: `recv_any` takes every queue message in order
 //! (`msgtyp = 0`), whoever sent it, and reassembles per sender with
-//! [`fragment::Reassembly`]. Waiting for one sender's next piece instead
+//! `fragment::Reassembly`. Waiting for one sender's next piece instead
 //! (`msgtyp = mtype`) would deadlock when other senders' pieces fill the
 //! queue. The sender copies each piece behind its `mtype` (the queue API
 //! needs one contiguous buffer) and the receiver copies it out of a scratch

@@ -3,7 +3,7 @@
 //!
 //! Fragmentation: a datagram carries at most [`MAX_UDP_PAYLOAD`] bytes
 //! (65,507, the IPv4 limit), so a message becomes one or more datagrams, each
-//! a [`fragment::frag_header`] plus a piece, sent with `sendmsg` from the
+//! a `fragment::frag_header` plus a piece, sent with `sendmsg` from the
 //! caller's buffer. The receiver reads a started message's pieces only from
 //! that link, in order, straight into the caller's buffer (`recvmsg`); the
 //! sender never stops mid-message to wait for the receiver's other work, so

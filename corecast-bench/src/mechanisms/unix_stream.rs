@@ -1,7 +1,7 @@
 //! `unix-stream`: one connected `AF_UNIX`/`SOCK_STREAM` socketpair per
 //! directed link (ipc-bench `unix`, paper 002 section 2.1.1), with the same
 //! framing, polling and per-member group send as `pipe`
-//! ([`stream_util::StreamEndpoint`]).
+//! (`stream_util::StreamEndpoint`).
 
 use crate::mechanisms::stream_util::{self, FdLink, StreamPrepared};
 use crate::transport::{Mechanism, Prepared, Topology, TransportError};

@@ -11,7 +11,7 @@
 //! when the pipe has let go of its pages, and writing to them before then
 //! would change bytes the receiver has not read yet. So after the receiver
 //! has read the whole frame out of the pipe (the pipe holds no reference to
-//! the sender's pages any more), it writes one byte, [`ACK`], into the
+//! the sender's pages any more), it writes one byte, `ACK`, into the
 //! link's ack pipe. The message is borrowed from the caller only for the
 //! call, so `send_to` returns after reading that byte: the caller may reuse
 //! its buffer at once. A group send splices the same pages into every
