@@ -23,6 +23,15 @@ macro_rules! conformance_tests {
 }
 
 conformance_tests! {
+    pipe => "pipe",
+    unix_stream => "unix-stream",
+    tcp => "tcp",
+    tcp_nodelay => "tcp-nodelay",
+    unix_dgram => "unix-dgram",
+    vmsplice => "vmsplice",
+    udp => "udp",
+    sysv_mq => "sysv-mq",
+    posix_mq => "posix-mq",
     // CONFORMANCE LIST: each mechanism adds one line here.
     corecast => "corecast",
     corecast_spin => "corecast-spin",

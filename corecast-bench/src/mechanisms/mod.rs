@@ -1,28 +1,46 @@
 //! One module per IPC mechanism, each a real implementation of
 //! [`crate::transport::Mechanism`].
 
-pub mod iceoryx2;
 pub mod cma;
 pub mod corecast;
+mod fragment;
+pub mod iceoryx2;
 pub mod mempipe;
+pub mod pipe;
+pub mod posix_mq;
 pub mod shm_util;
 pub mod shmem_pipe;
+mod stream_util;
+pub mod sysv_mq;
+pub mod tcp;
+pub mod udp;
 pub mod ump;
+pub mod unix_dgram;
+pub mod unix_stream;
+pub mod vmsplice;
 
 /// Every mechanism the suite knows, available here or not, in table order.
 pub fn all() -> Vec<Box<dyn crate::transport::Mechanism>> {
     vec![
-        // MECHANISM LIST: each mechanism adds one line here.
-        Box::new(corecast::Corecast::ADAPTIVE),
-        Box::new(corecast::Corecast::SPIN),
-        Box::new(corecast::Corecast::SLEEP),
-        Box::new(iceoryx2::Iceoryx2::POLLING),
-        Box::new(iceoryx2::Iceoryx2::EVENT),
+        Box::new(pipe::Pipe),
+        Box::new(unix_stream::UnixStream),
+        Box::new(tcp::Tcp { nodelay: false }),
+        Box::new(tcp::Tcp { nodelay: true }),
+        Box::new(unix_dgram::UnixDgram),
+        Box::new(vmsplice::Vmsplice),
+        Box::new(udp::Udp),
+        Box::new(sysv_mq::SysvMq),
+        Box::new(posix_mq::PosixMq),
         Box::new(mempipe::Mempipe::spin()),
         Box::new(mempipe::Mempipe::futex()),
         Box::new(shmem_pipe::ShmemPipe),
         Box::new(ump::Ump),
         Box::new(cma::Cma),
+        Box::new(iceoryx2::Iceoryx2::POLLING),
+        Box::new(iceoryx2::Iceoryx2::EVENT),
+        Box::new(corecast::Corecast::ADAPTIVE),
+        Box::new(corecast::Corecast::SPIN),
+        Box::new(corecast::Corecast::SLEEP),
     ]
 }
 

@@ -1,0 +1,241 @@
+//! `vmsplice`: ipc-bench's cooperative vmsplice pipe (`vmsplice-coop`,
+//! paper 002 section 2.1.3). Per directed link there is a data pipe and a
+//! reverse acknowledgement pipe.
+//!
+//! Data path: the sender `vmsplice(2)`s the frame header and the caller's
+//! message pages into the data pipe. The pipe then *references* those user
+//! pages instead of copying them, so the only copy is the receiver's `read`
+//! straight from the sender's pages into its own buffer.
+//!
+//! Ack protocol (the "cooperative" part): `vmsplice` cannot tell the sender
+//! when the pipe has let go of its pages, and writing to them before then
+//! would change bytes the receiver has not read yet. So after the receiver
+//! has read the whole frame out of the pipe (the pipe holds no reference to
+//! the sender's pages any more), it writes one byte, `ACK`, into the
+//! link's ack pipe. The message is borrowed from the caller only for the
+//! call, so `send_to` returns after reading that byte: the caller may reuse
+//! its buffer at once. A group send splices the same pages into every
+//! member's pipe first and then collects one ack per member, so all members
+//! copy from one set of sender pages. At most one ack per link is ever
+//! unread, so the ack pipe never fills.
+//!
+//! Consequences: a send is a rendezvous (it completes when the receiver has
+//! read it), so there is no pipelining per link, and two processes that send
+//! to each other at once without receiving block each other, as large
+//! messages on any pipe do. `SPLICE_F_GIFT` is not used: it promises the
+//! kernel the pages are never touched again, which is false for caller
+//! buffers that are reused after the ack, and the receiver's `read` never
+//! steals pages, so the flag would change nothing here.
+
+use std::os::fd::{AsRawFd, RawFd};
+
+use crate::mechanisms::stream_util::{self, FdLink, PeerFds, HEADER_BYTES};
+use crate::transport::{Endpoint, Mechanism, PeerId, Prepared, Received, Topology, TransportError};
+
+/// Cooperative vmsplice pipes, one data and one ack pipe per directed link.
+pub struct Vmsplice;
+
+const NAME: &str = "vmsplice";
+/// The byte a receiver writes back once it has read a whole frame.
+const ACK: u8 = 0xAC;
+
+impl Mechanism for Vmsplice {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn describe(&self) -> &'static str {
+        "vmsplice(2) of the sender's pages into a pipe per link, receiver acks each message on a reverse pipe"
+    }
+
+    fn prepare(&self, topology: &Topology) -> Result<Box<dyn Prepared>, TransportError> {
+        let (mut data, mut acks) = (Vec::new(), Vec::new());
+        for (from, to) in topology.all_links() {
+            let (rd, wr) = stream_util::pipe(NAME)?;
+            data.push(FdLink {
+                from,
+                to,
+                at_from: wr,
+                at_to: rd,
+            });
+            let (rd, wr) = stream_util::pipe(NAME)?;
+            acks.push(FdLink {
+                from: to,
+                to: from,
+                at_from: wr,
+                at_to: rd,
+            });
+        }
+        Ok(Box::new(VmsplicePrepared {
+            topology: topology.clone(),
+            data,
+            acks,
+        }))
+    }
+}
+
+struct VmsplicePrepared {
+    topology: Topology,
+    data: Vec<FdLink>,
+    acks: Vec<FdLink>,
+}
+
+impl Prepared for VmsplicePrepared {
+    fn endpoint(&mut self, me: PeerId) -> Result<Box<dyn Endpoint>, TransportError> {
+        let n = self.topology.processes;
+        let data = stream_util::take_fds(&mut self.data, n, me);
+        let acks = stream_util::take_fds(&mut self.acks, n, me);
+        let mut ack_in = vec![None; n];
+        for (p, fd) in &acks.inc {
+            ack_in[*p] = Some(fd.as_raw_fd());
+        }
+        Ok(Box::new(VmspliceEndpoint {
+            me,
+            max: self.topology.max_message_bytes,
+            groups: stream_util::my_groups(&self.topology.groups, me),
+            data_in: data.inc.iter().map(|(_, fd)| fd.as_raw_fd()).collect(),
+            ack_in,
+            data,
+            acks,
+            next: 0,
+        }))
+    }
+}
+
+struct VmspliceEndpoint {
+    me: PeerId,
+    max: usize,
+    groups: Vec<Option<Vec<PeerId>>>,
+    /// `data.out[p]`: data pipe to `p`; `data.inc`: data pipes from senders.
+    data: PeerFds,
+    /// `acks.out[p]`: ack pipe back to sender `p`; `acks.inc` is `ack_in`'s owner.
+    acks: PeerFds,
+    data_in: Vec<RawFd>,
+    /// `ack_in[p]`: where receiver `p` acknowledges our messages.
+    ack_in: Vec<Option<RawFd>>,
+    next: usize,
+}
+
+fn fd_for(v: &[Option<RawFd>], me: PeerId, p: PeerId) -> Result<RawFd, TransportError> {
+    v.get(p)
+        .copied()
+        .flatten()
+        .ok_or_else(|| TransportError::Topology(format!("no link from {me} to {p}")))
+}
+
+/// Splices every byte of `parts` into the pipe `fd`, retrying on EINTR and
+/// partial transfers (a full pipe blocks until the receiver reads).
+fn splice_all(fd: RawFd, peer: PeerId, parts: &[&[u8]]) -> Result<(), TransportError> {
+    let mut iov: Vec<libc::iovec> = parts
+        .iter()
+        .filter(|p| !p.is_empty())
+        .map(|p| libc::iovec {
+            iov_base: p.as_ptr() as *mut _,
+            iov_len: p.len(),
+        })
+        .collect();
+    let mut first = 0;
+    while first < iov.len() {
+        let rest = &iov[first..];
+        // SAFETY: every iovec points into a slice of `parts`; the caller keeps
+        // them alive and unmodified until the receiver's ack (see module doc).
+        let n = unsafe { libc::vmsplice(fd, rest.as_ptr(), rest.len(), 0) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EINTR) => continue,
+                Some(libc::EPIPE) => {
+                    return Err(TransportError::PeerGone {
+                        mechanism: NAME,
+                        peer: Some(peer),
+                    })
+                }
+                _ => {
+                    return Err(TransportError::Io {
+                        mechanism: NAME,
+                        op: "vmsplice",
+                        source: e,
+                    })
+                }
+            }
+        }
+        stream_util::advance(&mut iov, &mut first, n as usize);
+    }
+    Ok(())
+}
+
+impl VmspliceEndpoint {
+    fn wait_ack(&self, peer: PeerId) -> Result<(), TransportError> {
+        let fd = fd_for(&self.ack_in, self.me, peer)?;
+        let mut b = [0u8; 1];
+        stream_util::read_exact(NAME, fd, peer, &mut b)?;
+        if b[0] != ACK {
+            return Err(TransportError::Protocol {
+                mechanism: NAME,
+                detail: format!("ack byte {:#04x} from {peer}", b[0]),
+            });
+        }
+        Ok(())
+    }
+
+    fn data_out(&self, to: PeerId) -> Result<RawFd, TransportError> {
+        match self.data.out.get(to) {
+            Some(Some(fd)) => Ok(fd.as_raw_fd()),
+            _ => Err(TransportError::Topology(format!(
+                "no link from {} to {to}",
+                self.me
+            ))),
+        }
+    }
+}
+
+impl Endpoint for VmspliceEndpoint {
+    fn send_to(&mut self, to: PeerId, msg: &[u8]) -> Result<(), TransportError> {
+        stream_util::check_len(NAME, msg.len(), self.max)?;
+        let h = stream_util::header(msg.len(), self.me);
+        splice_all(self.data_out(to)?, to, &[&h, msg])?;
+        // `h` and `msg` stay referenced by the pipe until this ack.
+        self.wait_ack(to)
+    }
+
+    fn send_group(&mut self, group: usize, msg: &[u8]) -> Result<(), TransportError> {
+        stream_util::check_len(NAME, msg.len(), self.max)?;
+        let h = stream_util::header(msg.len(), self.me);
+        let members = stream_util::group_members(&self.groups, group)?.to_vec();
+        for &m in &members {
+            splice_all(self.data_out(m)?, m, &[&h, msg])?;
+        }
+        for &m in &members {
+            self.wait_ack(m)?;
+        }
+        Ok(())
+    }
+
+    fn recv_any(&mut self, buf: &mut [u8]) -> Result<Received, TransportError> {
+        if self.data_in.is_empty() {
+            return Err(TransportError::Topology(format!(
+                "no peer sends to {}",
+                self.me
+            )));
+        }
+        let i = stream_util::wait_readable(NAME, &self.data_in, self.next)?;
+        self.next = i + 1;
+        let (from, fd) = (self.data.inc[i].0, self.data_in[i]);
+        let mut h = [0u8; HEADER_BYTES];
+        stream_util::read_exact(NAME, fd, from, &mut h)?;
+        let len = stream_util::parse_header(NAME, &h, from, self.max, buf.len())?;
+        stream_util::read_exact(NAME, fd, from, &mut buf[..len])?;
+        // The whole frame is out of the pipe: release the sender's pages.
+        let ack = match self.acks.out.get(from) {
+            Some(Some(fd)) => fd.as_raw_fd(),
+            _ => {
+                return Err(TransportError::Topology(format!(
+                    "no ack pipe from {} to {from}",
+                    self.me
+                )))
+            }
+        };
+        stream_util::write_all(NAME, ack, from, &[&[ACK]])?;
+        Ok(Received { from, len })
+    }
+}
