@@ -16,7 +16,10 @@ pub fn largest_size(m: &dyn Mechanism) -> usize {
 /// Sizes the suite tries, including the mechanism's largest.
 pub fn sizes(m: &dyn Mechanism) -> Vec<usize> {
     let max = largest_size(m);
-    let mut v: Vec<usize> = [1usize, 64, 4096, 65_536].into_iter().filter(|&s| s < max).collect();
+    let mut v: Vec<usize> = [1usize, 64, 4096, 65_536]
+        .into_iter()
+        .filter(|&s| s < max)
+        .collect();
     v.push(max);
     v
 }
@@ -35,7 +38,8 @@ fn count_for(size: usize) -> u64 {
 pub fn check_mechanism(m: &dyn Mechanism) -> Result<(), String> {
     for size in sizes(m) {
         for receivers in [1usize, 3] {
-            fan_out(m, receivers, size).map_err(|e| format!("fan-out to {receivers}, {size} B: {e}"))?;
+            fan_out(m, receivers, size)
+                .map_err(|e| format!("fan-out to {receivers}, {size} B: {e}"))?;
         }
         many_to_one(m, 3, size).map_err(|e| format!("3 senders to 1, {size} B: {e}"))?;
         ping_pong(m, size).map_err(|e| format!("ping-pong, {size} B: {e}"))?;

@@ -105,7 +105,10 @@ impl Topology {
             if g.from >= self.processes || g.members.is_empty() {
                 return bad(format!("group {i} has a bad sender or no members"));
             }
-            if g.members.iter().any(|&m| m >= self.processes || m == g.from) {
+            if g.members
+                .iter()
+                .any(|&m| m >= self.processes || m == g.from)
+            {
                 return bad(format!("group {i} has a bad member"));
             }
         }
@@ -229,17 +232,31 @@ impl TransportError {
 impl fmt::Display for TransportError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            TransportError::Io { mechanism, op, source } => {
+            TransportError::Io {
+                mechanism,
+                op,
+                source,
+            } => {
                 write!(f, "{mechanism}: {op} failed: {source}")
             }
-            TransportError::TooLarge { mechanism, bytes, max_bytes } => write!(
+            TransportError::TooLarge {
+                mechanism,
+                bytes,
+                max_bytes,
+            } => write!(
                 f,
                 "{mechanism}: a {bytes}-byte message is larger than its limit of {max_bytes} bytes"
             ),
-            TransportError::PeerGone { mechanism, peer: Some(p) } => {
+            TransportError::PeerGone {
+                mechanism,
+                peer: Some(p),
+            } => {
                 write!(f, "{mechanism}: peer {p} went away")
             }
-            TransportError::PeerGone { mechanism, peer: None } => {
+            TransportError::PeerGone {
+                mechanism,
+                peer: None,
+            } => {
                 write!(f, "{mechanism}: a peer went away")
             }
             TransportError::Topology(why) => write!(f, "bad topology: {why}"),

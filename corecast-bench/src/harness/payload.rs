@@ -16,7 +16,9 @@ pub fn fill(buf: &mut [u8], seq: u64, sender: u32) {
     let mut chunks = buf[n..].chunks_exact_mut(8);
     for c in &mut chunks {
         c.copy_from_slice(&x.to_le_bytes());
-        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
     }
     let rest = chunks.into_remainder();
     let tail = x.to_le_bytes();
@@ -47,7 +49,8 @@ pub fn check(buf: &[u8], expected_len: usize, seq: u64, sender: u32) -> Result<(
 
 /// The sequence number a message claims to carry, when it has one.
 pub fn seq_of(buf: &[u8]) -> Option<u64> {
-    buf.get(..8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+    buf.get(..8)
+        .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
 }
 
 fn describe_header(buf: &[u8]) -> String {

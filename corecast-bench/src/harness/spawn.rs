@@ -24,7 +24,10 @@ pub struct RunOptions {
 
 impl Default for RunOptions {
     fn default() -> Self {
-        RunOptions { watchdog: Duration::from_secs(120), cpus: Vec::new() }
+        RunOptions {
+            watchdog: Duration::from_secs(120),
+            cpus: Vec::new(),
+        }
     }
 }
 
@@ -83,7 +86,9 @@ fn child(
         let _ = crate::harness::pin_to_cpu(options.cpus[me % options.cpus.len()]);
     }
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let mut ep = prepared.endpoint(me).map_err(|e| format!("endpoint: {e}"))?;
+        let mut ep = prepared
+            .endpoint(me)
+            .map_err(|e| format!("endpoint: {e}"))?;
         body(me, &mut *ep)
     }))
     .unwrap_or_else(|_| Err("panicked".to_string()));
@@ -92,7 +97,10 @@ fn child(
         Ok(b) => (0u8, b),
         Err(e) => (1u8, e.into_bytes()),
     };
-    let ok = out.write_all(&[tag]).and_then(|_| out.write_all(&bytes)).is_ok();
+    let ok = out
+        .write_all(&[tag])
+        .and_then(|_| out.write_all(&bytes))
+        .is_ok();
     if ok && tag == 0 {
         0
     } else {
@@ -112,12 +120,18 @@ fn collect(
     while !live.is_empty() {
         let mut pfds: Vec<libc::pollfd> = live
             .iter()
-            .map(|&i| libc::pollfd { fd: raw(&children[i].2), events: libc::POLLIN, revents: 0 })
+            .map(|&i| libc::pollfd {
+                fd: raw(&children[i].2),
+                events: libc::POLLIN,
+                revents: 0,
+            })
             .collect();
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             kill_all(children);
-            failure.get_or_insert(format!("{name}: watchdog expired after {watchdog:?}; killed"));
+            failure.get_or_insert(format!(
+                "{name}: watchdog expired after {watchdog:?}; killed"
+            ));
             break;
         }
         let ms = left.as_millis().min(1000) as i32;

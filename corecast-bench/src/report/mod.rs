@@ -1,0 +1,3 @@
+//! Reports for humans.
+
+pub mod table;
