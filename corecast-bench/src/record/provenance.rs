@@ -18,6 +18,8 @@ pub struct Provenance {
     pub git_commit: Option<String>,
     /// The command line of this run.
     pub command_line: Vec<String>,
+    /// When the provenance was collected (the start of the run), RFC 3339 UTC.
+    pub collected_at: String,
 }
 
 impl Provenance {
@@ -28,6 +30,7 @@ impl Provenance {
             tool_version: env!("CARGO_PKG_VERSION").to_string(),
             git_commit: git_commit(),
             command_line,
+            collected_at: super::time::now_rfc3339(),
         }
     }
 }
