@@ -1,3 +1,4 @@
 //! Reports for humans.
 
+pub mod format;
 pub mod table;

@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use super::format::{human, sig3};
 use crate::record::{Unit, Workload};
 use crate::suite::plan::format_size;
 use crate::suite::{Outcome, Status};
@@ -57,11 +58,15 @@ pub fn render(outcomes: &[Outcome]) -> String {
         }
     }
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "fanout: messages/s delivered to the slowest of N receivers (median); \
-         pingpong: RTT/2 in microseconds (median)"
-    );
+    let has = |w: Workload| columns.iter().any(|c| c.0 == w);
+    let mut legend = Vec::new();
+    if has(Workload::Fanout) {
+        legend.push("fanout: messages/s delivered to the slowest of N receivers (median)");
+    }
+    if has(Workload::Pingpong) {
+        legend.push("pingpong: RTT/2 in microseconds (median)");
+    }
+    let _ = writeln!(out, "{}", legend.join("; "));
     let headers = headers(&columns);
     let body: Vec<Vec<String>> = rows
         .iter()
@@ -132,28 +137,6 @@ fn show(cell: Option<&Cell>, w: Workload) -> String {
         Some(Cell::Value(v)) => sig3(*v),
         Some(Cell::Note(what, n)) => format!("{what} [{n}]"),
     }
-}
-
-/// 1234567 -> `1.23M`, 45600 -> `45.6k`.
-fn human(v: f64) -> String {
-    match v {
-        v if v >= 1e9 => format!("{}G", sig3(v / 1e9)),
-        v if v >= 1e6 => format!("{}M", sig3(v / 1e6)),
-        v if v >= 1e3 => format!("{}k", sig3(v / 1e3)),
-        v => sig3(v),
-    }
-}
-
-/// Three significant digits.
-fn sig3(v: f64) -> String {
-    let decimals = if v >= 100.0 {
-        0
-    } else if v >= 10.0 {
-        1
-    } else {
-        2
-    };
-    format!("{v:.decimals$}")
 }
 
 fn ratios(
@@ -332,13 +315,5 @@ mod tests {
         let t = render(&[measured("pipe", Workload::Fanout, 1, 5.0)]);
         assert!(t.contains("no corecast mechanism"), "{t}");
         assert!(t.contains("5.00"), "{t}");
-    }
-
-    #[test]
-    fn numbers_read_well() {
-        assert_eq!(human(1_234_567.0), "1.23M");
-        assert_eq!(human(45_600.0), "45.6k");
-        assert_eq!(human(999.0), "999");
-        assert_eq!(sig3(1.23456), "1.23");
     }
 }

@@ -10,6 +10,7 @@ use corecast_bench::harness::interrupt;
 use corecast_bench::harness::placement::Placement;
 use corecast_bench::harness::topology::{parse_cpu_list, CpuTopology};
 use corecast_bench::record::{time, Provenance, Unit, Writer};
+use corecast_bench::report::format::human;
 use corecast_bench::report::table;
 use corecast_bench::suite::{run_plan, Ending, Outcome, Point, Progress, Settings, Status};
 use corecast_bench::transport::Mechanism;
@@ -107,7 +108,7 @@ fn progress_line(o: &Outcome, p: &Progress) -> String {
         Status::Measured(rs) => rs
             .iter()
             .find(|r| r.unit != Unit::BytesPerSec)
-            .map(|r| format!("{:.4} {}", r.value, r.unit.symbol()))
+            .map(|r| format!("{} {}", human(r.value), r.unit.symbol()))
             .unwrap_or_default(),
         Status::Failed(e) => format!("FAILED: {e}"),
         Status::Skipped(w) => format!("skipped: {w}"),
