@@ -238,3 +238,55 @@ fn bad_arguments_are_clear_errors() {
     let o = corecast(&["bench", "fanout", "--mechanisms", "all", "--cpus", "99999"]);
     assert!(!o.status.success());
 }
+
+#[test]
+fn compare_lists_what_got_faster_and_slower() {
+    let o = corecast(&["machine"]);
+    let prov: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let line = |mech: &str, metric: &str, unit: &str, value: f64| {
+        serde_json::json!({
+            "schema_version": 1, "workload": "fanout", "mechanism": mech, "size": 64,
+            "receivers": 1, "metric": metric, "value": value, "unit": unit, "repetitions": 1,
+            "min": value, "median": value, "max": value, "samples": [value], "count": 1,
+            "duration_s": 0.1, "warmup": 1, "placement": {"mode": "spread", "cpus": [0]},
+            "machine": prov["machine"], "tool_version": "0", "git_commit": null,
+            "timestamp": "2024-01-01T00:00:00Z", "command_line": ["corecast"]
+        })
+        .to_string()
+    };
+    let old = tmp("compare-old");
+    let new = old.with_file_name("new.jsonl");
+    std::fs::write(
+        &old,
+        [
+            line("a", "throughput", "msg/s", 100.0),
+            line("b", "throughput", "msg/s", 100.0),
+        ]
+        .join("\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        &new,
+        [
+            line("a", "throughput", "msg/s", 200.0),
+            line("b", "throughput", "msg/s", 50.0),
+        ]
+        .join("\n"),
+    )
+    .unwrap();
+    let o = corecast(&["compare", old.to_str().unwrap(), new.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let s = text(&o.stdout);
+    assert!(s.starts_with("1 slower, 1 faster"), "{s}");
+    assert!(
+        s.lines()
+            .any(|l| l.starts_with("faster") && l.contains(" a ") && l.contains("x2.00")),
+        "{s}"
+    );
+    assert!(
+        s.lines()
+            .any(|l| l.starts_with("slower") && l.contains(" b ") && l.contains("x0.50")),
+        "{s}"
+    );
+    std::fs::remove_dir_all(old.parent().unwrap()).unwrap();
+}
