@@ -5,4 +5,8 @@
 pub mod conformance;
 pub mod harness;
 pub mod mechanisms;
+pub mod record;
+pub mod report;
+pub mod suite;
 pub mod transport;
+pub mod workloads;

@@ -1,2 +1,49 @@
-//! The `corecast` command.
-fn main() {}
+//! The `corecast` command: run the benchmark suite, list mechanisms, describe
+//! this machine, compare result files.
+
+mod args;
+mod bench;
+mod compare;
+mod machine;
+mod mechanisms;
+
+use clap::{Parser, Subcommand};
+
+/// corecast: one-to-many IPC and the benchmark suite that compares it with
+/// every classic mechanism on this machine.
+#[derive(Parser)]
+#[command(name = "corecast", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run benchmarks (quick comparison, fan-out, ping-pong).
+    #[command(subcommand)]
+    Bench(bench::Bench),
+    /// List every mechanism, whether it is available here and if not why.
+    Mechanisms(mechanisms::Args),
+    /// Print this machine's provenance record as JSON.
+    Machine(machine::Args),
+    /// Show what got faster or slower between two results files.
+    Compare(compare::Args),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Bench(b) => bench::run(b),
+        Command::Mechanisms(a) => mechanisms::run(a),
+        Command::Machine(a) => machine::run(a),
+        Command::Compare(a) => compare::run(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("corecast: error: {e:#}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}

@@ -1,7 +1,11 @@
 //! Running processes, placing them on cores, and checking payloads.
 
+pub mod interrupt;
 pub mod payload;
+pub mod placement;
 pub mod spawn;
+pub mod stats;
+pub mod topology;
 
 pub use spawn::{run_processes, RunOptions};
 

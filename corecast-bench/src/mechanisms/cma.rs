@@ -58,19 +58,9 @@ impl Mechanism for Cma {
         for (from, to) in topology.all_links() {
             let (ann_rd, ann_wr) = pipe(NAME)?;
             let (ack_rd, ack_wr) = pipe(NAME)?;
-            links.push(LinkFds {
-                from,
-                to,
-                ann_rd,
-                ann_wr,
-                ack_rd,
-                ack_wr,
-            });
+            links.push(LinkFds { from, to, ann_rd, ann_wr, ack_rd, ack_wr });
         }
-        Ok(Box::new(CmaPrepared {
-            topology: topology.clone(),
-            links,
-        }))
+        Ok(Box::new(CmaPrepared { topology: topology.clone(), links }))
     }
 }
 
@@ -96,18 +86,9 @@ impl Prepared for CmaPrepared {
         // Keep only this process's ends; the others close here.
         for l in std::mem::take(&mut self.links) {
             if l.from == me {
-                out.push(OutLink {
-                    to: l.to,
-                    ann_wr: l.ann_wr,
-                    ack_rd: l.ack_rd,
-                });
+                out.push(OutLink { to: l.to, ann_wr: l.ann_wr, ack_rd: l.ack_rd });
             } else if l.to == me {
-                inc.push(InLink {
-                    from: l.from,
-                    ann_rd: l.ann_rd,
-                    ack_wr: l.ack_wr,
-                    closed: false,
-                });
+                inc.push(InLink { from: l.from, ann_rd: l.ann_rd, ack_wr: l.ack_wr, closed: false });
             }
         }
         // SAFETY: getpid has no preconditions.
@@ -165,21 +146,14 @@ struct CmaEndpoint {
 type Served = (PeerId, usize, Vec<u8>);
 
 fn gone(peer: PeerId) -> TransportError {
-    TransportError::PeerGone {
-        mechanism: NAME,
-        peer: Some(peer),
-    }
+    TransportError::PeerGone { mechanism: NAME, peer: Some(peer) }
 }
 
 impl CmaEndpoint {
     /// Announces `msg` to each peer in `to`, then waits for all their acks.
     fn send_many(&mut self, to: &[PeerId], msg: &[u8]) -> Result<(), TransportError> {
         if msg.len() > self.max {
-            return Err(TransportError::TooLarge {
-                mechanism: NAME,
-                bytes: msg.len(),
-                max_bytes: self.max,
-            });
+            return Err(TransportError::TooLarge { mechanism: NAME, bytes: msg.len(), max_bytes: self.max });
         }
         let mut rec = [0u8; ANNOUNCE];
         rec[..8].copy_from_slice(&(msg.as_ptr() as u64).to_le_bytes());
@@ -189,21 +163,17 @@ impl CmaEndpoint {
         let mut waiting = Vec::with_capacity(to.len());
         for &t in to {
             let k = self.out.iter().position(|o| o.to == t);
-            let k =
-                k.ok_or_else(|| TransportError::Topology(format!("no link ({}, {t})", self.me)))?;
+            let k = k.ok_or_else(|| TransportError::Topology(format!("no link ({}, {t})", self.me)))?;
             write_all(NAME, &self.out[k].ann_wr, &rec).map_err(|e| peer_gone_is(e, t))?;
             waiting.push(k);
         }
         // `msg` stays borrowed until every receiver has acked its copy.
         while !waiting.is_empty() {
-            let open: Vec<usize> = (0..self.inc.len())
-                .filter(|&i| !self.inc[i].closed)
-                .collect();
+            let open: Vec<usize> = (0..self.inc.len()).filter(|&i| !self.inc[i].closed).collect();
             let mut fds: Vec<&OwnedFd> = waiting.iter().map(|&k| &self.out[k].ack_rd).collect();
             fds.extend(open.iter().map(|&i| &self.inc[i].ann_rd));
             let ready = poll_readable(NAME, &fds)?;
-            let (acks, anns): (Vec<usize>, Vec<usize>) =
-                ready.into_iter().partition(|&r| r < waiting.len());
+            let (acks, anns): (Vec<usize>, Vec<usize>) = ready.into_iter().partition(|&r| r < waiting.len());
             for r in anns {
                 let i = open[r - waiting.len()];
                 if let Some((from, _, v)) = self.serve(i, None)? {
@@ -218,10 +188,7 @@ impl CmaEndpoint {
                     return Err(gone(to));
                 }
                 if u64::from_le_bytes(ack) != msg.len() as u64 {
-                    return Err(protocol(
-                        NAME,
-                        format!("peer {to} acked {} bytes", u64::from_le_bytes(ack)),
-                    ));
+                    return Err(protocol(NAME, format!("peer {to} acked {} bytes", u64::from_le_bytes(ack))));
                 }
             }
         }
@@ -232,11 +199,7 @@ impl CmaEndpoint {
     /// into `buf` (or, with `None`, into a new vector), then acks it.
     /// Returns the sender, the length and the vector; `Ok(None)` when the
     /// sender has exited.
-    fn serve(
-        &mut self,
-        i: usize,
-        buf: Option<&mut [u8]>,
-    ) -> Result<Option<Served>, TransportError> {
+    fn serve(&mut self, i: usize, buf: Option<&mut [u8]>) -> Result<Option<Served>, TransportError> {
         let l = &self.inc[i];
         let mut rec = [0u8; ANNOUNCE];
         if !read_record(NAME, &l.ann_rd, &mut rec)? {
@@ -251,10 +214,7 @@ impl CmaEndpoint {
         if sender as usize != l.from || len > limit as u64 || pid == 0 || pid > i32::MAX as u32 {
             return Err(protocol(
                 NAME,
-                format!(
-                    "from {}: bad announcement (sender {sender}, {len} bytes, pid {pid})",
-                    l.from
-                ),
+                format!("from {}: bad announcement (sender {sender}, {len} bytes, pid {pid})", l.from),
             ));
         }
         let len = len as usize;
@@ -267,8 +227,7 @@ impl CmaEndpoint {
             }
         };
         read_remote(pid as libc::pid_t, addr, dst)?;
-        write_all(NAME, &l.ack_wr, &(len as u64).to_le_bytes())
-            .map_err(|e| peer_gone_is(e, l.from))?;
+        write_all(NAME, &l.ack_wr, &(len as u64).to_le_bytes()).map_err(|e| peer_gone_is(e, l.from))?;
         Ok(Some((l.from, len, own)))
     }
 }
@@ -278,14 +237,8 @@ fn read_remote(pid: libc::pid_t, addr: u64, dst: &mut [u8]) -> Result<(), Transp
     let mut done = 0;
     while done < dst.len() {
         let rest = &mut dst[done..];
-        let local = libc::iovec {
-            iov_base: rest.as_mut_ptr().cast(),
-            iov_len: rest.len(),
-        };
-        let remote = libc::iovec {
-            iov_base: (addr + done as u64) as *mut libc::c_void,
-            iov_len: rest.len(),
-        };
+        let local = libc::iovec { iov_base: rest.as_mut_ptr().cast(), iov_len: rest.len() };
+        let remote = libc::iovec { iov_base: (addr + done as u64) as *mut libc::c_void, iov_len: rest.len() };
         // SAFETY: `local` covers `rest`, writable private memory of this
         // process; the kernel checks `remote` against the peer's mappings
         // and fails with EFAULT rather than touching anything else.
@@ -294,10 +247,7 @@ fn read_remote(pid: libc::pid_t, addr: u64, dst: &mut [u8]) -> Result<(), Transp
             return Err(TransportError::last_os(NAME, "process_vm_readv"));
         }
         if n == 0 {
-            return Err(protocol(
-                NAME,
-                format!("process_vm_readv read nothing at {addr:#x}+{done}"),
-            ));
+            return Err(protocol(NAME, format!("process_vm_readv read nothing at {addr:#x}+{done}")));
         }
         done += n as usize;
     }
@@ -310,39 +260,24 @@ impl Endpoint for CmaEndpoint {
     }
 
     fn send_group(&mut self, group: usize, msg: &[u8]) -> Result<(), TransportError> {
-        let g = self
-            .groups
-            .get(group)
-            .filter(|g| g.from == self.me)
-            .cloned();
-        let g = g.ok_or_else(|| {
-            TransportError::Topology(format!("process {} sends to no group {group}", self.me))
-        })?;
+        let g = self.groups.get(group).filter(|g| g.from == self.me).cloned();
+        let g = g.ok_or_else(|| TransportError::Topology(format!("process {} sends to no group {group}", self.me)))?;
         self.send_many(&g.members, msg)
     }
 
     fn recv_any(&mut self, buf: &mut [u8]) -> Result<Received, TransportError> {
         if let Some((from, v)) = self.pending.pop_front() {
-            let dst = buf.get_mut(..v.len()).ok_or_else(|| {
-                protocol(
-                    NAME,
-                    format!("{}-byte message for a smaller buffer", v.len()),
-                )
-            })?;
+            let dst = buf
+                .get_mut(..v.len())
+                .ok_or_else(|| protocol(NAME, format!("{}-byte message for a smaller buffer", v.len())))?;
             dst.copy_from_slice(&v);
             return Ok(Received { from, len: v.len() });
         }
         let n = self.inc.len();
         loop {
-            let open: Vec<usize> = (0..n)
-                .map(|k| (self.next_in + k) % n)
-                .filter(|&i| !self.inc[i].closed)
-                .collect();
+            let open: Vec<usize> = (0..n).map(|k| (self.next_in + k) % n).filter(|&i| !self.inc[i].closed).collect();
             if open.is_empty() {
-                return Err(TransportError::PeerGone {
-                    mechanism: NAME,
-                    peer: None,
-                });
+                return Err(TransportError::PeerGone { mechanism: NAME, peer: None });
             }
             let fds: Vec<&OwnedFd> = open.iter().map(|&i| &self.inc[i].ann_rd).collect();
             let i = open[poll_readable(NAME, &fds)?[0]];
@@ -358,8 +293,7 @@ impl Endpoint for CmaEndpoint {
 /// Tries the real case once: a child that allowed any ptracer, read by its
 /// sibling with `process_vm_readv`.
 fn probe() -> Availability {
-    static WORD: std::sync::atomic::AtomicU64 =
-        std::sync::atomic::AtomicU64::new(0x5eed_c0de_cafe_f00d);
+    static WORD: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0x5eed_c0de_cafe_f00d);
     let Ok((ready_rd, ready_wr)) = pipe(NAME) else {
         return Availability::Unavailable("cannot create a pipe to probe process_vm_readv".into());
     };
@@ -388,23 +322,14 @@ fn probe() -> Availability {
     let reader = unsafe { libc::fork() };
     if reader == 0 {
         let mut v = 0u64;
-        let local = libc::iovec {
-            iov_base: (&raw mut v).cast(),
-            iov_len: 8,
-        };
-        let remote = libc::iovec {
-            iov_base: WORD.as_ptr().cast(),
-            iov_len: 8,
-        };
+        let local = libc::iovec { iov_base: (&raw mut v).cast(), iov_len: 8 };
+        let remote = libc::iovec { iov_base: WORD.as_ptr().cast(), iov_len: 8 };
         // SAFETY: `local` is this child's own 8-byte local; the kernel checks `remote`.
         let n = unsafe { libc::process_vm_readv(target, &local, 1, &remote, 1, 0) };
         let code = if n == 8 && v == WORD.load(std::sync::atomic::Ordering::Relaxed) {
             0
         } else if n < 0 {
-            std::io::Error::last_os_error()
-                .raw_os_error()
-                .unwrap_or(255)
-                .clamp(1, 254)
+            std::io::Error::last_os_error().raw_os_error().unwrap_or(255).clamp(1, 254)
         } else {
             255
         };
@@ -486,26 +411,10 @@ mod tests {
             for (from, to) in topo.all_links() {
                 let (ann_rd, ann_wr) = pipe(NAME).unwrap();
                 let (ack_rd, ack_wr) = pipe(NAME).unwrap();
-                links.push(LinkFds {
-                    from,
-                    to,
-                    ann_rd,
-                    ann_wr,
-                    ack_rd,
-                    ack_wr,
-                });
+                links.push(LinkFds { from, to, ann_rd, ann_wr, ack_rd, ack_wr });
             }
-            let feed = links
-                .iter()
-                .find(|l| l.from == 1)
-                .unwrap()
-                .ann_wr
-                .try_clone()
-                .unwrap();
-            let mut p = CmaPrepared {
-                topology: topo,
-                links,
-            };
+            let feed = links.iter().find(|l| l.from == 1).unwrap().ann_wr.try_clone().unwrap();
+            let mut p = CmaPrepared { topology: topo, links };
             let mut ep = p.endpoint(0).unwrap();
             let mut rec = [0u8; ANNOUNCE];
             rec[8..16].copy_from_slice(&len.to_le_bytes());

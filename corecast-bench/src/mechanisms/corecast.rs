@@ -38,8 +38,11 @@ impl Corecast {
         wait: WaitStrategy::Adaptive { spin: Duration::from_micros(5), yield_for: Duration::from_micros(50) },
     };
     /// Busy-polling endpoints.
-    pub const SPIN: Corecast =
-        Corecast { name: "corecast-spin", describe: "corecast channels, busy-polling endpoints", wait: WaitStrategy::Spin };
+    pub const SPIN: Corecast = Corecast {
+        name: "corecast-spin",
+        describe: "corecast channels, busy-polling endpoints",
+        wait: WaitStrategy::Spin,
+    };
     /// Endpoints that sleep on a futex at once.
     pub const SLEEP: Corecast = Corecast {
         name: "corecast-sleep",
@@ -183,7 +186,9 @@ impl CorecastEndpoint {
         let msg = match msg {
             Ok(m) => m,
             Err(RecvError::WouldBlock) => return Ok(None),
-            Err(RecvError::AllSendersGone) => return Err(TransportError::PeerGone { mechanism: "corecast", peer: None }),
+            Err(RecvError::AllSendersGone) => {
+                return Err(TransportError::PeerGone { mechanism: "corecast", peer: None })
+            }
             Err(e) => return Err(err("receive", e)),
         };
         let from = msg.get(..HEADER).map(|h| u64::from_le_bytes(h.try_into().expect("8 bytes")) as usize);

@@ -37,40 +37,21 @@ pub(crate) fn parse_frag(
     max: usize,
     buf_len: usize,
 ) -> Result<Frag, TransportError> {
-    let word = |i: usize| {
-        h.get(i..i + 4)
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
-    };
+    let word = |i: usize| h.get(i..i + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize);
     let (Some(sender), Some(total), Some(offset)) = (word(0), word(4), word(8)) else {
-        return Err(TransportError::Protocol {
-            mechanism: name,
-            detail: format!("{}-byte fragment header", h.len()),
-        });
+        return Err(TransportError::Protocol { mechanism: name, detail: format!("{}-byte fragment header", h.len()) });
     };
-    let bad = |detail: String| {
-        Err(TransportError::Protocol {
-            mechanism: name,
-            detail,
-        })
-    };
+    let bad = |detail: String| Err(TransportError::Protocol { mechanism: name, detail });
     if sender >= processes {
         return bad(format!("fragment from unknown sender {sender}"));
     }
     if total > max || total > buf_len {
-        return bad(format!(
-            "{total}-byte message exceeds the limit {max} or buffer {buf_len}"
-        ));
+        return bad(format!("{total}-byte message exceeds the limit {max} or buffer {buf_len}"));
     }
     if offset > total || piece > total - offset {
-        return bad(format!(
-            "fragment [{offset}, +{piece}) outside a {total}-byte message"
-        ));
+        return bad(format!("fragment [{offset}, +{piece}) outside a {total}-byte message"));
     }
-    Ok(Frag {
-        sender,
-        total,
-        offset,
-    })
+    Ok(Frag { sender, total, offset })
 }
 
 /// The `(offset, piece)` fragments of `msg` for pieces of at most `piece`
@@ -103,12 +84,7 @@ pub(crate) struct Reassembly {
 impl Reassembly {
     /// No message in progress, for `processes` possible senders.
     pub fn new(name: &'static str, processes: usize) -> Reassembly {
-        Reassembly {
-            name,
-            state: vec![None; processes],
-            stash: vec![Vec::new(); processes],
-            direct: None,
-        }
+        Reassembly { name, state: vec![None; processes], stash: vec![Vec::new(); processes], direct: None }
     }
 
     /// Call at the start of each receive: a message left in a previous
@@ -124,10 +100,7 @@ impl Reassembly {
     }
 
     fn bad(&self, detail: String) -> TransportError {
-        TransportError::Protocol {
-            mechanism: self.name,
-            detail,
-        }
+        TransportError::Protocol { mechanism: self.name, detail }
     }
 
     /// Moves the direct sender's bytes out of `buf` into its stash.
@@ -141,25 +114,15 @@ impl Reassembly {
 
     /// Adds one validated piece (from [`parse_frag`]); returns the message it
     /// completes, which is then in `buf[..len]`.
-    pub fn accept(
-        &mut self,
-        f: Frag,
-        piece: &[u8],
-        buf: &mut [u8],
-    ) -> Result<Option<Received>, TransportError> {
+    pub fn accept(&mut self, f: Frag, piece: &[u8], buf: &mut [u8]) -> Result<Option<Received>, TransportError> {
         let s = f.sender;
         let filled = match self.state[s] {
             None if f.offset == 0 => 0,
-            Some((total, filled))
-                if total == f.total && f.offset == filled && !piece.is_empty() =>
-            {
-                filled
-            }
+            Some((total, filled)) if total == f.total && f.offset == filled && !piece.is_empty() => filled,
             other => {
-                return Err(self.bad(format!(
-                    "piece at {} of {} bytes from {s}, in progress {other:?}",
-                    f.offset, f.total
-                )))
+                return Err(
+                    self.bad(format!("piece at {} of {} bytes from {s}, in progress {other:?}", f.offset, f.total))
+                )
             }
         };
         let now = filled + piece.len();
@@ -192,11 +155,7 @@ mod tests {
     use super::*;
 
     fn frag(sender: PeerId, total: usize, offset: usize) -> Frag {
-        Frag {
-            sender,
-            total,
-            offset,
-        }
+        Frag { sender, total, offset }
     }
 
     #[test]
@@ -207,16 +166,10 @@ mod tests {
         assert_eq!(r.accept(frag(1, 4, 0), b"ab", &mut buf).unwrap(), None);
         assert_eq!(r.accept(frag(2, 3, 0), b"xy", &mut buf).unwrap(), None);
         // Sender 2 completes first: sender 1's direct bytes move to its stash.
-        assert_eq!(
-            r.accept(frag(2, 3, 2), b"z", &mut buf).unwrap(),
-            Some(Received { from: 2, len: 3 })
-        );
+        assert_eq!(r.accept(frag(2, 3, 2), b"z", &mut buf).unwrap(), Some(Received { from: 2, len: 3 }));
         assert_eq!(&buf[..3], b"xyz");
         r.begin().unwrap();
-        assert_eq!(
-            r.accept(frag(1, 4, 2), b"cd", &mut buf).unwrap(),
-            Some(Received { from: 1, len: 4 })
-        );
+        assert_eq!(r.accept(frag(1, 4, 2), b"cd", &mut buf).unwrap(), Some(Received { from: 1, len: 4 }));
         assert_eq!(&buf[..4], b"abcd");
     }
 
@@ -225,12 +178,7 @@ mod tests {
         let mut r = Reassembly::new("t", 2);
         let mut buf = [0u8; 8];
         assert!(r.accept(frag(1, 4, 2), b"cd", &mut buf).is_err());
-        assert_eq!(
-            fragments(b"abcde", 2)
-                .map(|(o, p)| (o, p.len()))
-                .collect::<Vec<_>>(),
-            [(0, 2), (2, 2), (4, 1)]
-        );
+        assert_eq!(fragments(b"abcde", 2).map(|(o, p)| (o, p.len())).collect::<Vec<_>>(), [(0, 2), (2, 2), (4, 1)]);
         assert_eq!(fragments(b"", 2).count(), 1);
     }
 }

@@ -115,10 +115,7 @@ struct MempipePrepared {
 
 impl Prepared for MempipePrepared {
     fn endpoint(&mut self, me: PeerId) -> Result<Box<dyn Endpoint>, TransportError> {
-        let map = self
-            .map
-            .take()
-            .ok_or_else(|| TransportError::Topology("endpoint called twice".into()))?;
+        let map = self.map.take().ok_or_else(|| TransportError::Topology("endpoint called twice".into()))?;
         let ring = |i: usize| Ring::at(self.rings_base + i * RING_STRIDE);
         let mut out = Vec::new();
         let mut inc = Vec::new();
@@ -215,11 +212,7 @@ impl MempipeEndpoint {
 
     fn send_one(&mut self, to: PeerId, msg: &[u8]) -> Result<(), TransportError> {
         if msg.len() > self.max {
-            return Err(TransportError::TooLarge {
-                mechanism: self.name,
-                bytes: msg.len(),
-                max_bytes: self.max,
-            });
+            return Err(TransportError::TooLarge { mechanism: self.name, bytes: msg.len(), max_bytes: self.max });
         }
         let k = self
             .out
@@ -357,14 +350,8 @@ impl Endpoint for MempipeEndpoint {
     }
 
     fn send_group(&mut self, group: usize, msg: &[u8]) -> Result<(), TransportError> {
-        let g = self
-            .groups
-            .get(group)
-            .filter(|g| g.from == self.me)
-            .cloned();
-        let g = g.ok_or_else(|| {
-            TransportError::Topology(format!("process {} sends to no group {group}", self.me))
-        })?;
+        let g = self.groups.get(group).filter(|g| g.from == self.me).cloned();
+        let g = g.ok_or_else(|| TransportError::Topology(format!("process {} sends to no group {group}", self.me)))?;
         for m in g.members {
             self.send_one(m, msg)?;
         }
@@ -373,17 +360,12 @@ impl Endpoint for MempipeEndpoint {
 
     fn recv_any(&mut self, buf: &mut [u8]) -> Result<Received, TransportError> {
         if self.inc.is_empty() {
-            return Err(TransportError::Topology(format!(
-                "nobody sends to process {}",
-                self.me
-            )));
+            return Err(TransportError::Topology(format!("nobody sends to process {}", self.me)));
         }
         let mut backoff = Backoff::new();
         loop {
             let n = self.inc.len();
-            let ready = (0..n)
-                .map(|k| (self.next_in + k) % n)
-                .find(|&i| self.has_data(Some(i)));
+            let ready = (0..n).map(|k| (self.next_in + k) % n).find(|&i| self.has_data(Some(i)));
             let Some(i) = ready else {
                 self.wait_data(None, &mut backoff);
                 continue;
@@ -395,19 +377,12 @@ impl Endpoint for MempipeEndpoint {
             if len > self.max.min(buf.len()) as u64 {
                 return Err(protocol(
                     self.name,
-                    format!(
-                        "message length {len} from {} exceeds {}",
-                        self.inc[i].0,
-                        self.max.min(buf.len())
-                    ),
+                    format!("message length {len} from {} exceeds {}", self.inc[i].0, self.max.min(buf.len())),
                 ));
             }
             let len = len as usize;
             self.take(i, &mut buf[..len])?;
-            return Ok(Received {
-                from: self.inc[i].0,
-                len,
-            });
+            return Ok(Received { from: self.inc[i].0, len });
         }
     }
 }

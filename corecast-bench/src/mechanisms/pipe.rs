@@ -25,17 +25,8 @@ impl Mechanism for Pipe {
         let mut links = Vec::new();
         for (from, to) in topology.all_links() {
             let (rd, wr) = stream_util::pipe(NAME)?;
-            links.push(FdLink {
-                from,
-                to,
-                at_from: wr,
-                at_to: rd,
-            });
+            links.push(FdLink { from, to, at_from: wr, at_to: rd });
         }
-        Ok(Box::new(StreamPrepared {
-            name: NAME,
-            topology: topology.clone(),
-            links,
-        }))
+        Ok(Box::new(StreamPrepared { name: NAME, topology: topology.clone(), links }))
     }
 }

@@ -17,9 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::mechanisms::fragment::{self, Reassembly, FRAG_HEADER_BYTES};
 use crate::mechanisms::stream_util;
-use crate::transport::{
-    Availability, Endpoint, Mechanism, PeerId, Prepared, Received, Topology, TransportError,
-};
+use crate::transport::{Availability, Endpoint, Mechanism, PeerId, Prepared, Received, Topology, TransportError};
 
 /// POSIX message queues, one per receiver.
 pub struct PosixMq;
@@ -53,14 +51,8 @@ fn create_queue(tag: &str, maxmsg: usize, msgsize: usize) -> Result<Queue, Trans
         let flags = libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC;
         // SAFETY: name is NUL-terminated; the variadic mode and attr pointer are
         // the two arguments O_CREAT requires; attr outlives the call.
-        let mqd = unsafe {
-            libc::mq_open(
-                name.as_ptr(),
-                flags,
-                0o600 as libc::mode_t,
-                &mut attr as *mut libc::mq_attr,
-            )
-        };
+        let mqd =
+            unsafe { libc::mq_open(name.as_ptr(), flags, 0o600 as libc::mode_t, &mut attr as *mut libc::mq_attr) };
         if mqd >= 0 {
             return Ok(Queue { name, mqd });
         }
@@ -84,9 +76,7 @@ fn create_fitting(tag: &str, msgsize: usize) -> Result<Queue, TransportError> {
     let mut maxmsg = sysctl("msg_max", 10).max(1);
     loop {
         match create_queue(tag, maxmsg, msgsize) {
-            Err(TransportError::Io { ref source, .. })
-                if source.raw_os_error() == Some(libc::EMFILE) && maxmsg > 1 =>
-            {
+            Err(TransportError::Io { ref source, .. }) if source.raw_os_error() == Some(libc::EMFILE) && maxmsg > 1 => {
                 maxmsg /= 2;
             }
             other => return other,
@@ -118,24 +108,14 @@ impl Mechanism for PosixMq {
     fn prepare(&self, topology: &Topology) -> Result<Box<dyn Prepared>, TransportError> {
         let msgsize = sysctl("msgsize_max", 8192);
         if msgsize <= FRAG_HEADER_BYTES {
-            return Err(TransportError::Topology(format!(
-                "{NAME}: msgsize_max of {msgsize} bytes is too small"
-            )));
+            return Err(TransportError::Topology(format!("{NAME}: msgsize_max of {msgsize} bytes is too small")));
         }
         // SAFETY: getpid has no preconditions.
         let owner = unsafe { libc::getpid() };
-        let mut p = PosixPrepared {
-            topology: topology.clone(),
-            queues: Vec::new(),
-            msgsize,
-            owner,
-        };
+        let mut p = PosixPrepared { topology: topology.clone(), queues: Vec::new(), msgsize, owner };
         for r in 0..topology.processes {
-            let q = if topology.senders_to(r).is_empty() {
-                None
-            } else {
-                Some(create_fitting(&r.to_string(), msgsize)?)
-            };
+            let q =
+                if topology.senders_to(r).is_empty() { None } else { Some(create_fitting(&r.to_string(), msgsize)?) };
             p.queues.push(q);
         }
         Ok(Box::new(p))
@@ -160,12 +140,7 @@ impl Prepared for PosixPrepared {
             max: self.topology.max_message_bytes,
             groups: stream_util::my_groups(&self.topology.groups, me),
             out: (0..self.topology.processes)
-                .map(|to| {
-                    self.queues[to]
-                        .as_ref()
-                        .filter(|_| links.contains(&(me, to)))
-                        .map(|q| q.mqd)
-                })
+                .map(|to| self.queues[to].as_ref().filter(|_| links.contains(&(me, to))).map(|q| q.mqd))
                 .collect(),
             inbox: self.queues[me].as_ref().map(|q| q.mqd),
             scratch: vec![0; self.msgsize],
@@ -207,19 +182,12 @@ struct PosixEndpoint {
 impl PosixEndpoint {
     fn send_one(&mut self, to: PeerId, msg: &[u8]) -> Result<(), TransportError> {
         let Some(Some(q)) = self.out.get(to).copied() else {
-            return Err(TransportError::Topology(format!(
-                "no link from {} to {to}",
-                self.me
-            )));
+            return Err(TransportError::Topology(format!("no link from {} to {to}", self.me)));
         };
         let piece_max = self.scratch.len() - FRAG_HEADER_BYTES;
         for (offset, piece) in fragment::fragments(msg, piece_max) {
             let size = FRAG_HEADER_BYTES + piece.len();
-            self.scratch[..FRAG_HEADER_BYTES].copy_from_slice(&fragment::frag_header(
-                self.me,
-                msg.len(),
-                offset,
-            ));
+            self.scratch[..FRAG_HEADER_BYTES].copy_from_slice(&fragment::frag_header(self.me, msg.len(), offset));
             self.scratch[FRAG_HEADER_BYTES..size].copy_from_slice(piece);
             // SAFETY: scratch holds `size` initialized bytes.
             while unsafe { libc::mq_send(q, self.scratch.as_ptr().cast(), size, 0) } != 0 {
@@ -248,22 +216,14 @@ impl Endpoint for PosixEndpoint {
 
     fn recv_any(&mut self, buf: &mut [u8]) -> Result<Received, TransportError> {
         let Some(q) = self.inbox else {
-            return Err(TransportError::Topology(format!(
-                "no peer sends to {}",
-                self.me
-            )));
+            return Err(TransportError::Topology(format!("no peer sends to {}", self.me)));
         };
         self.reassembly.begin()?;
         loop {
             // SAFETY: scratch is writable for its whole length, which is the
             // queue's mq_msgsize, so no message is too long for it.
             let n = unsafe {
-                libc::mq_receive(
-                    q,
-                    self.scratch.as_mut_ptr().cast(),
-                    self.scratch.len(),
-                    std::ptr::null_mut(),
-                )
+                libc::mq_receive(q, self.scratch.as_mut_ptr().cast(), self.scratch.len(), std::ptr::null_mut())
             };
             if n < 0 {
                 if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
@@ -273,14 +233,10 @@ impl Endpoint for PosixEndpoint {
             }
             let n = n as usize;
             if n < FRAG_HEADER_BYTES {
-                return Err(TransportError::Protocol {
-                    mechanism: NAME,
-                    detail: format!("{n}-byte queue message"),
-                });
+                return Err(TransportError::Protocol { mechanism: NAME, detail: format!("{n}-byte queue message") });
             }
             let (h, piece) = self.scratch[..n].split_at(FRAG_HEADER_BYTES);
-            let f =
-                fragment::parse_frag(NAME, h, piece.len(), self.processes, self.max, buf.len())?;
+            let f = fragment::parse_frag(NAME, h, piece.len(), self.processes, self.max, buf.len())?;
             if let Some(r) = self.reassembly.accept(f, piece, buf)? {
                 return Ok(r);
             }
@@ -296,10 +252,7 @@ mod tests {
     fn cleanup_unlinks_every_queue() {
         let mut p = PosixPrepared {
             topology: Topology::pair(64),
-            queues: vec![
-                Some(create_fitting("t0", 64).unwrap()),
-                Some(create_fitting("t1", 64).unwrap()),
-            ],
+            queues: vec![Some(create_fitting("t0", 64).unwrap()), Some(create_fitting("t1", 64).unwrap())],
             msgsize: 64,
             // SAFETY: getpid has no preconditions.
             owner: unsafe { libc::getpid() },
@@ -310,10 +263,7 @@ mod tests {
             // SAFETY: name is NUL-terminated; no O_CREAT, so no variadic arguments.
             let mqd = unsafe { libc::mq_open(name.as_ptr(), libc::O_RDONLY) };
             assert!(mqd < 0, "{name:?} still exists");
-            assert_eq!(
-                std::io::Error::last_os_error().raw_os_error(),
-                Some(libc::ENOENT)
-            );
+            assert_eq!(std::io::Error::last_os_error().raw_os_error(), Some(libc::ENOENT));
         }
     }
 }

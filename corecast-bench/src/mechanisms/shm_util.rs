@@ -66,10 +66,7 @@ impl SharedMapping {
     /// process's own layout computation, never from the peer; a bad one is
     /// a bug in the mechanism, hence the assert.
     pub fn u32_at(&self, off: usize) -> &AtomicU32 {
-        assert!(
-            off & 3 == 0 && off + 4 <= self.len,
-            "u32 offset {off} outside mapping"
-        );
+        assert!(off & 3 == 0 && off + 4 <= self.len, "u32 offset {off} outside mapping");
         // SAFETY: in bounds and 4-aligned (the mapping is page-aligned);
         // AtomicU32 has the layout of u32 and any bit pattern is valid; the
         // reference lives no longer than `self`, which keeps the mapping.
@@ -78,10 +75,7 @@ impl SharedMapping {
 
     /// The atomic 64-bit word at byte offset `off` (see [`Self::u32_at`]).
     pub fn u64_at(&self, off: usize) -> &AtomicU64 {
-        assert!(
-            off & 7 == 0 && off + 8 <= self.len,
-            "u64 offset {off} outside mapping"
-        );
+        assert!(off & 7 == 0 && off + 8 <= self.len, "u64 offset {off} outside mapping");
         // SAFETY: in bounds and 8-aligned; AtomicU64 accepts any bit
         // pattern; the reference is bounded by the mapping's lifetime.
         unsafe { &*self.ptr.add(off).cast::<AtomicU64>() }
@@ -137,13 +131,7 @@ pub fn futex_wait(word: &AtomicU32, expected: u32) {
     // a null timeout means wait without a deadline. Errors (EAGAIN, EINTR)
     // are spurious wake-ups for the caller's loop.
     unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAIT,
-            expected,
-            std::ptr::null::<libc::timespec>(),
-        )
+        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAIT, expected, std::ptr::null::<libc::timespec>())
     };
 }
 
@@ -201,10 +189,7 @@ pub fn protocol(mechanism: &'static str, detail: String) -> TransportError {
 /// Names `peer` in a [`TransportError::PeerGone`]; other errors pass.
 pub fn peer_gone_is(e: TransportError, peer: PeerId) -> TransportError {
     match e {
-        TransportError::PeerGone { mechanism, .. } => TransportError::PeerGone {
-            mechanism,
-            peer: Some(peer),
-        },
+        TransportError::PeerGone { mechanism, .. } => TransportError::PeerGone { mechanism, peer: Some(peer) },
         e => e,
     }
 }
@@ -221,11 +206,7 @@ pub fn pipe(mechanism: &'static str) -> Result<(OwnedFd, OwnedFd), TransportErro
 }
 
 /// Writes all of `buf` to `fd`, retrying on EINTR and short writes.
-pub fn write_all(
-    mechanism: &'static str,
-    fd: &OwnedFd,
-    mut buf: &[u8],
-) -> Result<(), TransportError> {
+pub fn write_all(mechanism: &'static str, fd: &OwnedFd, mut buf: &[u8]) -> Result<(), TransportError> {
     while !buf.is_empty() {
         // SAFETY: buf is valid for reads of buf.len() bytes.
         let n = unsafe { libc::write(fd.as_raw_fd(), buf.as_ptr().cast(), buf.len()) };
@@ -235,16 +216,9 @@ pub fn write_all(
                 continue;
             }
             if e.raw_os_error() == Some(libc::EPIPE) {
-                return Err(TransportError::PeerGone {
-                    mechanism,
-                    peer: None,
-                });
+                return Err(TransportError::PeerGone { mechanism, peer: None });
             }
-            return Err(TransportError::Io {
-                mechanism,
-                op: "write",
-                source: e,
-            });
+            return Err(TransportError::Io { mechanism, op: "write", source: e });
         }
         buf = &buf[n as usize..];
     }
@@ -253,29 +227,18 @@ pub fn write_all(
 
 /// Reads exactly `buf.len()` bytes from `fd`; end of file is
 /// [`TransportError::PeerGone`].
-pub fn read_exact(
-    mechanism: &'static str,
-    fd: &OwnedFd,
-    buf: &mut [u8],
-) -> Result<(), TransportError> {
+pub fn read_exact(mechanism: &'static str, fd: &OwnedFd, buf: &mut [u8]) -> Result<(), TransportError> {
     if read_record(mechanism, fd, buf)? {
         Ok(())
     } else {
-        Err(TransportError::PeerGone {
-            mechanism,
-            peer: None,
-        })
+        Err(TransportError::PeerGone { mechanism, peer: None })
     }
 }
 
 /// Reads one `buf.len()`-byte record: `Ok(false)` on end of file before its
 /// first byte (the writer closed cleanly), [`TransportError::PeerGone`] on
 /// end of file inside it.
-pub fn read_record(
-    mechanism: &'static str,
-    fd: &OwnedFd,
-    buf: &mut [u8],
-) -> Result<bool, TransportError> {
+pub fn read_record(mechanism: &'static str, fd: &OwnedFd, buf: &mut [u8]) -> Result<bool, TransportError> {
     let mut got = 0;
     while got < buf.len() {
         let rest = &mut buf[got..];
@@ -286,21 +249,10 @@ pub fn read_record(
             if e.kind() == std::io::ErrorKind::Interrupted {
                 continue;
             }
-            return Err(TransportError::Io {
-                mechanism,
-                op: "read",
-                source: e,
-            });
+            return Err(TransportError::Io { mechanism, op: "read", source: e });
         }
         if n == 0 {
-            return if got == 0 {
-                Ok(false)
-            } else {
-                Err(TransportError::PeerGone {
-                    mechanism,
-                    peer: None,
-                })
-            };
+            return if got == 0 { Ok(false) } else { Err(TransportError::PeerGone { mechanism, peer: None }) };
         }
         got += n as usize;
     }
@@ -309,10 +261,7 @@ pub fn read_record(
 
 /// Blocks until at least one of `fds` is readable (or hung up) and returns
 /// the indices that are, in order.
-pub fn poll_readable(
-    mechanism: &'static str,
-    fds: &[&OwnedFd],
-) -> Result<Vec<usize>, TransportError> {
+pub fn poll_readable(mechanism: &'static str, fds: &[&OwnedFd]) -> Result<Vec<usize>, TransportError> {
     let want: Vec<(&OwnedFd, i16)> = fds.iter().map(|&f| (f, libc::POLLIN)).collect();
     loop {
         let ready = poll_events(mechanism, &want, -1)?;
@@ -330,14 +279,8 @@ pub fn poll_events(
     fds: &[(&OwnedFd, i16)],
     timeout_ms: i32,
 ) -> Result<Vec<usize>, TransportError> {
-    let mut pfds: Vec<libc::pollfd> = fds
-        .iter()
-        .map(|(fd, ev)| libc::pollfd {
-            fd: fd.as_raw_fd(),
-            events: *ev,
-            revents: 0,
-        })
-        .collect();
+    let mut pfds: Vec<libc::pollfd> =
+        fds.iter().map(|(fd, ev)| libc::pollfd { fd: fd.as_raw_fd(), events: *ev, revents: 0 }).collect();
     // SAFETY: pfds is a valid array of pollfd of the given length.
     let n = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, timeout_ms) };
     if n < 0 {
@@ -345,18 +288,9 @@ pub fn poll_events(
         if e.kind() == std::io::ErrorKind::Interrupted {
             return Ok(Vec::new());
         }
-        return Err(TransportError::Io {
-            mechanism,
-            op: "poll",
-            source: e,
-        });
+        return Err(TransportError::Io { mechanism, op: "poll", source: e });
     }
-    Ok(pfds
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| p.revents != 0)
-        .map(|(i, _)| i)
-        .collect())
+    Ok(pfds.iter().enumerate().filter(|(_, p)| p.revents != 0).map(|(i, _)| i).collect())
 }
 
 /// Sets `O_NONBLOCK` on `fd`'s open file description.
@@ -376,11 +310,7 @@ pub fn set_nonblocking(mechanism: &'static str, fd: &OwnedFd) -> Result<(), Tran
 /// One `write(2)` of a record of at most `PIPE_BUF` bytes to a non-blocking
 /// pipe: `Ok(true)` written whole (pipes write such records atomically),
 /// `Ok(false)` the pipe is full.
-pub fn try_write_record(
-    mechanism: &'static str,
-    fd: &OwnedFd,
-    rec: &[u8],
-) -> Result<bool, TransportError> {
+pub fn try_write_record(mechanism: &'static str, fd: &OwnedFd, rec: &[u8]) -> Result<bool, TransportError> {
     debug_assert!(rec.len() <= libc::PIPE_BUF);
     loop {
         // SAFETY: rec is valid for reads of rec.len() bytes.
@@ -389,29 +319,15 @@ pub fn try_write_record(
             return if n as usize == rec.len() {
                 Ok(true)
             } else {
-                Err(protocol(
-                    mechanism,
-                    format!("short pipe write of {n} bytes"),
-                ))
+                Err(protocol(mechanism, format!("short pipe write of {n} bytes")))
             };
         }
         let e = std::io::Error::last_os_error();
         match e.raw_os_error() {
             Some(libc::EINTR) => continue,
             Some(libc::EAGAIN) => return Ok(false),
-            Some(libc::EPIPE) => {
-                return Err(TransportError::PeerGone {
-                    mechanism,
-                    peer: None,
-                })
-            }
-            _ => {
-                return Err(TransportError::Io {
-                    mechanism,
-                    op: "write",
-                    source: e,
-                })
-            }
+            Some(libc::EPIPE) => return Err(TransportError::PeerGone { mechanism, peer: None }),
+            _ => return Err(TransportError::Io { mechanism, op: "write", source: e }),
         }
     }
 }

@@ -25,12 +25,10 @@ use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
 
 use super::shm_util::{
-    line_round, peer_gone_is, pipe, poll_events, protocol, read_record, set_nonblocking,
-    try_write_record, write_all, SharedMapping,
+    line_round, peer_gone_is, pipe, poll_events, protocol, read_record, set_nonblocking, try_write_record, write_all,
+    SharedMapping,
 };
-use crate::transport::{
-    Endpoint, Group, Mechanism, PeerId, Prepared, Received, Topology, TransportError,
-};
+use crate::transport::{Endpoint, Group, Mechanism, PeerId, Prepared, Received, Topology, TransportError};
 
 const NAME: &str = "shmem-pipe";
 const DESC: usize = 24;
@@ -59,22 +57,10 @@ impl Mechanism for ShmemPipe {
         for (from, to) in topology.all_links() {
             let (data_rd, data_wr) = pipe(NAME)?;
             let (ret_rd, ret_wr) = pipe(NAME)?;
-            links.push(LinkFds {
-                from,
-                to,
-                data_rd,
-                data_wr,
-                ret_rd,
-                ret_wr,
-            });
+            links.push(LinkFds { from, to, data_rd, data_wr, ret_rd, ret_wr });
         }
         let map = SharedMapping::new(NAME, links.len().max(1) * arena)?;
-        Ok(Box::new(ShmemPrepared {
-            topology: topology.clone(),
-            arena,
-            links,
-            map: Some(map),
-        }))
+        Ok(Box::new(ShmemPrepared { topology: topology.clone(), arena, links, map: Some(map) }))
     }
 }
 
@@ -96,10 +82,7 @@ struct ShmemPrepared {
 
 impl Prepared for ShmemPrepared {
     fn endpoint(&mut self, me: PeerId) -> Result<Box<dyn Endpoint>, TransportError> {
-        let map = self
-            .map
-            .take()
-            .ok_or_else(|| TransportError::Topology("endpoint called twice".into()))?;
+        let map = self.map.take().ok_or_else(|| TransportError::Topology("endpoint called twice".into()))?;
         let mut out = Vec::new();
         let mut inc = Vec::new();
         // Keep only this process's ends; the rest close here, so EOF works.
@@ -117,13 +100,7 @@ impl Prepared for ShmemPrepared {
                     closed: false,
                 });
             } else if l.to == me {
-                inc.push(InLink {
-                    from: l.from,
-                    base,
-                    data_rd: l.data_rd,
-                    ret_wr: l.ret_wr,
-                    closed: false,
-                });
+                inc.push(InLink { from: l.from, base, data_rd: l.data_rd, ret_wr: l.ret_wr, closed: false });
             }
         }
         Ok(Box::new(ShmemEndpoint {
@@ -161,9 +138,7 @@ impl OutLink {
     /// Ring allocation of `n` bytes (a multiple of 64) in an arena of
     /// `arena` bytes; `None` when it does not fit until space comes back.
     fn alloc(&mut self, n: usize, arena: usize) -> Option<usize> {
-        let (Some(&(front, _)), Some(&(back, _))) =
-            (self.outstanding.front(), self.outstanding.back())
-        else {
+        let (Some(&(front, _)), Some(&(back, _))) = (self.outstanding.front(), self.outstanding.back()) else {
             if n > arena {
                 return None;
             }
@@ -201,9 +176,7 @@ impl OutLink {
     /// A consumer that exited cleanly marks the link closed.
     fn take_return(&mut self) -> Result<(), TransportError> {
         let mut rec = [0u8; RET];
-        if self.closed
-            || !read_record(NAME, &self.ret_rd, &mut rec).map_err(|e| peer_gone_is(e, self.to))?
-        {
+        if self.closed || !read_record(NAME, &self.ret_rd, &mut rec).map_err(|e| peer_gone_is(e, self.to))? {
             self.closed = true;
             return Ok(());
         }
@@ -214,13 +187,9 @@ impl OutLink {
                 self.outstanding.pop_front();
                 Ok(())
             }
-            other => Err(protocol(
-                NAME,
-                format!(
-                    "peer {} returned extent ({off}, {len}), expected {other:?}",
-                    self.to
-                ),
-            )),
+            other => {
+                Err(protocol(NAME, format!("peer {} returned extent ({off}, {len}), expected {other:?}", self.to)))
+            }
         }
     }
 }
@@ -248,11 +217,7 @@ struct ShmemEndpoint {
 impl ShmemEndpoint {
     fn send_one(&mut self, to: PeerId, msg: &[u8]) -> Result<(), TransportError> {
         if msg.len() > self.max {
-            return Err(TransportError::TooLarge {
-                mechanism: NAME,
-                bytes: msg.len(),
-                max_bytes: self.max,
-            });
+            return Err(TransportError::TooLarge { mechanism: NAME, bytes: msg.len(), max_bytes: self.max });
         }
         let arena = self.arena;
         let me = self.me;
@@ -265,10 +230,7 @@ impl ShmemEndpoint {
         link.drain_returns()?;
         let off = loop {
             if link.closed {
-                return Err(TransportError::PeerGone {
-                    mechanism: NAME,
-                    peer: Some(to),
-                });
+                return Err(TransportError::PeerGone { mechanism: NAME, peer: Some(to) });
             }
             if let Some(off) = link.alloc(n, arena) {
                 break off;
@@ -296,11 +258,7 @@ impl ShmemEndpoint {
 
     /// Copies the message a descriptor on incoming link `i` names, then
     /// returns its space. `None` if the producer has exited instead.
-    fn take_message(
-        &mut self,
-        i: usize,
-        buf: &mut [u8],
-    ) -> Result<Option<Received>, TransportError> {
+    fn take_message(&mut self, i: usize, buf: &mut [u8]) -> Result<Option<Received>, TransportError> {
         let l = &self.inc[i];
         let mut desc = [0u8; DESC];
         if !read_record(NAME, &l.data_rd, &mut desc).map_err(|e| peer_gone_is(e, l.from))? {
@@ -312,20 +270,11 @@ impl ShmemEndpoint {
         let sender = u32::from_le_bytes(desc[16..20].try_into().expect("4 bytes"));
         let limit = self.max.min(buf.len()) as u64;
         let bad = if sender as usize != l.from {
-            Some(format!(
-                "descriptor claims sender {sender} on the link from {}",
-                l.from
-            ))
+            Some(format!("descriptor claims sender {sender} on the link from {}", l.from))
         } else if len > limit {
             Some(format!("length {len} exceeds {limit}"))
-        } else if off
-            .checked_add(len)
-            .is_none_or(|end| end > self.arena as u64)
-        {
-            Some(format!(
-                "extent ({off}, {len}) outside the {}-byte arena",
-                self.arena
-            ))
+        } else if off.checked_add(len).is_none_or(|end| end > self.arena as u64) {
+            Some(format!("extent ({off}, {len}) outside the {}-byte arena", self.arena))
         } else {
             None
         };
@@ -350,14 +299,8 @@ impl Endpoint for ShmemEndpoint {
     }
 
     fn send_group(&mut self, group: usize, msg: &[u8]) -> Result<(), TransportError> {
-        let g = self
-            .groups
-            .get(group)
-            .filter(|g| g.from == self.me)
-            .cloned();
-        let g = g.ok_or_else(|| {
-            TransportError::Topology(format!("process {} sends to no group {group}", self.me))
-        })?;
+        let g = self.groups.get(group).filter(|g| g.from == self.me).cloned();
+        let g = g.ok_or_else(|| TransportError::Topology(format!("process {} sends to no group {group}", self.me)))?;
         for m in g.members {
             self.send_one(m, msg)?;
         }
@@ -366,29 +309,18 @@ impl Endpoint for ShmemEndpoint {
 
     fn recv_any(&mut self, buf: &mut [u8]) -> Result<Received, TransportError> {
         if self.inc.is_empty() {
-            return Err(TransportError::Topology(format!(
-                "nobody sends to process {}",
-                self.me
-            )));
+            return Err(TransportError::Topology(format!("nobody sends to process {}", self.me)));
         }
         let n = self.inc.len();
         loop {
             // Open incoming data pipes in round-robin order, then our own
             // open return pipes, which we drain so consumers of our earlier
             // sends never block on them.
-            let ins: Vec<usize> = (0..n)
-                .map(|k| (self.next_in + k) % n)
-                .filter(|&i| !self.inc[i].closed)
-                .collect();
+            let ins: Vec<usize> = (0..n).map(|k| (self.next_in + k) % n).filter(|&i| !self.inc[i].closed).collect();
             if ins.is_empty() {
-                return Err(TransportError::PeerGone {
-                    mechanism: NAME,
-                    peer: None,
-                });
+                return Err(TransportError::PeerGone { mechanism: NAME, peer: None });
             }
-            let outs: Vec<usize> = (0..self.out.len())
-                .filter(|&o| !self.out[o].closed)
-                .collect();
+            let outs: Vec<usize> = (0..self.out.len()).filter(|&o| !self.out[o].closed).collect();
             let mut want: Vec<(&OwnedFd, i16)> = Vec::with_capacity(ins.len() + outs.len());
             want.extend(ins.iter().map(|&i| (&self.inc[i].data_rd, libc::POLLIN)));
             want.extend(outs.iter().map(|&o| (&self.out[o].ret_rd, libc::POLLIN)));
@@ -415,15 +347,7 @@ mod tests {
 
     fn link() -> OutLink {
         let (a, b) = pipe(NAME).unwrap();
-        OutLink {
-            to: 1,
-            base: 0,
-            data_wr: b,
-            ret_rd: a,
-            head: 0,
-            outstanding: VecDeque::new(),
-            closed: false,
-        }
+        OutLink { to: 1, base: 0, data_wr: b, ret_rd: a, head: 0, outstanding: VecDeque::new(), closed: false }
     }
 
     #[test]

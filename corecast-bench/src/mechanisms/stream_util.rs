@@ -51,33 +51,21 @@ pub(crate) fn take_fds(links: &mut Vec<FdLink>, processes: usize, me: PeerId) ->
 
 /// `groups` indexed like the topology's, `Some(members)` where `me` sends.
 pub(crate) fn my_groups(groups: &[Group], me: PeerId) -> Vec<Option<Vec<PeerId>>> {
-    groups
-        .iter()
-        .map(|g| (g.from == me).then(|| g.members.clone()))
-        .collect()
+    groups.iter().map(|g| (g.from == me).then(|| g.members.clone())).collect()
 }
 
 /// Members of group `group` if `me` is its sender, else a `Topology` error.
-pub(crate) fn group_members(
-    groups: &[Option<Vec<PeerId>>],
-    group: usize,
-) -> Result<&[PeerId], TransportError> {
+pub(crate) fn group_members(groups: &[Option<Vec<PeerId>>], group: usize) -> Result<&[PeerId], TransportError> {
     match groups.get(group) {
         Some(Some(m)) => Ok(m),
-        _ => Err(TransportError::Topology(format!(
-            "this process does not send to group {group}"
-        ))),
+        _ => Err(TransportError::Topology(format!("this process does not send to group {group}"))),
     }
 }
 
 /// Checks a message size against the run's limit.
 pub(crate) fn check_len(name: &'static str, len: usize, max: usize) -> Result<(), TransportError> {
     if len > max || u32::try_from(len).is_err() {
-        return Err(TransportError::TooLarge {
-            mechanism: name,
-            bytes: len,
-            max_bytes: max,
-        });
+        return Err(TransportError::TooLarge { mechanism: name, bytes: len, max_bytes: max });
     }
     Ok(())
 }
@@ -94,11 +82,7 @@ pub(crate) fn pipe(name: &'static str) -> Result<(OwnedFd, OwnedFd), TransportEr
 }
 
 /// Wraps a freshly returned descriptor, or the last OS error if it is < 0.
-pub(crate) fn own_fd(
-    name: &'static str,
-    op: &'static str,
-    fd: RawFd,
-) -> Result<OwnedFd, TransportError> {
+pub(crate) fn own_fd(name: &'static str, op: &'static str, fd: RawFd) -> Result<OwnedFd, TransportError> {
     if fd < 0 {
         return Err(TransportError::last_os(name, op));
     }
@@ -116,15 +100,7 @@ pub(crate) fn setsockopt_int(
 ) -> Result<(), TransportError> {
     let len = std::mem::size_of::<i32>() as libc::socklen_t;
     // SAFETY: value is a live i32 and len is its size.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            level,
-            opt,
-            (&value as *const i32).cast(),
-            len,
-        )
-    };
+    let rc = unsafe { libc::setsockopt(fd.as_raw_fd(), level, opt, (&value as *const i32).cast(), len) };
     if rc != 0 {
         return Err(TransportError::last_os(name, "setsockopt"));
     }
@@ -132,24 +108,11 @@ pub(crate) fn setsockopt_int(
 }
 
 /// Reads an integer socket option.
-pub(crate) fn getsockopt_int(
-    name: &'static str,
-    fd: &OwnedFd,
-    level: i32,
-    opt: i32,
-) -> Result<i32, TransportError> {
+pub(crate) fn getsockopt_int(name: &'static str, fd: &OwnedFd, level: i32, opt: i32) -> Result<i32, TransportError> {
     let mut value = 0i32;
     let mut len = std::mem::size_of::<i32>() as libc::socklen_t;
     // SAFETY: value and len are live and len holds value's size.
-    let rc = unsafe {
-        libc::getsockopt(
-            fd.as_raw_fd(),
-            level,
-            opt,
-            (&mut value as *mut i32).cast(),
-            &mut len,
-        )
-    };
+    let rc = unsafe { libc::getsockopt(fd.as_raw_fd(), level, opt, (&mut value as *mut i32).cast(), &mut len) };
     if rc != 0 {
         return Err(TransportError::last_os(name, "getsockopt"));
     }
@@ -158,33 +121,18 @@ pub(crate) fn getsockopt_int(
 
 fn gone_or_io(name: &'static str, op: &'static str, peer: PeerId, e: io::Error) -> TransportError {
     match e.raw_os_error() {
-        Some(libc::EPIPE) | Some(libc::ECONNRESET) => TransportError::PeerGone {
-            mechanism: name,
-            peer: Some(peer),
-        },
-        _ => TransportError::Io {
-            mechanism: name,
-            op,
-            source: e,
-        },
+        Some(libc::EPIPE) | Some(libc::ECONNRESET) => TransportError::PeerGone { mechanism: name, peer: Some(peer) },
+        _ => TransportError::Io { mechanism: name, op, source: e },
     }
 }
 
 /// Writes every byte of `parts`, in order, with `writev`, retrying on EINTR
 /// and partial writes (blocking is the stream's flow control).
-pub(crate) fn write_all(
-    name: &'static str,
-    fd: RawFd,
-    peer: PeerId,
-    parts: &[&[u8]],
-) -> Result<(), TransportError> {
+pub(crate) fn write_all(name: &'static str, fd: RawFd, peer: PeerId, parts: &[&[u8]]) -> Result<(), TransportError> {
     let mut iov: Vec<libc::iovec> = parts
         .iter()
         .filter(|p| !p.is_empty())
-        .map(|p| libc::iovec {
-            iov_base: p.as_ptr() as *mut _,
-            iov_len: p.len(),
-        })
+        .map(|p| libc::iovec { iov_base: p.as_ptr() as *mut _, iov_len: p.len() })
         .collect();
     let mut first = 0;
     while first < iov.len() {
@@ -220,12 +168,7 @@ pub(crate) fn advance(iov: &mut [libc::iovec], first: &mut usize, mut n: usize) 
 }
 
 /// Fills `buf` from `fd`, retrying on EINTR; end of stream is `PeerGone`.
-pub(crate) fn read_exact(
-    name: &'static str,
-    fd: RawFd,
-    peer: PeerId,
-    buf: &mut [u8],
-) -> Result<(), TransportError> {
+pub(crate) fn read_exact(name: &'static str, fd: RawFd, peer: PeerId, buf: &mut [u8]) -> Result<(), TransportError> {
     let mut done = 0;
     while done < buf.len() {
         let rest = &mut buf[done..];
@@ -239,10 +182,7 @@ pub(crate) fn read_exact(
             return Err(gone_or_io(name, "read", peer, e));
         }
         if n == 0 {
-            return Err(TransportError::PeerGone {
-                mechanism: name,
-                peer: Some(peer),
-            });
+            return Err(TransportError::PeerGone { mechanism: name, peer: Some(peer) });
         }
         done += n as usize;
     }
@@ -251,22 +191,12 @@ pub(crate) fn read_exact(
 
 /// Blocks until one of `fds` is readable (or hung up) and returns its index,
 /// scanning from `start` so no sender is starved.
-pub(crate) fn wait_readable(
-    name: &'static str,
-    fds: &[RawFd],
-    start: usize,
-) -> Result<usize, TransportError> {
+pub(crate) fn wait_readable(name: &'static str, fds: &[RawFd], start: usize) -> Result<usize, TransportError> {
     if fds.len() == 1 {
         return Ok(0);
     }
-    let mut pfds: Vec<libc::pollfd> = fds
-        .iter()
-        .map(|&fd| libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
+    let mut pfds: Vec<libc::pollfd> =
+        fds.iter().map(|&fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 }).collect();
     loop {
         // SAFETY: pfds is a valid array of pollfd of the given length.
         let n = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, -1) };
@@ -277,10 +207,7 @@ pub(crate) fn wait_readable(
             return Err(TransportError::last_os(name, "poll"));
         }
         let k = pfds.len();
-        if let Some(i) = (0..k)
-            .map(|j| (start + j) % k)
-            .find(|&i| pfds[i].revents != 0)
-        {
+        if let Some(i) = (0..k).map(|j| (start + j) % k).find(|&i| pfds[i].revents != 0) {
             return Ok(i);
         }
     }
@@ -358,10 +285,7 @@ impl StreamEndpoint {
     fn out_fd(&self, to: PeerId) -> Result<RawFd, TransportError> {
         match self.fds.out.get(to) {
             Some(Some(fd)) => Ok(fd.as_raw_fd()),
-            _ => Err(TransportError::Topology(format!(
-                "no link from {} to {to}",
-                self.me
-            ))),
+            _ => Err(TransportError::Topology(format!("no link from {} to {to}", self.me))),
         }
     }
 }
@@ -385,10 +309,7 @@ impl Endpoint for StreamEndpoint {
     fn recv_any(&mut self, buf: &mut [u8]) -> Result<Received, TransportError> {
         let raw = &self.inc_raw;
         if raw.is_empty() {
-            return Err(TransportError::Topology(format!(
-                "no peer sends to {}",
-                self.me
-            )));
+            return Err(TransportError::Topology(format!("no peer sends to {}", self.me)));
         }
         let i = wait_readable(self.name, raw, self.next)?;
         self.next = i + 1;

@@ -20,9 +20,7 @@
 
 use crate::mechanisms::fragment::{self, Reassembly, FRAG_HEADER_BYTES};
 use crate::mechanisms::stream_util;
-use crate::transport::{
-    Availability, Endpoint, Mechanism, PeerId, Prepared, Received, Topology, TransportError,
-};
+use crate::transport::{Availability, Endpoint, Mechanism, PeerId, Prepared, Received, Topology, TransportError};
 
 /// System V message queues, one per receiver.
 pub struct SysvMq;
@@ -93,12 +91,8 @@ impl Mechanism for SysvMq {
     fn prepare(&self, topology: &Topology) -> Result<Box<dyn Prepared>, TransportError> {
         // SAFETY: getpid has no preconditions.
         let owner = unsafe { libc::getpid() };
-        let mut p = SysvPrepared {
-            topology: topology.clone(),
-            queues: vec![None; topology.processes],
-            piece: 0,
-            owner,
-        };
+        let mut p =
+            SysvPrepared { topology: topology.clone(), queues: vec![None; topology.processes], piece: 0, owner };
         let mut limit = msgmax();
         for r in 0..topology.processes {
             if topology.senders_to(r).is_empty() {
@@ -110,9 +104,7 @@ impl Mechanism for SysvMq {
         }
         p.piece = limit.saturating_sub(FRAG_HEADER_BYTES);
         if p.piece == 0 {
-            return Err(TransportError::Topology(format!(
-                "{NAME}: msgmax/msgmnb of {limit} bytes is too small"
-            )));
+            return Err(TransportError::Topology(format!("{NAME}: msgmax/msgmnb of {limit} bytes is too small")));
         }
         Ok(Box::new(p))
     }
@@ -137,9 +129,7 @@ impl Prepared for SysvPrepared {
             max: self.topology.max_message_bytes,
             groups: stream_util::my_groups(&self.topology.groups, me),
             queues: self.queues.clone(),
-            linked: (0..self.topology.processes)
-                .map(|to| self.topology.all_links().contains(&(me, to)))
-                .collect(),
+            linked: (0..self.topology.processes).map(|to| self.topology.all_links().contains(&(me, to))).collect(),
             piece: self.piece,
             scratch: vec![0; words],
             reassembly: Reassembly::new(NAME, self.topology.processes),
@@ -180,26 +170,14 @@ struct SysvEndpoint {
 fn queue_err(op: &'static str) -> TransportError {
     let e = std::io::Error::last_os_error();
     match e.raw_os_error() {
-        Some(libc::EIDRM) => TransportError::PeerGone {
-            mechanism: NAME,
-            peer: None,
-        },
-        _ => TransportError::Io {
-            mechanism: NAME,
-            op,
-            source: e,
-        },
+        Some(libc::EIDRM) => TransportError::PeerGone { mechanism: NAME, peer: None },
+        _ => TransportError::Io { mechanism: NAME, op, source: e },
     }
 }
 
 /// `msgrcv` into `at` (room for `room` bytes of text), retrying on EINTR;
 /// returns the text length.
-fn msgrcv_at(
-    q: i32,
-    at: *mut u8,
-    room: usize,
-    mtype: libc::c_long,
-) -> Result<usize, TransportError> {
+fn msgrcv_at(q: i32, at: *mut u8, room: usize, mtype: libc::c_long) -> Result<usize, TransportError> {
     loop {
         // SAFETY: the caller passes `at` valid for MTYPE_BYTES + room bytes;
         // msgrcv writes at most that (E2BIG otherwise, as MSG_NOERROR is unset).
@@ -214,10 +192,7 @@ fn msgrcv_at(
 }
 
 fn protocol(detail: String) -> TransportError {
-    TransportError::Protocol {
-        mechanism: NAME,
-        detail,
-    }
+    TransportError::Protocol { mechanism: NAME, detail }
 }
 
 /// Queue-message words viewed as bytes.
@@ -230,24 +205,14 @@ fn as_bytes(words: &[libc::c_long]) -> &[u8] {
 /// Queue-message words viewed as writable bytes.
 fn as_bytes_mut(words: &mut [libc::c_long]) -> &mut [u8] {
     // SAFETY: as in `as_bytes`; every byte pattern is a valid c_long.
-    unsafe {
-        std::slice::from_raw_parts_mut(
-            words.as_mut_ptr().cast::<u8>(),
-            std::mem::size_of_val(words),
-        )
-    }
+    unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), std::mem::size_of_val(words)) }
 }
 
 impl SysvEndpoint {
     fn send_one(&mut self, to: PeerId, msg: &[u8]) -> Result<(), TransportError> {
         let q = match (self.linked.get(to), self.queues.get(to)) {
             (Some(true), Some(Some(q))) => *q,
-            _ => {
-                return Err(TransportError::Topology(format!(
-                    "no link from {} to {to}",
-                    self.me
-                )))
-            }
+            _ => return Err(TransportError::Topology(format!("no link from {} to {to}", self.me))),
         };
         self.scratch[0] = (self.me + 1) as libc::c_long;
         for (offset, piece) in fragment::fragments(msg, self.piece) {
@@ -269,11 +234,7 @@ impl SysvEndpoint {
     /// Receives the next queue message into the scratch buffer and checks
     /// that its `mtype` names the sender in its header; returns the header
     /// and the piece's length (the piece follows the header).
-    fn recv_piece(
-        &mut self,
-        q: i32,
-        buf_len: usize,
-    ) -> Result<(fragment::Frag, usize), TransportError> {
+    fn recv_piece(&mut self, q: i32, buf_len: usize) -> Result<(fragment::Frag, usize), TransportError> {
         let room = self.scratch.len() * MTYPE_BYTES - MTYPE_BYTES;
         let n = msgrcv_at(q, self.scratch.as_mut_ptr().cast(), room, 0)?;
         if n < FRAG_HEADER_BYTES {
@@ -281,19 +242,9 @@ impl SysvEndpoint {
         }
         let mtype = self.scratch[0];
         let h = &as_bytes(&self.scratch)[MTYPE_BYTES..MTYPE_BYTES + FRAG_HEADER_BYTES];
-        let f = fragment::parse_frag(
-            NAME,
-            h,
-            n - FRAG_HEADER_BYTES,
-            self.processes,
-            self.max,
-            buf_len,
-        )?;
+        let f = fragment::parse_frag(NAME, h, n - FRAG_HEADER_BYTES, self.processes, self.max, buf_len)?;
         if f.sender as libc::c_long + 1 != mtype {
-            return Err(protocol(format!(
-                "piece from {} has mtype {mtype}",
-                f.sender
-            )));
+            return Err(protocol(format!("piece from {} has mtype {mtype}", f.sender)));
         }
         Ok((f, n - FRAG_HEADER_BYTES))
     }
@@ -315,10 +266,7 @@ impl Endpoint for SysvEndpoint {
 
     fn recv_any(&mut self, buf: &mut [u8]) -> Result<Received, TransportError> {
         let Some(Some(q)) = self.queues.get(self.me).copied() else {
-            return Err(TransportError::Topology(format!(
-                "no peer sends to {}",
-                self.me
-            )));
+            return Err(TransportError::Topology(format!("no peer sends to {}", self.me)));
         };
         self.reassembly.begin()?;
         loop {

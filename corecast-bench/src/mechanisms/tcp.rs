@@ -28,13 +28,7 @@ impl Tcp {
 
     fn connect(&self, listener: &TcpListener) -> Result<(OwnedFd, OwnedFd), TransportError> {
         let name = self.label();
-        let io = |op: &'static str| {
-            move |source| TransportError::Io {
-                mechanism: name,
-                op,
-                source,
-            }
-        };
+        let io = |op: &'static str| move |source| TransportError::Io { mechanism: name, op, source };
         let addr = listener.local_addr().map_err(io("getsockname"))?;
         let client = TcpStream::connect(addr).map_err(io("connect"))?;
         let want = client.local_addr().map_err(io("getsockname"))?;
@@ -46,8 +40,7 @@ impl Tcp {
             }
         };
         for s in [&client, &server] {
-            s.set_nodelay(self.nodelay)
-                .map_err(io("setsockopt TCP_NODELAY"))?;
+            s.set_nodelay(self.nodelay).map_err(io("setsockopt TCP_NODELAY"))?;
         }
         Ok((client.into(), server.into()))
     }
@@ -76,17 +69,8 @@ impl Mechanism for Tcp {
         let mut links = Vec::new();
         for (from, to) in topology.all_links() {
             let (at_from, at_to) = self.connect(&listener)?;
-            links.push(FdLink {
-                from,
-                to,
-                at_from,
-                at_to,
-            });
+            links.push(FdLink { from, to, at_from, at_to });
         }
-        Ok(Box::new(StreamPrepared {
-            name,
-            topology: topology.clone(),
-            links,
-        }))
+        Ok(Box::new(StreamPrepared { name, topology: topology.clone(), links }))
     }
 }

@@ -45,11 +45,7 @@ fn cost(datagram_bytes: usize) -> u64 {
 }
 
 fn io(op: &'static str) -> impl Fn(std::io::Error) -> TransportError {
-    move |source| TransportError::Io {
-        mechanism: NAME,
-        op,
-        source,
-    }
+    move |source| TransportError::Io { mechanism: NAME, op, source }
 }
 
 impl Mechanism for Udp {
@@ -67,10 +63,8 @@ impl Mechanism for Udp {
         for (from, to) in topology.all_links() {
             let a = UdpSocket::bind("127.0.0.1:0").map_err(io("bind"))?;
             let b = UdpSocket::bind("127.0.0.1:0").map_err(io("bind"))?;
-            a.connect(b.local_addr().map_err(io("getsockname"))?)
-                .map_err(io("connect"))?;
-            b.connect(a.local_addr().map_err(io("getsockname"))?)
-                .map_err(io("connect"))?;
+            a.connect(b.local_addr().map_err(io("getsockname"))?).map_err(io("connect"))?;
+            b.connect(a.local_addr().map_err(io("getsockname"))?).map_err(io("connect"))?;
             let (a, b) = (OwnedFd::from(a), OwnedFd::from(b));
             let opt = |o| stream_util::setsockopt_int(NAME, &b, libc::SOL_SOCKET, o, RCVBUF_WANTED);
             if opt(libc::SO_RCVBUFFORCE).is_err() {
@@ -78,27 +72,15 @@ impl Mechanism for Udp {
             }
             let rcvbuf = stream_util::getsockopt_int(NAME, &b, libc::SOL_SOCKET, libc::SO_RCVBUF)?;
             window = window.min(rcvbuf as u64 / 2);
-            links.push(FdLink {
-                from,
-                to,
-                at_from: a,
-                at_to: b,
-            });
+            links.push(FdLink { from, to, at_from: a, at_to: b });
         }
         // Largest piece whose cost fits three quarters of the window.
         let fit = ((window * 3 / 4).saturating_sub(2048) / 2) as usize;
         let piece = fit.min(MAX_UDP_PAYLOAD).saturating_sub(FRAG_HEADER_BYTES);
         if piece == 0 {
-            return Err(TransportError::Topology(format!(
-                "{NAME}: receive buffer of {window} too small"
-            )));
+            return Err(TransportError::Topology(format!("{NAME}: receive buffer of {window} too small")));
         }
-        Ok(Box::new(UdpPrepared {
-            topology: topology.clone(),
-            links,
-            window,
-            piece,
-        }))
+        Ok(Box::new(UdpPrepared { topology: topology.clone(), links, window, piece }))
     }
 }
 
@@ -147,11 +129,7 @@ struct UdpEndpoint {
 
 /// `sendmsg`/`recvmsg` over `parts` on `fd`, retrying on EINTR; returns the
 /// byte count and the message flags.
-fn msg_io(
-    fd: RawFd,
-    parts: &mut [libc::iovec],
-    recv: bool,
-) -> Result<(usize, i32), TransportError> {
+fn msg_io(fd: RawFd, parts: &mut [libc::iovec], recv: bool) -> Result<(usize, i32), TransportError> {
     loop {
         // SAFETY: msghdr is plain data; zeroed means no address and no control data.
         let mut mh: libc::msghdr = unsafe { std::mem::zeroed() };
@@ -168,38 +146,26 @@ fn msg_io(
             return Ok((n as usize, mh.msg_flags));
         }
         if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return Err(TransportError::last_os(
-                NAME,
-                if recv { "recvmsg" } else { "sendmsg" },
-            ));
+            return Err(TransportError::last_os(NAME, if recv { "recvmsg" } else { "sendmsg" }));
         }
     }
 }
 
 /// An iovec the kernel only reads.
 fn iov(p: &[u8]) -> libc::iovec {
-    libc::iovec {
-        iov_base: p.as_ptr() as *mut _,
-        iov_len: p.len(),
-    }
+    libc::iovec { iov_base: p.as_ptr() as *mut _, iov_len: p.len() }
 }
 
 /// An iovec the kernel may write.
 fn iov_mut(p: &mut [u8]) -> libc::iovec {
-    libc::iovec {
-        iov_base: p.as_mut_ptr().cast(),
-        iov_len: p.len(),
-    }
+    libc::iovec { iov_base: p.as_mut_ptr().cast(), iov_len: p.len() }
 }
 
 impl UdpEndpoint {
     fn out_fd(&self, to: PeerId) -> Result<RawFd, TransportError> {
         match self.fds.out.get(to) {
             Some(Some(fd)) => Ok(fd.as_raw_fd()),
-            _ => Err(TransportError::Topology(format!(
-                "no link from {} to {to}",
-                self.me
-            ))),
+            _ => Err(TransportError::Topology(format!("no link from {} to {to}", self.me))),
         }
     }
 
@@ -210,10 +176,7 @@ impl UdpEndpoint {
             let (n, _) = msg_io(fd, &mut [iov_mut(&mut c)], true)?;
             let back = u64::from_le_bytes(c);
             if n != 8 || back > self.window - self.credit[to] {
-                return Err(TransportError::Protocol {
-                    mechanism: NAME,
-                    detail: format!("bad credit from {to}"),
-                });
+                return Err(TransportError::Protocol { mechanism: NAME, detail: format!("bad credit from {to}") });
             }
             self.credit[to] += back;
         }
@@ -242,11 +205,7 @@ impl UdpEndpoint {
         let (from, fd) = (self.fds.inc[i].0, self.inc_raw[i]);
         let mut h = [0u8; FRAG_HEADER_BYTES];
         let buf_len = buf.len();
-        let (n, flags) = msg_io(
-            fd,
-            &mut [iov_mut(&mut h), iov_mut(&mut buf[filled..])],
-            true,
-        )?;
+        let (n, flags) = msg_io(fd, &mut [iov_mut(&mut h), iov_mut(&mut buf[filled..])], true)?;
         if flags & libc::MSG_TRUNC != 0 || n < FRAG_HEADER_BYTES {
             return Err(TransportError::Protocol {
                 mechanism: NAME,
@@ -290,10 +249,7 @@ impl Endpoint for UdpEndpoint {
 
     fn recv_any(&mut self, buf: &mut [u8]) -> Result<Received, TransportError> {
         if self.inc_raw.is_empty() {
-            return Err(TransportError::Topology(format!(
-                "no peer sends to {}",
-                self.me
-            )));
+            return Err(TransportError::Topology(format!("no peer sends to {}", self.me)));
         }
         let i = stream_util::wait_readable(NAME, &self.inc_raw, self.next)?;
         self.next = i + 1;
@@ -301,20 +257,11 @@ impl Endpoint for UdpEndpoint {
         while filled < first.total {
             let (f, piece) = self.recv_piece(i, buf, filled)?;
             if f.total != first.total || piece == 0 {
-                let detail = format!(
-                    "bad piece of a {}-byte message from {}",
-                    first.total, first.sender
-                );
-                return Err(TransportError::Protocol {
-                    mechanism: NAME,
-                    detail,
-                });
+                let detail = format!("bad piece of a {}-byte message from {}", first.total, first.sender);
+                return Err(TransportError::Protocol { mechanism: NAME, detail });
             }
             filled += piece;
         }
-        Ok(Received {
-            from: first.sender,
-            len: first.total,
-        })
+        Ok(Received { from: first.sender, len: first.total })
     }
 }

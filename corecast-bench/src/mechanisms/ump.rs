@@ -40,9 +40,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::shm_util::{protocol, Backoff, SharedMapping, CACHE_LINE};
-use crate::transport::{
-    Endpoint, Group, Mechanism, PeerId, Prepared, Received, Topology, TransportError,
-};
+use crate::transport::{Endpoint, Group, Mechanism, PeerId, Prepared, Received, Topology, TransportError};
 
 const NAME: &str = "ump";
 /// Cache-line messages per ring (64 KiB rings).
@@ -82,17 +80,11 @@ impl Mechanism for Ump {
             });
         }
         let links = topology.all_links();
-        let mut pairs: Vec<(PeerId, PeerId)> =
-            links.iter().map(|&(a, b)| (a.min(b), a.max(b))).collect();
+        let mut pairs: Vec<(PeerId, PeerId)> = links.iter().map(|&(a, b)| (a.min(b), a.max(b))).collect();
         pairs.sort_unstable();
         pairs.dedup();
         let map = SharedMapping::new(NAME, pairs.len().max(1) * 2 * RING_BYTES)?;
-        Ok(Box::new(UmpPrepared {
-            topology: topology.clone(),
-            links,
-            pairs,
-            map: Some(map),
-        }))
+        Ok(Box::new(UmpPrepared { topology: topology.clone(), links, pairs, map: Some(map) }))
     }
 }
 
@@ -105,10 +97,7 @@ struct UmpPrepared {
 
 impl Prepared for UmpPrepared {
     fn endpoint(&mut self, me: PeerId) -> Result<Box<dyn Endpoint>, TransportError> {
-        let map = self
-            .map
-            .take()
-            .ok_or_else(|| TransportError::Topology("endpoint called twice".into()))?;
+        let map = self.map.take().ok_or_else(|| TransportError::Topology("endpoint called twice".into()))?;
         let mut chans = Vec::new();
         let mut chan_of = vec![None; self.topology.processes];
         for (i, &(lo, hi)) in self.pairs.iter().enumerate() {
@@ -118,11 +107,7 @@ impl Prepared for UmpPrepared {
             let peer = if me == lo { hi } else { lo };
             // Ring 0 of a pair carries lo -> hi, ring 1 hi -> lo.
             let (lo_hi, hi_lo) = (2 * i * RING_BYTES, (2 * i + 1) * RING_BYTES);
-            let (tx, rx) = if me == lo {
-                (lo_hi, hi_lo)
-            } else {
-                (hi_lo, lo_hi)
-            };
+            let (tx, rx) = if me == lo { (lo_hi, hi_lo) } else { (hi_lo, lo_hi) };
             chan_of[peer] = Some(chans.len());
             chans.push(Chan {
                 peer,
@@ -230,8 +215,7 @@ impl UmpEndpoint {
         let header = c.tx_epoch | (u64::from(c.seq_id) << 1) | (kind << 17) | ((len as u64) << 32);
         // Release publishes the payload words; pairs with the Acquire load
         // in `poll_frag` on the peer.
-        self.word(c.tx, c.tx_pos, 7)
-            .store(header, Ordering::Release);
+        self.word(c.tx, c.tx_pos, 7).store(header, Ordering::Release);
         let c = &mut self.chans[ci];
         c.last_ack = c.seq_id;
         c.next_id = c.next_id.wrapping_add(1);
@@ -266,11 +250,7 @@ impl UmpEndpoint {
     /// Takes the next message from `ci`'s incoming ring if its epoch says it
     /// is there; applies its ack and checks its header.
     fn poll_frag(&mut self, ci: usize) -> Result<Option<Frag>, TransportError> {
-        let (rx, pos, epoch) = (
-            self.chans[ci].rx,
-            self.chans[ci].rx_pos,
-            self.chans[ci].rx_epoch,
-        );
+        let (rx, pos, epoch) = (self.chans[ci].rx, self.chans[ci].rx_pos, self.chans[ci].rx_epoch);
         // Acquire pairs with the peer's Release store in `write_slot`.
         let header = self.word(rx, pos, 7).load(Ordering::Acquire);
         if header & 1 != epoch {
@@ -292,12 +272,8 @@ impl UmpEndpoint {
         }
         match kind {
             KIND_ACK => {}
-            KIND_FIRST if !c.rx_link => {
-                return bad("data on a channel direction with no link".into())
-            }
-            KIND_FIRST if c.remaining > 0 => {
-                return bad("new message inside a fragmented one".into())
-            }
+            KIND_FIRST if !c.rx_link => return bad("data on a channel direction with no link".into()),
+            KIND_FIRST if c.remaining > 0 => return bad("new message inside a fragmented one".into()),
             KIND_FIRST if len > self.max => return bad(format!("length {len} over {}", self.max)),
             KIND_FIRST => c.remaining = len.saturating_sub(PAYLOAD_BYTES),
             KIND_MORE if c.remaining == 0 => return bad("fragment outside a message".into()),
@@ -343,20 +319,10 @@ impl UmpEndpoint {
 
     fn send_one(&mut self, to: PeerId, msg: &[u8]) -> Result<(), TransportError> {
         if msg.len() > self.max {
-            return Err(TransportError::TooLarge {
-                mechanism: NAME,
-                bytes: msg.len(),
-                max_bytes: self.max,
-            });
+            return Err(TransportError::TooLarge { mechanism: NAME, bytes: msg.len(), max_bytes: self.max });
         }
-        let ci = self
-            .chan_of
-            .get(to)
-            .copied()
-            .flatten()
-            .filter(|&ci| self.chans[ci].tx_link);
-        let ci =
-            ci.ok_or_else(|| TransportError::Topology(format!("no link ({}, {to})", self.me)))?;
+        let ci = self.chan_of.get(to).copied().flatten().filter(|&ci| self.chans[ci].tx_link);
+        let ci = ci.ok_or_else(|| TransportError::Topology(format!("no link ({}, {to})", self.me)))?;
         let mut chunks = msg.chunks(PAYLOAD_BYTES);
         let mut kind = KIND_FIRST;
         loop {
@@ -386,10 +352,7 @@ impl UmpEndpoint {
     fn deliver(&mut self, ci: usize, f: Frag, buf: &mut [u8]) -> Result<usize, TransportError> {
         let len = f.len;
         if len > buf.len() {
-            return Err(protocol(
-                NAME,
-                format!("{len}-byte message for a {}-byte buffer", buf.len()),
-            ));
+            return Err(protocol(NAME, format!("{len}-byte message for a {}-byte buffer", buf.len())));
         }
         let mut got = len.min(PAYLOAD_BYTES);
         f.copy_into(&mut buf[..got]);
@@ -418,14 +381,8 @@ impl Endpoint for UmpEndpoint {
     }
 
     fn send_group(&mut self, group: usize, msg: &[u8]) -> Result<(), TransportError> {
-        let g = self
-            .groups
-            .get(group)
-            .filter(|g| g.from == self.me)
-            .cloned();
-        let g = g.ok_or_else(|| {
-            TransportError::Topology(format!("process {} sends to no group {group}", self.me))
-        })?;
+        let g = self.groups.get(group).filter(|g| g.from == self.me).cloned();
+        let g = g.ok_or_else(|| TransportError::Topology(format!("process {} sends to no group {group}", self.me)))?;
         for m in g.members {
             self.send_one(m, msg)?;
         }
@@ -434,21 +391,15 @@ impl Endpoint for UmpEndpoint {
 
     fn recv_any(&mut self, buf: &mut [u8]) -> Result<Received, TransportError> {
         if !self.chans.iter().any(|c| c.rx_link) {
-            return Err(TransportError::Topology(format!(
-                "nobody sends to process {}",
-                self.me
-            )));
+            return Err(TransportError::Topology(format!("nobody sends to process {}", self.me)));
         }
         let n = self.chans.len();
         let mut backoff = Backoff::new();
         loop {
             if let Some((from, v)) = self.pending.pop_front() {
-                let dst = buf.get_mut(..v.len()).ok_or_else(|| {
-                    protocol(
-                        NAME,
-                        format!("{}-byte message for a smaller buffer", v.len()),
-                    )
-                })?;
+                let dst = buf
+                    .get_mut(..v.len())
+                    .ok_or_else(|| protocol(NAME, format!("{}-byte message for a smaller buffer", v.len())))?;
                 dst.copy_from_slice(&v);
                 return Ok(Received { from, len: v.len() });
             }
@@ -466,10 +417,7 @@ impl Endpoint for UmpEndpoint {
                 if f.kind == KIND_FIRST {
                     self.next_rx = (ci + 1) % n;
                     let len = self.deliver(ci, f, buf)?;
-                    return Ok(Received {
-                        from: self.chans[ci].peer,
-                        len,
-                    });
+                    return Ok(Received { from: self.chans[ci].peer, len });
                 }
                 self.maybe_ack(ci);
             }
@@ -517,11 +465,7 @@ mod tests {
             map: Some(SharedMapping::new(NAME, 2 * RING_BYTES).unwrap()),
         };
         // Process 0 receives on ring 1 (1 -> 0); slot 0's header word.
-        p.map
-            .as_ref()
-            .unwrap()
-            .u64_at(RING_BYTES + 56)
-            .store(header, Ordering::Release);
+        p.map.as_ref().unwrap().u64_at(RING_BYTES + 56).store(header, Ordering::Release);
         let mut ep = p.endpoint(0).unwrap();
         ep.recv_any(&mut [0u8; 100]).unwrap_err()
     }
@@ -529,16 +473,8 @@ mod tests {
     #[test]
     fn bad_headers_are_protocol_errors() {
         let first = 1 | (KIND_FIRST << 17);
-        for h in [
-            1 | (3 << 17),
-            1 | (KIND_MORE << 17),
-            first | (101 << 32),
-            first | (5 << 1),
-        ] {
-            assert!(
-                matches!(corrupt(h), TransportError::Protocol { .. }),
-                "header {h:#x}"
-            );
+        for h in [1 | (3 << 17), 1 | (KIND_MORE << 17), first | (101 << 32), first | (5 << 1)] {
+            assert!(matches!(corrupt(h), TransportError::Protocol { .. }), "header {h:#x}");
         }
     }
 }

@@ -79,17 +79,9 @@ impl Mechanism for UnixDgram {
                     max_bytes: got.saturating_sub(SNDBUF_OVERHEAD),
                 });
             }
-            links.push(FdLink {
-                from,
-                to,
-                at_from: a,
-                at_to: b,
-            });
+            links.push(FdLink { from, to, at_from: a, at_to: b });
         }
-        Ok(Box::new(DgramPrepared {
-            topology: topology.clone(),
-            links,
-        }))
+        Ok(Box::new(DgramPrepared { topology: topology.clone(), links }))
     }
 }
 
@@ -125,12 +117,7 @@ impl DgramEndpoint {
     fn send_one(&self, to: PeerId, msg: &[u8]) -> Result<(), TransportError> {
         let fd = match self.fds.out.get(to) {
             Some(Some(fd)) => fd.as_raw_fd(),
-            _ => {
-                return Err(TransportError::Topology(format!(
-                    "no link from {} to {to}",
-                    self.me
-                )))
-            }
+            _ => return Err(TransportError::Topology(format!("no link from {} to {to}", self.me))),
         };
         loop {
             // SAFETY: msg is a valid readable slice of msg.len() bytes.
@@ -142,18 +129,9 @@ impl DgramEndpoint {
             match e.raw_os_error() {
                 Some(libc::EINTR) => continue,
                 Some(libc::ECONNREFUSED) | Some(libc::EPIPE) | Some(libc::ECONNRESET) => {
-                    return Err(TransportError::PeerGone {
-                        mechanism: NAME,
-                        peer: Some(to),
-                    })
+                    return Err(TransportError::PeerGone { mechanism: NAME, peer: Some(to) })
                 }
-                _ => {
-                    return Err(TransportError::Io {
-                        mechanism: NAME,
-                        op: "send",
-                        source: e,
-                    })
-                }
+                _ => return Err(TransportError::Io { mechanism: NAME, op: "send", source: e }),
             }
         }
     }
@@ -175,24 +153,14 @@ impl Endpoint for DgramEndpoint {
 
     fn recv_any(&mut self, buf: &mut [u8]) -> Result<Received, TransportError> {
         if self.inc_raw.is_empty() {
-            return Err(TransportError::Topology(format!(
-                "no peer sends to {}",
-                self.me
-            )));
+            return Err(TransportError::Topology(format!("no peer sends to {}", self.me)));
         }
         let i = stream_util::wait_readable(NAME, &self.inc_raw, self.next)?;
         self.next = i + 1;
         let from = self.fds.inc[i].0;
         loop {
             // SAFETY: buf is a valid writable slice of buf.len() bytes.
-            let n = unsafe {
-                libc::recv(
-                    self.inc_raw[i],
-                    buf.as_mut_ptr().cast(),
-                    buf.len(),
-                    libc::MSG_TRUNC,
-                )
-            };
+            let n = unsafe { libc::recv(self.inc_raw[i], buf.as_mut_ptr().cast(), buf.len(), libc::MSG_TRUNC) };
             if n < 0 {
                 if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
                     continue;
@@ -203,10 +171,7 @@ impl Endpoint for DgramEndpoint {
             if len > buf.len() {
                 return Err(TransportError::Protocol {
                     mechanism: NAME,
-                    detail: format!(
-                        "{len}-byte datagram from {from} does not fit a {}-byte buffer",
-                        buf.len()
-                    ),
+                    detail: format!("{len}-byte datagram from {from} does not fit a {}-byte buffer", buf.len()),
                 });
             }
             return Ok(Received { from, len });

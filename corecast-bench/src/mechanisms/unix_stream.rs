@@ -18,15 +18,11 @@ pub(crate) fn socketpair(
 ) -> Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd), TransportError> {
     let mut sv = [-1i32; 2];
     // SAFETY: sv is a valid array of two ints for socketpair to fill.
-    let rc =
-        unsafe { libc::socketpair(libc::AF_UNIX, kind | libc::SOCK_CLOEXEC, 0, sv.as_mut_ptr()) };
+    let rc = unsafe { libc::socketpair(libc::AF_UNIX, kind | libc::SOCK_CLOEXEC, 0, sv.as_mut_ptr()) };
     if rc != 0 {
         return Err(TransportError::last_os(name, "socketpair"));
     }
-    Ok((
-        stream_util::own_fd(name, "socketpair", sv[0])?,
-        stream_util::own_fd(name, "socketpair", sv[1])?,
-    ))
+    Ok((stream_util::own_fd(name, "socketpair", sv[0])?, stream_util::own_fd(name, "socketpair", sv[1])?))
 }
 
 impl Mechanism for UnixStream {
@@ -42,17 +38,8 @@ impl Mechanism for UnixStream {
         let mut links = Vec::new();
         for (from, to) in topology.all_links() {
             let (a, b) = socketpair(NAME, libc::SOCK_STREAM)?;
-            links.push(FdLink {
-                from,
-                to,
-                at_from: a,
-                at_to: b,
-            });
+            links.push(FdLink { from, to, at_from: a, at_to: b });
         }
-        Ok(Box::new(StreamPrepared {
-            name: NAME,
-            topology: topology.clone(),
-            links,
-        }))
+        Ok(Box::new(StreamPrepared { name: NAME, topology: topology.clone(), links }))
     }
 }

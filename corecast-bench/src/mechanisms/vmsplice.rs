@@ -52,25 +52,11 @@ impl Mechanism for Vmsplice {
         let (mut data, mut acks) = (Vec::new(), Vec::new());
         for (from, to) in topology.all_links() {
             let (rd, wr) = stream_util::pipe(NAME)?;
-            data.push(FdLink {
-                from,
-                to,
-                at_from: wr,
-                at_to: rd,
-            });
+            data.push(FdLink { from, to, at_from: wr, at_to: rd });
             let (rd, wr) = stream_util::pipe(NAME)?;
-            acks.push(FdLink {
-                from: to,
-                to: from,
-                at_from: wr,
-                at_to: rd,
-            });
+            acks.push(FdLink { from: to, to: from, at_from: wr, at_to: rd });
         }
-        Ok(Box::new(VmsplicePrepared {
-            topology: topology.clone(),
-            data,
-            acks,
-        }))
+        Ok(Box::new(VmsplicePrepared { topology: topology.clone(), data, acks }))
     }
 }
 
@@ -117,10 +103,7 @@ struct VmspliceEndpoint {
 }
 
 fn fd_for(v: &[Option<RawFd>], me: PeerId, p: PeerId) -> Result<RawFd, TransportError> {
-    v.get(p)
-        .copied()
-        .flatten()
-        .ok_or_else(|| TransportError::Topology(format!("no link from {me} to {p}")))
+    v.get(p).copied().flatten().ok_or_else(|| TransportError::Topology(format!("no link from {me} to {p}")))
 }
 
 /// Splices every byte of `parts` into the pipe `fd`, retrying on EINTR and
@@ -129,10 +112,7 @@ fn splice_all(fd: RawFd, peer: PeerId, parts: &[&[u8]]) -> Result<(), TransportE
     let mut iov: Vec<libc::iovec> = parts
         .iter()
         .filter(|p| !p.is_empty())
-        .map(|p| libc::iovec {
-            iov_base: p.as_ptr() as *mut _,
-            iov_len: p.len(),
-        })
+        .map(|p| libc::iovec { iov_base: p.as_ptr() as *mut _, iov_len: p.len() })
         .collect();
     let mut first = 0;
     while first < iov.len() {
@@ -144,19 +124,8 @@ fn splice_all(fd: RawFd, peer: PeerId, parts: &[&[u8]]) -> Result<(), TransportE
             let e = std::io::Error::last_os_error();
             match e.raw_os_error() {
                 Some(libc::EINTR) => continue,
-                Some(libc::EPIPE) => {
-                    return Err(TransportError::PeerGone {
-                        mechanism: NAME,
-                        peer: Some(peer),
-                    })
-                }
-                _ => {
-                    return Err(TransportError::Io {
-                        mechanism: NAME,
-                        op: "vmsplice",
-                        source: e,
-                    })
-                }
+                Some(libc::EPIPE) => return Err(TransportError::PeerGone { mechanism: NAME, peer: Some(peer) }),
+                _ => return Err(TransportError::Io { mechanism: NAME, op: "vmsplice", source: e }),
             }
         }
         stream_util::advance(&mut iov, &mut first, n as usize);
@@ -181,10 +150,7 @@ impl VmspliceEndpoint {
     fn data_out(&self, to: PeerId) -> Result<RawFd, TransportError> {
         match self.data.out.get(to) {
             Some(Some(fd)) => Ok(fd.as_raw_fd()),
-            _ => Err(TransportError::Topology(format!(
-                "no link from {} to {to}",
-                self.me
-            ))),
+            _ => Err(TransportError::Topology(format!("no link from {} to {to}", self.me))),
         }
     }
 }
@@ -213,10 +179,7 @@ impl Endpoint for VmspliceEndpoint {
 
     fn recv_any(&mut self, buf: &mut [u8]) -> Result<Received, TransportError> {
         if self.data_in.is_empty() {
-            return Err(TransportError::Topology(format!(
-                "no peer sends to {}",
-                self.me
-            )));
+            return Err(TransportError::Topology(format!("no peer sends to {}", self.me)));
         }
         let i = stream_util::wait_readable(NAME, &self.data_in, self.next)?;
         self.next = i + 1;
@@ -228,12 +191,7 @@ impl Endpoint for VmspliceEndpoint {
         // The whole frame is out of the pipe: release the sender's pages.
         let ack = match self.acks.out.get(from) {
             Some(Some(fd)) => fd.as_raw_fd(),
-            _ => {
-                return Err(TransportError::Topology(format!(
-                    "no ack pipe from {} to {from}",
-                    self.me
-                )))
-            }
+            _ => return Err(TransportError::Topology(format!("no ack pipe from {} to {from}", self.me))),
         };
         stream_util::write_all(NAME, ack, from, &[&[ACK]])?;
         Ok(Received { from, len })

@@ -70,9 +70,7 @@ impl Ice {
             .signal_handling_mode(SignalHandlingMode::Disabled)
             .create::<ipc::Service>()
             .map_err(fail(name, "create node"))?;
-        let pubsub = |svc: String,
-                      receivers: usize|
-         -> Result<PubSub<ipc::Service, [u8], Seq>, TransportError> {
+        let pubsub = |svc: String, receivers: usize| -> Result<PubSub<ipc::Service, [u8], Seq>, TransportError> {
             node.service_builder(&service_name(name, &svc)?)
                 .publish_subscribe::<[u8]>()
                 .user_header::<Seq>()
@@ -98,12 +96,7 @@ impl Ice {
         // Every service as (name, sender, receivers): groups, then links.
         let mut services: Vec<(String, PeerId, Vec<PeerId>, Option<usize>)> = Vec::new();
         for (i, g) in topo.groups.iter().enumerate() {
-            services.push((
-                format!("{}group/{i}", run.tag),
-                g.from,
-                g.members.clone(),
-                Some(i),
-            ));
+            services.push((format!("{}group/{i}", run.tag), g.from, g.members.clone(), Some(i)));
         }
         for &(a, b) in &topo.links {
             services.push((format!("{}link/{a}-{b}", run.tag), a, vec![b], None));
@@ -111,12 +104,9 @@ impl Ice {
 
         // Receiving side first, so that peers waiting for us can proceed.
         let listener = match (run.wait, topo.senders_to(me).is_empty()) {
-            (Wait::Event, false) => Some(
-                event(me)?
-                    .listener_builder()
-                    .create()
-                    .map_err(fail(name, "create listener"))?,
-            ),
+            (Wait::Event, false) => {
+                Some(event(me)?.listener_builder().create().map_err(fail(name, "create listener"))?)
+            }
             _ => None,
         };
         let mut inbound = Vec::new();
@@ -129,12 +119,7 @@ impl Ice {
                     .buffer_size(buffer)
                     .create()
                     .map_err(fail(name, "create subscriber"))?;
-                inbound.push(Inbound {
-                    from: *from,
-                    sub,
-                    pending: None,
-                    shared: false,
-                });
+                inbound.push(Inbound { from: *from, sub, pending: None, shared: false });
                 inbound_services.push(factory);
             }
         }
@@ -144,10 +129,8 @@ impl Ice {
 
         // Sending side: publishers, then wait for all their subscribers.
         let mut links: Vec<Option<Pub>> = (0..topo.processes).map(|_| None).collect();
-        let mut groups: Vec<Option<(Pub, Vec<PeerId>)>> =
-            topo.groups.iter().map(|_| None).collect();
-        let mut notifiers: Vec<Option<Notifier<ipc::Service>>> =
-            (0..topo.processes).map(|_| None).collect();
+        let mut groups: Vec<Option<(Pub, Vec<PeerId>)>> = topo.groups.iter().map(|_| None).collect();
+        let mut notifiers: Vec<Option<Notifier<ipc::Service>>> = (0..topo.processes).map(|_| None).collect();
         let deadline = Instant::now() + SETUP_TIMEOUT;
         for (svc, _, members, group) in services.into_iter().filter(|s| s.1 == me) {
             let factory = pubsub(svc, members.len())?;
@@ -158,23 +141,14 @@ impl Ice {
                 .backpressure_strategy(BackpressureStrategy::RetryUntilDelivered)
                 .create()
                 .map_err(fail(name, "create publisher"))?;
-            wait_until(name, deadline, || {
-                factory.dynamic_config().number_of_subscribers() >= members.len()
-            })?;
-            publisher
-                .update_connections()
-                .map_err(fail(name, "connect publisher"))?;
+            wait_until(name, deadline, || factory.dynamic_config().number_of_subscribers() >= members.len())?;
+            publisher.update_connections().map_err(fail(name, "connect publisher"))?;
             if run.wait == Wait::Event {
                 for &to in &members {
                     if notifiers[to].is_none() {
                         let ev = event(to)?;
-                        let notifier = ev
-                            .notifier_builder()
-                            .create()
-                            .map_err(fail(name, "create notifier"))?;
-                        wait_until(name, deadline, || {
-                            ev.dynamic_config().number_of_listeners() >= 1
-                        })?;
+                        let notifier = ev.notifier_builder().create().map_err(fail(name, "create notifier"))?;
+                        wait_until(name, deadline, || ev.dynamic_config().number_of_listeners() >= 1)?;
                         notifiers[to] = Some(notifier);
                     }
                 }
@@ -188,34 +162,15 @@ impl Ice {
         // exists: connect now, or a peer that sends and exits before our
         // first receive would take its last messages with it.
         for (slot, factory) in inbound.iter().zip(&inbound_services) {
-            wait_until(name, deadline, || {
-                factory.dynamic_config().number_of_publishers() >= 1
-            })?;
-            slot.sub
-                .update_connections()
-                .map_err(fail(name, "connect subscriber"))?;
+            wait_until(name, deadline, || factory.dynamic_config().number_of_publishers() >= 1)?;
+            slot.sub.update_connections().map_err(fail(name, "connect subscriber"))?;
         }
-        Ok(Ice {
-            name,
-            max_len,
-            seq: 0,
-            links,
-            groups,
-            inbound,
-            next: 0,
-            listener,
-            notifiers,
-            _node: node,
-        })
+        Ok(Ice { name, max_len, seq: 0, links, groups, inbound, next: 0, listener, notifiers, _node: node })
     }
 
     fn check_len(&self, msg: &[u8]) -> Result<(), TransportError> {
         if msg.len() > self.max_len {
-            return Err(TransportError::TooLarge {
-                mechanism: self.name,
-                bytes: msg.len(),
-                max_bytes: self.max_len,
-            });
+            return Err(TransportError::TooLarge { mechanism: self.name, bytes: msg.len(), max_bytes: self.max_len });
         }
         Ok(())
     }
@@ -271,18 +226,11 @@ impl Ice {
             if payload.len() > buf.len().min(self.max_len) {
                 return Err(TransportError::Protocol {
                     mechanism: self.name,
-                    detail: format!(
-                        "{}-byte sample, larger than the {}-byte limit",
-                        payload.len(),
-                        self.max_len
-                    ),
+                    detail: format!("{}-byte sample, larger than the {}-byte limit", payload.len(), self.max_len),
                 });
             }
             buf[..payload.len()].copy_from_slice(payload);
-            return Ok(Some(Received {
-                from: slot.from,
-                len: payload.len(),
-            }));
+            return Ok(Some(Received { from: slot.from, len: payload.len() }));
         }
         Ok(None)
     }
@@ -298,20 +246,12 @@ fn publish(
     expected: usize,
     msg: &[u8],
 ) -> Result<(), TransportError> {
-    let mut sample = publisher
-        .loan_slice_uninit(msg.len())
-        .map_err(fail(name, "loan_slice_uninit"))?;
+    let mut sample = publisher.loan_slice_uninit(msg.len()).map_err(fail(name, "loan_slice_uninit"))?;
     *sample.user_header_mut() = *seq;
     *seq += 1;
-    let delivered = sample
-        .write_from_slice(msg)
-        .send()
-        .map_err(fail(name, "send"))?;
+    let delivered = sample.write_from_slice(msg).send().map_err(fail(name, "send"))?;
     if delivered < expected {
-        return Err(TransportError::PeerGone {
-            mechanism: name,
-            peer: None,
-        });
+        return Err(TransportError::PeerGone { mechanism: name, peer: None });
     }
     Ok(())
 }
@@ -334,9 +274,7 @@ impl Endpoint for Ice {
     fn send_group(&mut self, group: usize, msg: &[u8]) -> Result<(), TransportError> {
         self.check_len(msg)?;
         let Some(Some((publisher, members))) = self.groups.get(group) else {
-            return Err(TransportError::Topology(format!(
-                "group {group} is not sent by this process"
-            )));
+            return Err(TransportError::Topology(format!("group {group} is not sent by this process")));
         };
         publish(self.name, &mut self.seq, publisher, members.len(), msg)?;
         members.iter().try_for_each(|&m| self.wake(m))
@@ -344,9 +282,7 @@ impl Endpoint for Ice {
 
     fn recv_any(&mut self, buf: &mut [u8]) -> Result<Received, TransportError> {
         if self.inbound.is_empty() {
-            return Err(TransportError::Topology(
-                "no peer sends to this process".into(),
-            ));
+            return Err(TransportError::Topology("no peer sends to this process".into()));
         }
         let mut idle = 0u32;
         loop {
@@ -357,8 +293,7 @@ impl Endpoint for Ice {
                 // A sender notifies after publishing, so a sample the scan
                 // missed has its notification pending or still to come.
                 Some(l) => {
-                    l.blocking_wait(|_| {})
-                        .map_err(fail(self.name, "blocking_wait"))?;
+                    l.blocking_wait(|_| {}).map_err(fail(self.name, "blocking_wait"))?;
                 }
                 None => super::back_off(&mut idle),
             }

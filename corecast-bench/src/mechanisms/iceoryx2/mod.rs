@@ -65,30 +65,16 @@ impl Mechanism for Iceoryx2 {
 
     fn describe(&self) -> &'static str {
         match self.wait {
-            Wait::Poll => {
-                "iceoryx2 zero-copy publish-subscribe (one service per group), receivers poll"
-            }
-            Wait::Event => {
-                "iceoryx2 zero-copy publish-subscribe, receivers block on an iceoryx2 event listener"
-            }
+            Wait::Poll => "iceoryx2 zero-copy publish-subscribe (one service per group), receivers poll",
+            Wait::Event => "iceoryx2 zero-copy publish-subscribe, receivers block on an iceoryx2 event listener",
         }
     }
 
     fn prepare(&self, topology: &Topology) -> Result<Box<dyn Prepared>, TransportError> {
         topology.validate()?;
-        let tag = format!(
-            "iox2cc{}_{}_",
-            std::process::id(),
-            RUNS.fetch_add(1, Ordering::Relaxed)
-        );
+        let tag = format!("iox2cc{}_{}_", std::process::id(), RUNS.fetch_add(1, Ordering::Relaxed));
         let root = std::env::temp_dir().join(format!("corecast-{tag}"));
-        Ok(Box::new(Run {
-            name: self.name(),
-            wait: self.wait,
-            topology: topology.clone(),
-            tag,
-            root,
-        }))
+        Ok(Box::new(Run { name: self.name(), wait: self.wait, topology: topology.clone(), tag, root }))
     }
 }
 
@@ -105,10 +91,7 @@ struct Run {
 }
 
 impl Prepared for Run {
-    fn endpoint(
-        &mut self,
-        me: PeerId,
-    ) -> Result<Box<dyn crate::transport::Endpoint>, TransportError> {
+    fn endpoint(&mut self, me: PeerId) -> Result<Box<dyn crate::transport::Endpoint>, TransportError> {
         Ok(Box::new(endpoint::Ice::new(self, me)?))
     }
 
@@ -138,15 +121,8 @@ fn remove_leftovers(tag: &str, root: &std::path::Path) {
 const SETUP_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Wraps an iceoryx2 error as the transport's I/O error.
-fn fail<E: std::fmt::Debug>(
-    mechanism: &'static str,
-    op: &'static str,
-) -> impl FnOnce(E) -> TransportError {
-    move |e| TransportError::Io {
-        mechanism,
-        op,
-        source: std::io::Error::other(format!("{e:?}")),
-    }
+fn fail<E: std::fmt::Debug>(mechanism: &'static str, op: &'static str) -> impl FnOnce(E) -> TransportError {
+    move |e| TransportError::Io { mechanism, op, source: std::io::Error::other(format!("{e:?}")) }
 }
 
 /// Spins a little, then yields, then sleeps briefly, so that pollers do not
@@ -163,18 +139,11 @@ fn back_off(idle: &mut u32) {
 }
 
 /// Polls `ready` with back-off until it holds or `deadline` passes.
-fn wait_until(
-    name: &'static str,
-    deadline: Instant,
-    ready: impl Fn() -> bool,
-) -> Result<(), TransportError> {
+fn wait_until(name: &'static str, deadline: Instant, ready: impl Fn() -> bool) -> Result<(), TransportError> {
     let mut idle = 0;
     while !ready() {
         if Instant::now() > deadline {
-            return Err(TransportError::PeerGone {
-                mechanism: name,
-                peer: None,
-            });
+            return Err(TransportError::PeerGone { mechanism: name, peer: None });
         }
         back_off(&mut idle);
     }
@@ -189,12 +158,9 @@ fn service_name(mechanism: &'static str, s: &str) -> Result<ServiceName, Transpo
 /// directory, so the parent can find and remove everything afterwards.
 fn run_config(run: &Run) -> Result<Config, TransportError> {
     let mut config = Config::default();
-    config.global.prefix =
-        FileName::new(run.tag.as_bytes()).map_err(fail(run.name, "file prefix"))?;
+    config.global.prefix = FileName::new(run.tag.as_bytes()).map_err(fail(run.name, "file prefix"))?;
     let root = format!("{}/", run.root.display());
-    config
-        .global
-        .set_root_path(&Path::new(root.as_bytes()).map_err(fail(run.name, "root path"))?);
+    config.global.set_root_path(&Path::new(root.as_bytes()).map_err(fail(run.name, "root path"))?);
     Ok(config)
 }
 
@@ -213,11 +179,7 @@ mod tests {
     fn leftovers() -> Vec<String> {
         let mine = format!("iox2cc{}_", std::process::id());
         let mut found = Vec::new();
-        let mut dirs = vec![
-            PathBuf::from(SHM_DIR),
-            std::env::temp_dir(),
-            PathBuf::from("/tmp/iceoryx2"),
-        ];
+        let mut dirs = vec![PathBuf::from(SHM_DIR), std::env::temp_dir(), PathBuf::from("/tmp/iceoryx2")];
         while let Some(dir) = dirs.pop() {
             for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
                 let name = e.file_name().to_string_lossy().into_owned();
@@ -267,10 +229,7 @@ mod tests {
             processes: 2,
             max_message_bytes: 64,
             links: vec![(0, 1), (1, 0)],
-            groups: vec![crate::transport::Group {
-                from: 0,
-                members: vec![1],
-            }],
+            groups: vec![crate::transport::Group { from: 0, members: vec![1] }],
         };
         let n = 300u64;
         let body = move |me: PeerId, ep: &mut dyn Endpoint| -> Result<Vec<u8>, String> {
@@ -279,11 +238,7 @@ mod tests {
                 for seq in 0..n {
                     crate::harness::payload::fill(&mut buf, seq, 0);
                     // An irregular mix, so both services often hold messages.
-                    let r = if (seq * 7) % 5 < 2 {
-                        ep.send_to(1, &buf)
-                    } else {
-                        ep.send_group(0, &buf)
-                    };
+                    let r = if (seq * 7) % 5 < 2 { ep.send_to(1, &buf) } else { ep.send_group(0, &buf) };
                     r.map_err(|e| e.to_string())?;
                 }
                 ep.recv_any(&mut buf).map_err(|e| e.to_string())?;

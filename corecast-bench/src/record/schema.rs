@@ -1,0 +1,226 @@
+//! The record schema: one JSON object per line per measured point and metric
+//! (SPEC B6, B7). Bump [`SCHEMA_VERSION`] on any incompatible change; readers
+//! reject versions they do not know.
+//!
+//! Fan-out writes two records per point, `throughput` in `msg/s` and in
+//! `B/s` (rate of the slowest receiver); ping-pong writes `rtt_half` in `us`.
+//! `value` is the median; `min`/`max` are over repetitions for fan-out and
+//! over every timed round trip for ping-pong (which adds `p99`). `samples`
+//! are the raw per-repetition values: the slowest receiver's rate in each
+//! phase, or the median RTT/2 of each phase.
+
+use serde::{Deserialize, Serialize};
+
+use super::machine::Machine;
+use crate::harness::placement::Placement;
+
+/// Version of this schema, written into every record.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Which workload produced a record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Workload {
+    /// One sender, N receivers ([`crate::workloads::fanout`]).
+    Fanout,
+    /// Two processes bouncing a message ([`crate::workloads::pingpong`]).
+    Pingpong,
+}
+
+impl Workload {
+    /// The name used in records and tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Fanout => "fanout",
+            Workload::Pingpong => "pingpong",
+        }
+    }
+}
+
+/// What a record measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// Delivery rate of the slowest receiver; higher is better.
+    Throughput,
+    /// Half the round-trip time; lower is better.
+    RttHalf,
+}
+
+impl Metric {
+    /// Whether a larger value is an improvement.
+    pub fn higher_is_better(self) -> bool {
+        matches!(self, Metric::Throughput)
+    }
+}
+
+/// The unit of `value`, `min`, `median`, `max`, `p99` and `samples`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Unit {
+    /// Messages per second.
+    #[serde(rename = "msg/s")]
+    MsgPerSec,
+    /// Bytes per second.
+    #[serde(rename = "B/s")]
+    BytesPerSec,
+    /// Microseconds.
+    #[serde(rename = "us")]
+    Micros,
+}
+
+impl Unit {
+    /// The unit as written in records.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Unit::MsgPerSec => "msg/s",
+            Unit::BytesPerSec => "B/s",
+            Unit::Micros => "us",
+        }
+    }
+}
+
+/// One measured point and metric: one line of a results file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// [`SCHEMA_VERSION`] at the time of writing.
+    pub schema_version: u32,
+    /// The workload.
+    pub workload: Workload,
+    /// The mechanism's name, e.g. `pipe` or `corecast`.
+    pub mechanism: String,
+    /// Message size in bytes.
+    pub size: usize,
+    /// Number of receivers (1 for ping-pong).
+    pub receivers: usize,
+    /// What is measured.
+    pub metric: Metric,
+    /// The reported figure: the median.
+    pub value: f64,
+    /// Unit of every number in this record.
+    pub unit: Unit,
+    /// Number of timed repetitions.
+    pub repetitions: usize,
+    /// Smallest value.
+    pub min: f64,
+    /// Median value (equals `value`).
+    pub median: f64,
+    /// Largest value.
+    pub max: f64,
+    /// 99th percentile (ping-pong only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99: Option<f64>,
+    /// Raw per-repetition values (see the module doc).
+    pub samples: Vec<f64>,
+    /// Timed messages per receiver (fan-out) or timed round trips (ping-pong).
+    pub count: u64,
+    /// Length of each timed repetition, in seconds.
+    pub duration_s: f64,
+    /// Warm-up messages or round trips before timing.
+    pub warmup: u64,
+    /// Where the processes ran.
+    pub placement: Placement,
+    /// The machine.
+    pub machine: Machine,
+    /// Version of the corecast suite that measured it.
+    pub tool_version: String,
+    /// Commit of the suite's source, when known.
+    pub git_commit: Option<String>,
+    /// When the point finished, RFC 3339 UTC.
+    pub timestamp: String,
+    /// The command line that ran it.
+    pub command_line: Vec<String>,
+}
+
+impl Record {
+    /// The identity of the point and metric, for matching records across runs.
+    pub fn key(&self) -> (Workload, String, usize, usize, Metric, Unit) {
+        (self.workload, self.mechanism.clone(), self.size, self.receivers, self.metric, self.unit)
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::harness::topology::CpuTopology;
+    use crate::record::machine::{Kernel, Virtualization};
+
+    /// A plausible record for tests.
+    pub(crate) fn sample() -> Record {
+        let machine = Machine {
+            cpu_model: "Test CPU".into(),
+            logical_cpus: 2,
+            physical_cores: 2,
+            memory_bytes: Some(1 << 30),
+            topology: CpuTopology {
+                online_cpus: vec![0, 1],
+                packages: 1,
+                physical_cores: 2,
+                numa_nodes: Vec::new(),
+                caches: Vec::new(),
+            },
+            kernel: Kernel {
+                sysname: "Linux".into(),
+                release: "6.0".into(),
+                version: "#1".into(),
+                arch: "x86_64".into(),
+            },
+            virtualization: Virtualization {
+                summary: "none".into(),
+                vm: None,
+                container: None,
+                cpuinfo_hypervisor_flag: false,
+                detected_by: Vec::new(),
+            },
+            governor: None,
+        };
+        Record {
+            schema_version: SCHEMA_VERSION,
+            workload: Workload::Fanout,
+            mechanism: "pipe".into(),
+            size: 64,
+            receivers: 2,
+            metric: Metric::Throughput,
+            value: 2.0,
+            unit: Unit::MsgPerSec,
+            repetitions: 3,
+            min: 1.0,
+            median: 2.0,
+            max: 3.0,
+            p99: None,
+            samples: vec![1.0, 2.0, 3.0],
+            count: 6,
+            duration_s: 0.1,
+            warmup: 10,
+            placement: Placement::spread(&[0, 1]),
+            machine,
+            tool_version: "0.1.0".into(),
+            git_commit: None,
+            timestamp: "2024-01-01T00:00:00Z".into(),
+            command_line: vec!["corecast".into()],
+        }
+    }
+
+    #[test]
+    fn serialises_the_documented_names() {
+        let v = serde_json::to_value(sample()).unwrap();
+        assert_eq!(v["workload"], "fanout");
+        assert_eq!(v["metric"], "throughput");
+        assert_eq!(v["unit"], "msg/s");
+        assert_eq!(v["schema_version"], SCHEMA_VERSION);
+        assert!(v.get("p99").is_none());
+        for k in ["mechanism", "size", "receivers", "value", "repetitions", "min", "median", "max"] {
+            assert!(v.get(k).is_some(), "{k} missing");
+        }
+        for k in ["machine", "tool_version", "git_commit", "timestamp", "command_line", "placement"] {
+            assert!(v.get(k).is_some(), "{k} missing");
+        }
+        let mut r = sample();
+        r.metric = Metric::RttHalf;
+        r.unit = Unit::Micros;
+        r.p99 = Some(4.0);
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!((v["metric"].as_str(), v["unit"].as_str()), (Some("rtt_half"), Some("us")));
+        let back: Record = serde_json::from_value(v).unwrap();
+        assert_eq!(back, r);
+    }
+}

@@ -1,0 +1,4 @@
+//! Reports for humans.
+
+pub mod format;
+pub mod table;

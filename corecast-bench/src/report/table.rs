@@ -1,0 +1,255 @@
+//! One comparison table: mechanisms as rows, one column per (workload,
+//! receivers, size) point; then corecast's ratio over each mechanism per
+//! column. The ratio is how many times better the best corecast mode
+//! (mechanisms named `corecast…`) did: rate over rate for fan-out, latency
+//! over latency for ping-pong, so above 1 always means corecast is better.
+//! Failures and skips appear in the cells with numbered notes below.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use super::format::{human, sig3};
+use crate::record::{Unit, Workload};
+use crate::suite::plan::format_size;
+use crate::suite::{Outcome, Status};
+
+type Column = (Workload, usize, usize);
+
+enum Cell {
+    Value(f64),
+    Note(&'static str, usize),
+}
+
+/// Renders the table of `outcomes` (in the order they ran).
+pub fn render(outcomes: &[Outcome]) -> String {
+    let mut columns: Vec<Column> = Vec::new();
+    let mut rows: Vec<String> = Vec::new();
+    let mut cells: BTreeMap<(String, Column), Cell> = BTreeMap::new();
+    let mut notes: Vec<String> = Vec::new();
+    let mut not_run: Vec<String> = Vec::new();
+    for name in names(outcomes) {
+        let mine: Vec<&Outcome> = outcomes.iter().filter(|o| o.point.mechanism == name).collect();
+        if let Some(why) = all_skipped(&mine) {
+            not_run.push(format!("{name}: {why}"));
+            continue;
+        }
+        rows.push(name.clone());
+        for o in mine {
+            let col = (o.point.workload, o.point.receivers, o.point.size);
+            if !columns.contains(&col) {
+                columns.push(col);
+            }
+            let cell = match &o.status {
+                Status::Measured(rs) => match rs.iter().find(|r| r.unit != Unit::BytesPerSec) {
+                    Some(r) => Cell::Value(r.value),
+                    None => continue,
+                },
+                Status::Failed(e) => Cell::Note("FAILED", note(&mut notes, &format!("{name}: {e}"))),
+                Status::Skipped(w) => Cell::Note("skipped", note(&mut notes, &format!("{name}: {w}"))),
+            };
+            cells.insert((name.clone(), col), cell);
+        }
+    }
+    let mut out = String::new();
+    let has = |w: Workload| columns.iter().any(|c| c.0 == w);
+    let mut legend = Vec::new();
+    if has(Workload::Fanout) {
+        legend.push("fanout: messages/s delivered to the slowest of N receivers (median)");
+    }
+    if has(Workload::Pingpong) {
+        legend.push("pingpong: RTT/2 in microseconds (median)");
+    }
+    let _ = writeln!(out, "{}", legend.join("; "));
+    let headers = headers(&columns);
+    let body: Vec<Vec<String>> =
+        rows.iter().map(|r| columns.iter().map(|c| show(cells.get(&(r.clone(), *c)), c.0)).collect()).collect();
+    grid(&mut out, &rows, &headers, &body);
+    ratios(&mut out, &rows, &columns, &headers, &cells);
+    for (i, n) in notes.iter().enumerate() {
+        let _ = writeln!(out, "[{}] {n}", i + 1);
+    }
+    for n in not_run {
+        let _ = writeln!(out, "not run: {n}");
+    }
+    out
+}
+
+fn names(outcomes: &[Outcome]) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for o in outcomes {
+        if !v.contains(&o.point.mechanism) {
+            v.push(o.point.mechanism.clone());
+        }
+    }
+    v
+}
+
+/// The common reason when every point of a mechanism was skipped for it.
+fn all_skipped(mine: &[&Outcome]) -> Option<String> {
+    let mut why = None;
+    for o in mine {
+        match &o.status {
+            Status::Skipped(w) if why.is_none() || why == Some(w) => why = Some(w),
+            _ => return None,
+        }
+    }
+    why.cloned()
+}
+
+fn note(notes: &mut Vec<String>, text: &str) -> usize {
+    match notes.iter().position(|n| n == text) {
+        Some(i) => i + 1,
+        None => {
+            notes.push(text.to_string());
+            notes.len()
+        }
+    }
+}
+
+fn headers(columns: &[Column]) -> Vec<(String, String)> {
+    columns
+        .iter()
+        .map(|&(w, n, size)| match w {
+            Workload::Fanout => (format!("fanout N={n}"), format_size(size)),
+            Workload::Pingpong => ("pingpong".to_string(), format_size(size)),
+        })
+        .collect()
+}
+
+fn show(cell: Option<&Cell>, w: Workload) -> String {
+    match cell {
+        None => "-".to_string(),
+        Some(Cell::Value(v)) if w == Workload::Fanout => human(*v),
+        Some(Cell::Value(v)) => sig3(*v),
+        Some(Cell::Note(what, n)) => format!("{what} [{n}]"),
+    }
+}
+
+fn ratios(
+    out: &mut String,
+    rows: &[String],
+    columns: &[Column],
+    headers: &[(String, String)],
+    cells: &BTreeMap<(String, Column), Cell>,
+) {
+    let is_cc = |r: &String| r.starts_with("corecast");
+    let best: Vec<Option<f64>> = columns
+        .iter()
+        .map(|c| {
+            let vals = rows.iter().filter(|r| is_cc(r)).filter_map(|r| match cells.get(&(r.clone(), *c)) {
+                Some(Cell::Value(v)) if *v > 0.0 => Some(*v),
+                _ => None,
+            });
+            match c.0 {
+                Workload::Fanout => vals.fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v)))),
+                Workload::Pingpong => vals.fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.min(v)))),
+            }
+        })
+        .collect();
+    let others: Vec<String> = rows.iter().filter(|r| !is_cc(r)).cloned().collect();
+    if best.iter().all(Option::is_none) {
+        let _ = writeln!(out, "\nno corecast mechanism was measured in this run, so there is no ratio column");
+        return;
+    }
+    let _ = writeln!(out, "\ncorecast's ratio over each mechanism (best corecast mode; >1 means corecast is better)");
+    let body: Vec<Vec<String>> = others
+        .iter()
+        .map(|r| {
+            columns
+                .iter()
+                .zip(&best)
+                .map(|(c, b)| match (cells.get(&(r.clone(), *c)), b) {
+                    (Some(Cell::Value(v)), Some(b)) if *v > 0.0 => {
+                        let x = if c.0 == Workload::Fanout { b / v } else { v / b };
+                        format!("{}x", sig3(x))
+                    }
+                    _ => "-".to_string(),
+                })
+                .collect()
+        })
+        .collect();
+    grid(out, &others, headers, &body);
+}
+
+fn grid(out: &mut String, rows: &[String], headers: &[(String, String)], body: &[Vec<String>]) {
+    let first = rows.iter().map(String::len).chain(["mechanism".len()]).max().unwrap_or(9);
+    let widths: Vec<usize> = headers
+        .iter()
+        .enumerate()
+        .map(|(j, (a, b))| body.iter().map(|r| r[j].len()).chain([a.len(), b.len()]).max().unwrap_or(1))
+        .collect();
+    let line = |out: &mut String, name: &str, cols: Vec<&str>| {
+        let _ = write!(out, "{name:<first$}");
+        for (c, w) in cols.iter().zip(&widths) {
+            let _ = write!(out, " | {c:>w$}");
+        }
+        out.push('\n');
+    };
+    line(out, "mechanism", headers.iter().map(|h| h.0.as_str()).collect());
+    line(out, "", headers.iter().map(|h| h.1.as_str()).collect());
+    let rule: usize = first + widths.iter().map(|w| w + 3).sum::<usize>();
+    let _ = writeln!(out, "{}", "-".repeat(rule));
+    for (name, r) in rows.iter().zip(body) {
+        line(out, name, r.iter().map(String::as_str).collect());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::schema::tests::sample;
+    use crate::record::{Metric, Record};
+    use crate::suite::Point;
+
+    fn measured(mech: &str, w: Workload, n: usize, value: f64) -> Outcome {
+        let mut r: Record = sample();
+        r.mechanism = mech.into();
+        r.workload = w;
+        r.receivers = n;
+        r.value = value;
+        if w == Workload::Pingpong {
+            r.metric = Metric::RttHalf;
+            r.unit = Unit::Micros;
+        }
+        let mut bytes = r.clone();
+        bytes.unit = Unit::BytesPerSec;
+        bytes.value = value * 64.0;
+        let point = Point { workload: w, mechanism: mech.into(), receivers: n, size: 64 };
+        Outcome { point, status: Status::Measured(vec![r, bytes]) }
+    }
+
+    fn other(mech: &str, n: usize, status: Status) -> Outcome {
+        let point = Point { workload: Workload::Fanout, mechanism: mech.into(), receivers: n, size: 64 };
+        Outcome { point, status }
+    }
+
+    #[test]
+    fn values_ratios_and_notes() {
+        let t = render(&[
+            measured("pipe", Workload::Fanout, 1, 1_000_000.0),
+            measured("corecast", Workload::Fanout, 1, 10_000_000.0),
+            other("tcp", 1, Status::Failed("boom".into())),
+            measured("pipe", Workload::Pingpong, 1, 10.0),
+            measured("corecast", Workload::Pingpong, 1, 2.0),
+            other("tcp", 2, Status::Skipped("too big".into())),
+            other("ice", 1, Status::Skipped("unavailable here: no".into())),
+            other("ice", 2, Status::Skipped("unavailable here: no".into())),
+        ]);
+        assert!(t.contains("fanout N=1"), "{t}");
+        assert!(t.contains("1.00M") && t.contains("10.0M"), "{t}");
+        assert!(t.contains("10.0x") && t.contains("5.00x"), "{t}");
+        assert!(t.contains("FAILED [1]") && t.contains("[1] tcp: boom"), "{t}");
+        assert!(t.contains("skipped [2]") && t.contains("[2] tcp: too big"), "{t}");
+        assert!(t.contains("not run: ice: unavailable here: no"), "{t}");
+        assert!(!t.lines().any(|l| l.starts_with("ice ")), "{t}");
+        // Bytes per second never show in the table.
+        assert!(!t.contains("64.0M"), "{t}");
+    }
+
+    #[test]
+    fn says_when_there_is_no_corecast() {
+        let t = render(&[measured("pipe", Workload::Fanout, 1, 5.0)]);
+        assert!(t.contains("no corecast mechanism"), "{t}");
+        assert!(t.contains("5.00"), "{t}");
+    }
+}

@@ -1,0 +1,122 @@
+//! Runs the points of a plan one after the other. A point that fails is
+//! reported as failed with its error and the run goes on; a point a mechanism
+//! cannot do (unavailable here, message above its limit) is skipped with the
+//! reason. Ctrl-C ([`crate::harness::interrupt`]) stops the run after the
+//! current point.
+
+use std::time::{Duration, Instant};
+
+use super::plan::{Point, Settings};
+use crate::harness::interrupt;
+use crate::harness::RunOptions;
+use crate::record::build::{fanout_records, pingpong_record};
+use crate::record::{Provenance, Record, Workload};
+use crate::transport::{Availability, Mechanism};
+use crate::workloads::fanout::{self, FanoutParams};
+use crate::workloads::pingpong::{self, PingpongParams};
+
+/// What happened to one point.
+#[derive(Clone, Debug)]
+pub enum Status {
+    /// Measured; its records (two for fan-out, one for ping-pong).
+    Measured(Vec<Record>),
+    /// The run failed; the error.
+    Failed(String),
+    /// Not run; the reason.
+    Skipped(String),
+}
+
+/// One point and what happened to it.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// The point.
+    pub point: Point,
+    /// What happened.
+    pub status: Status,
+}
+
+/// Where a run is, for a progress line.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    /// Points finished (measured, failed or skipped).
+    pub done: usize,
+    /// Points in the plan.
+    pub total: usize,
+    /// Time since the run started.
+    pub elapsed: Duration,
+    /// Estimated time to the end, scaled by how the estimate fared so far.
+    pub eta: Duration,
+}
+
+/// How a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// Every point was run.
+    Completed,
+    /// Ctrl-C stopped it after the given number of points.
+    Interrupted(usize),
+}
+
+/// Runs every point of `plan` with the named mechanisms of `mechanisms`,
+/// calling `on_done` after each point (to write its records and show
+/// progress). An error from `on_done` stops the run and is returned.
+pub fn run_plan<E>(
+    plan: &[Point],
+    mechanisms: &[Box<dyn Mechanism>],
+    settings: &Settings,
+    prov: &Provenance,
+    mut on_done: impl FnMut(&Outcome, &Progress) -> Result<(), E>,
+) -> Result<Ending, E> {
+    let start = Instant::now();
+    let per_point = settings.estimate();
+    let mut estimated_done = Duration::ZERO;
+    for (i, point) in plan.iter().enumerate() {
+        if interrupt::requested() {
+            return Ok(Ending::Interrupted(i));
+        }
+        let status = match mechanisms.iter().find(|m| m.name() == point.mechanism) {
+            Some(m) => run_point(&**m, point, settings, prov),
+            None => Status::Skipped(format!("no mechanism named `{}`", point.mechanism)),
+        };
+        if !matches!(status, Status::Skipped(_)) {
+            estimated_done += per_point;
+        }
+        let elapsed = start.elapsed();
+        let left = per_point * plan[i + 1..].len() as u32;
+        let scale = if estimated_done.is_zero() { 1.0 } else { elapsed.as_secs_f64() / estimated_done.as_secs_f64() };
+        let eta = left.mul_f64(scale.clamp(0.2, 20.0));
+        let progress = Progress { done: i + 1, total: plan.len(), elapsed, eta };
+        on_done(&Outcome { point: point.clone(), status }, &progress)?;
+    }
+    Ok(if interrupt::requested() { Ending::Interrupted(plan.len()) } else { Ending::Completed })
+}
+
+/// Runs one point (or says why it cannot), with SIGINT held back until the
+/// point is over.
+pub fn run_point(m: &dyn Mechanism, point: &Point, settings: &Settings, prov: &Provenance) -> Status {
+    if let Availability::Unavailable(why) = m.availability() {
+        return Status::Skipped(format!("unavailable here: {why}"));
+    }
+    if let Some(max) = m.max_message_bytes().filter(|&max| point.size > max) {
+        return Status::Skipped(format!("{} B is above its limit of {max} B", point.size));
+    }
+    let processes = point.receivers + 1;
+    let placement = settings.placement.for_processes(processes);
+    let opts = RunOptions { watchdog: settings.estimate() * 4 + Duration::from_secs(60), cpus: placement.run_cpus() };
+    let _deferred = interrupt::Deferred::new();
+    let name = m.name();
+    let result = match point.workload {
+        Workload::Fanout => {
+            let p = FanoutParams::new(point.receivers, point.size, settings.duration, settings.repetitions);
+            fanout::run(m, &p, &opts).map(|r| fanout_records(prov, name, &p, &r, &placement))
+        }
+        Workload::Pingpong => {
+            let p = PingpongParams::new(point.size, settings.duration, settings.repetitions);
+            pingpong::run(m, &p, &opts).map(|r| vec![pingpong_record(prov, name, &p, &r, &placement)])
+        }
+    };
+    match result {
+        Ok(records) => Status::Measured(records),
+        Err(e) => Status::Failed(e),
+    }
+}

@@ -1,0 +1,251 @@
+//! Fan-out (SPEC B2, the ZIMP micro-benchmark): one sender (process 0) sends
+//! fixed-size messages to a group of N receivers; the figure of merit is the
+//! rate at which the *slowest* receiver gets them.
+//!
+//! Protocol: a warm-up of `warmup_messages` (page faults, connection set-up,
+//! caches), then `repetitions` timed phases. In each phase the sender sends
+//! for `duration`, then the end-of-phase marker ([`super::stream`]); message
+//! numbers run on across phases. Each receiver times a phase from the end of
+//! the previous one (or of the warm-up) to the marker, so its window is the
+//! time it took to *take delivery*, buffering included. Every payload is
+//! checked. At the end each receiver acknowledges to the sender (so no
+//! process exits while another still needs it), and the parent checks that
+//! every receiver got exactly what the sender sent in every phase.
+
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::stream::{end_marker, Expect, Seen};
+use crate::harness::{payload, run_processes, RunOptions};
+use crate::transport::{Endpoint, Mechanism, PeerId, Topology};
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct FanoutParams {
+    /// Number of receivers N (at least 1).
+    pub receivers: usize,
+    /// Message size in bytes (at least 1).
+    pub size: usize,
+    /// How long the sender sends in each timed phase.
+    pub duration: Duration,
+    /// Number of timed phases (at least 1).
+    pub repetitions: usize,
+    /// Messages sent before timing starts.
+    pub warmup_messages: u64,
+}
+
+impl FanoutParams {
+    /// Parameters with the default warm-up for `size`.
+    pub fn new(receivers: usize, size: usize, duration: Duration, repetitions: usize) -> Self {
+        let warmup_messages = default_warmup(size);
+        FanoutParams { receivers, size, duration, repetitions, warmup_messages }
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        if self.receivers == 0 || self.size == 0 || self.repetitions == 0 {
+            return Err(format!(
+                "fan-out needs at least 1 receiver, 1 byte and 1 repetition (got {}, {}, {})",
+                self.receivers, self.size, self.repetitions
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// About 2 MiB of warm-up traffic, between 4 and 2000 messages.
+pub fn default_warmup(size: usize) -> u64 {
+    ((2usize << 20) / size.max(1)).clamp(4, 2000) as u64
+}
+
+/// What one receiver saw in one timed phase.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Window {
+    /// Messages delivered (and checked) in the phase.
+    pub messages: u64,
+    /// Length of the phase as this receiver saw it, in seconds.
+    pub seconds: f64,
+}
+
+impl Window {
+    /// Delivered messages per second.
+    pub fn msgs_per_s(&self) -> f64 {
+        self.messages as f64 / self.seconds.max(1e-9)
+    }
+}
+
+/// The measurements of one fan-out point.
+#[derive(Clone, Debug)]
+pub struct FanoutResult {
+    /// Message size in bytes.
+    pub size: usize,
+    /// `windows[r][k]`: receiver `r + 1` in phase `k`.
+    pub windows: Vec<Vec<Window>>,
+}
+
+impl FanoutResult {
+    /// For each phase, the slowest receiver's rate in messages per second.
+    pub fn slowest_msgs_per_s(&self) -> Vec<f64> {
+        let phases = self.windows.first().map_or(0, Vec::len);
+        (0..phases).map(|k| self.windows.iter().map(|w| w[k].msgs_per_s()).fold(f64::INFINITY, f64::min)).collect()
+    }
+
+    /// For each phase, the slowest receiver's rate in bytes per second.
+    pub fn slowest_bytes_per_s(&self) -> Vec<f64> {
+        self.slowest_msgs_per_s().into_iter().map(|r| r * self.size as f64).collect()
+    }
+
+    /// Timed messages each receiver got over all phases (equal for all).
+    pub fn messages_per_receiver(&self) -> u64 {
+        self.windows.first().map_or(0, |w| w.iter().map(|x| x.messages).sum())
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct SenderReport {
+    sent: Vec<u64>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct ReceiverReport {
+    windows: Vec<Window>,
+}
+
+/// Runs one fan-out point of `mechanism`; any failure, including a wrong
+/// payload or count, is a sentence saying which process saw what.
+pub fn run(mechanism: &dyn Mechanism, p: &FanoutParams, opts: &RunOptions) -> Result<FanoutResult, String> {
+    p.validate()?;
+    let topo = Topology::fan_out(p.receivers, p.size);
+    let body = |me: PeerId, ep: &mut dyn Endpoint| -> Result<Vec<u8>, String> {
+        let json = if me == 0 {
+            serde_json::to_vec(&SenderReport { sent: send(ep, p)? })
+        } else {
+            serde_json::to_vec(&ReceiverReport { windows: receive(ep, p)? })
+        };
+        json.map_err(|e| format!("report: {e}"))
+    };
+    let reports = run_processes(mechanism, &topo, opts, &body)?;
+    let sent: SenderReport = parse(&reports[0], "sender")?;
+    let mut windows = Vec::with_capacity(p.receivers);
+    for (r, rep) in reports.iter().enumerate().skip(1) {
+        let got: ReceiverReport = parse(rep, "receiver")?;
+        if got.windows.len() != sent.sent.len() {
+            return Err(format!("receiver {r} reported {} phases", got.windows.len()));
+        }
+        for (k, (w, &s)) in got.windows.iter().zip(&sent.sent).enumerate() {
+            if w.messages != s {
+                return Err(format!(
+                    "{}: receiver {r} got {} messages in phase {k}, the sender sent {s}",
+                    mechanism.name(),
+                    w.messages
+                ));
+            }
+        }
+        windows.push(got.windows);
+    }
+    Ok(FanoutResult { size: p.size, windows })
+}
+
+fn parse<T: for<'de> Deserialize<'de>>(bytes: &[u8], who: &str) -> Result<T, String> {
+    serde_json::from_slice(bytes).map_err(|e| format!("bad {who} report: {e}"))
+}
+
+/// The sender: warm-up, timed phases each closed by a marker, then the acks.
+fn send(ep: &mut dyn Endpoint, p: &FanoutParams) -> Result<Vec<u64>, String> {
+    let mut buf = vec![0u8; p.size];
+    let mut seq = 0u64;
+    for _ in 0..p.warmup_messages {
+        payload::fill(&mut buf, seq, 0);
+        ep.send_group(0, &buf).map_err(|e| e.to_string())?;
+        seq += 1;
+    }
+    // Read the clock every `stride` sends: cheap next to a send of this size.
+    let stride = (4096 / p.size).clamp(1, 16) as u64;
+    let mut sent = Vec::with_capacity(p.repetitions);
+    for _ in 0..p.repetitions {
+        let end = Instant::now() + p.duration;
+        let mut n = 0u64;
+        let mut until_clock = stride;
+        loop {
+            payload::fill(&mut buf, seq, 0);
+            ep.send_group(0, &buf).map_err(|e| e.to_string())?;
+            seq += 1;
+            n += 1;
+            until_clock -= 1;
+            if until_clock == 0 {
+                if Instant::now() >= end {
+                    break;
+                }
+                until_clock = stride;
+            }
+        }
+        end_marker(&mut buf, seq, 0);
+        ep.send_group(0, &buf).map_err(|e| e.to_string())?;
+        sent.push(n);
+    }
+    let mut acked = vec![false; p.receivers + 1];
+    for _ in 0..p.receivers {
+        let got = ep.recv_any(&mut buf).map_err(|e| e.to_string())?;
+        match acked.get_mut(got.from) {
+            Some(a) if got.from != 0 && !*a => *a = true,
+            _ => return Err(format!("unexpected message from process {} at the end", got.from)),
+        }
+    }
+    Ok(sent)
+}
+
+/// A receiver: checks every message, times each phase up to its marker.
+fn receive(ep: &mut dyn Endpoint, p: &FanoutParams) -> Result<Vec<Window>, String> {
+    let mut buf = vec![0u8; p.size];
+    let mut expect = Expect::new(p.size, 0);
+    let mut seq = 0u64;
+    let mut next = |ep: &mut dyn Endpoint, buf: &mut [u8], seq: u64| -> Result<Seen, String> {
+        let got = ep.recv_any(buf).map_err(|e| e.to_string())?;
+        if got.from != 0 {
+            return Err(format!("message {seq} reported as from process {}", got.from));
+        }
+        let msg = buf.get(..got.len).ok_or("reported length exceeds the buffer")?;
+        expect.classify(msg, seq)
+    };
+    for _ in 0..p.warmup_messages {
+        if next(ep, &mut buf, seq)? == Seen::End {
+            return Err(format!("end marker during warm-up at message {seq}"));
+        }
+        seq += 1;
+    }
+    let mut windows = Vec::with_capacity(p.repetitions);
+    let mut start = Instant::now();
+    for _ in 0..p.repetitions {
+        let mut n = 0u64;
+        while next(ep, &mut buf, seq)? == Seen::Data {
+            seq += 1;
+            n += 1;
+        }
+        let now = Instant::now();
+        windows.push(Window { messages: n, seconds: (now - start).as_secs_f64() });
+        start = now;
+    }
+    ep.send_to(0, &[1]).map_err(|e| e.to_string())?;
+    Ok(windows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slowest_receiver_per_phase() {
+        let w = |m, s| Window { messages: m, seconds: s };
+        let r = FanoutResult { size: 10, windows: vec![vec![w(100, 1.0), w(50, 1.0)], vec![w(100, 2.0), w(50, 0.5)]] };
+        assert_eq!(r.slowest_msgs_per_s(), vec![50.0, 50.0]);
+        assert_eq!(r.slowest_bytes_per_s(), vec![500.0, 500.0]);
+        assert_eq!(r.messages_per_receiver(), 150);
+    }
+
+    #[test]
+    fn warmup_is_bounded() {
+        assert_eq!(default_warmup(1), 2000);
+        assert_eq!(default_warmup(65536), 32);
+        assert_eq!(default_warmup(1 << 20), 4);
+    }
+}

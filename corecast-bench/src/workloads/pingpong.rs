@@ -1,0 +1,147 @@
+//! Ping-pong: half the round-trip time between two processes (SPEC B3's
+//! RTT/2), reported as median, p99 and max over every timed round trip.
+//!
+//! Process 0 sends message `seq`, process 1 echoes it back unchanged, and
+//! process 0 times each round trip on its own. Both sides check every payload
+//! outside the timed path where they can: process 1 tells data from the end
+//! marker by the first byte, echoes, and only then checks the rest while
+//! process 0 is busy checking the echo. After a warm-up, `repetitions` phases
+//! of `duration` each; the per-phase medians are kept as the raw samples.
+
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::stream::{end_marker, first_byte, Expect, Seen};
+use crate::harness::stats::Summary;
+use crate::harness::{payload, run_processes, RunOptions};
+use crate::transport::{Endpoint, Mechanism, PeerId, Topology};
+
+/// At most this many round trips are timed per phase (bounds memory).
+const MAX_SAMPLES_PER_PHASE: usize = 4_000_000;
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct PingpongParams {
+    /// Message size in bytes (at least 1).
+    pub size: usize,
+    /// Length of each timed phase.
+    pub duration: Duration,
+    /// Number of timed phases (at least 1).
+    pub repetitions: usize,
+    /// Round trips before timing starts.
+    pub warmup_round_trips: u64,
+}
+
+impl PingpongParams {
+    /// Parameters with the default warm-up for `size`.
+    pub fn new(size: usize, duration: Duration, repetitions: usize) -> Self {
+        let warmup_round_trips = ((1usize << 20) / size.max(1)).clamp(4, 1000) as u64;
+        PingpongParams { size, duration, repetitions, warmup_round_trips }
+    }
+}
+
+/// The measurements of one ping-pong point.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PingpongResult {
+    /// RTT/2 in microseconds over every timed round trip.
+    pub rtt_half_us: Summary,
+    /// Median RTT/2 of each phase, in microseconds.
+    pub phase_medians_us: Vec<f64>,
+    /// Timed round trips in all.
+    pub round_trips: u64,
+}
+
+/// Runs one ping-pong point of `mechanism`.
+pub fn run(mechanism: &dyn Mechanism, p: &PingpongParams, opts: &RunOptions) -> Result<PingpongResult, String> {
+    if p.size == 0 || p.repetitions == 0 {
+        return Err("ping-pong needs at least 1 byte and 1 repetition".to_string());
+    }
+    let topo = Topology::pair(p.size);
+    let body = |me: PeerId, ep: &mut dyn Endpoint| -> Result<Vec<u8>, String> {
+        let json = if me == 0 { serde_json::to_vec(&ping(ep, p)?) } else { serde_json::to_vec(&pong(ep, p.size)?) };
+        json.map_err(|e| format!("report: {e}"))
+    };
+    let reports = run_processes(mechanism, &topo, opts, &body)?;
+    let result: PingpongResult =
+        serde_json::from_slice(&reports[0]).map_err(|e| format!("bad report from process 0: {e}"))?;
+    let echoed: u64 = serde_json::from_slice(&reports[1]).map_err(|e| format!("bad report from process 1: {e}"))?;
+    if echoed != p.warmup_round_trips + result.round_trips {
+        return Err(format!(
+            "{}: process 1 echoed {echoed} messages, process 0 completed {} round trips",
+            mechanism.name(),
+            p.warmup_round_trips + result.round_trips
+        ));
+    }
+    Ok(result)
+}
+
+/// Process 0: one round trip per message, each timed; the echo must be the
+/// message sent.
+fn ping(ep: &mut dyn Endpoint, p: &PingpongParams) -> Result<PingpongResult, String> {
+    let mut out = vec![0u8; p.size];
+    let mut back = vec![0u8; p.size];
+    let mut seq = 0u64;
+    let mut trip = |seq: u64, out: &mut [u8], back: &mut [u8]| -> Result<u64, String> {
+        payload::fill(out, seq, 0);
+        let t0 = Instant::now();
+        ep.send_to(1, out).map_err(|e| e.to_string())?;
+        let got = ep.recv_any(back).map_err(|e| e.to_string())?;
+        let ns = t0.elapsed().as_nanos() as u64;
+        let echo = back.get(..got.len).ok_or("reported length exceeds the buffer")?;
+        if got.from != 1 || echo != &out[..] {
+            let why = payload::check(echo, p.size, seq, 0).err().unwrap_or_default();
+            return Err(format!("echo of message {seq} (from process {}) is wrong: {why}", got.from));
+        }
+        Ok(ns)
+    };
+    for _ in 0..p.warmup_round_trips {
+        trip(seq, &mut out, &mut back)?;
+        seq += 1;
+    }
+    let mut all: Vec<u64> = Vec::new();
+    let mut phase_medians_us = Vec::with_capacity(p.repetitions);
+    for _ in 0..p.repetitions {
+        let mut phase: Vec<u64> = Vec::new();
+        let end = Instant::now() + p.duration;
+        while phase.len() < MAX_SAMPLES_PER_PHASE {
+            phase.push(trip(seq, &mut out, &mut back)?);
+            seq += 1;
+            if Instant::now() >= end {
+                break;
+            }
+        }
+        let s = Summary::of_u64_scaled(&mut phase, 0.5e-3).ok_or("no round trip timed")?;
+        phase_medians_us.push(s.median);
+        all.extend_from_slice(&phase);
+    }
+    end_marker(&mut out, seq, 0);
+    ep.send_to(1, &out).map_err(|e| e.to_string())?;
+    let round_trips = all.len() as u64;
+    let rtt_half_us = Summary::of_u64_scaled(&mut all, 0.5e-3).ok_or("no round trip timed")?;
+    Ok(PingpongResult { rtt_half_us, phase_medians_us, round_trips })
+}
+
+/// Process 1: echoes each message, then checks it; stops at the end marker.
+/// Returns how many messages it echoed.
+fn pong(ep: &mut dyn Endpoint, size: usize) -> Result<u64, String> {
+    let mut buf = vec![0u8; size];
+    let mut expect = Expect::new(size, 0);
+    let mut seq = 0u64;
+    loop {
+        let got = ep.recv_any(&mut buf).map_err(|e| e.to_string())?;
+        let msg = buf.get(..got.len).ok_or("reported length exceeds the buffer")?;
+        if got.from != 0 {
+            return Err(format!("message {seq} reported as from process {}", got.from));
+        }
+        let is_data = msg.first() == Some(&first_byte(seq, 0));
+        if is_data {
+            ep.send_to(0, msg).map_err(|e| e.to_string())?;
+        }
+        match expect.classify(msg, seq)? {
+            Seen::Data if is_data => seq += 1,
+            Seen::End if !is_data => return Ok(seq),
+            _ => return Err(format!("message {seq}: first byte disagrees with the rest")),
+        }
+    }
+}

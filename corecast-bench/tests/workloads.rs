@@ -1,0 +1,86 @@
+//! The workloads and the runner end to end over a small test-only mechanism
+//! (tests/support/seqpacket.rs). Durations are tiny: these check behaviour,
+//! never speed.
+
+mod support {
+    pub mod seqpacket;
+}
+
+use std::time::Duration;
+
+use corecast_bench::harness::placement::Placement;
+use corecast_bench::harness::RunOptions;
+use corecast_bench::record::{Metric, Provenance, Unit, Workload};
+use corecast_bench::suite::plan::{fanout_grid, pingpong_grid};
+use corecast_bench::suite::{run_plan, Ending, Settings, Status};
+use corecast_bench::transport::Mechanism;
+use corecast_bench::workloads::{fanout, pingpong};
+use support::seqpacket::Seqpacket;
+
+const SHORT: Duration = Duration::from_millis(15);
+
+#[test]
+fn fanout_delivers_checked_counts_to_every_receiver() {
+    let m = Seqpacket { corrupt_at: None };
+    for (n, size) in [(1usize, 1usize), (3, 13), (2, 4096)] {
+        let p = fanout::FanoutParams::new(n, size, SHORT, 2);
+        let r = fanout::run(&m, &p, &RunOptions::default()).unwrap_or_else(|e| panic!("N={n} {size} B: {e}"));
+        assert_eq!(r.windows.len(), n);
+        assert!(r.windows.iter().all(|w| w.len() == 2 && w.iter().all(|x| x.messages > 0 && x.seconds > 0.0)));
+        assert!(r.slowest_msgs_per_s().iter().all(|&x| x > 0.0));
+    }
+}
+
+#[test]
+fn fanout_fails_loudly_on_a_corrupted_payload() {
+    for at in [3u64, 5000] {
+        let m = Seqpacket { corrupt_at: Some(at) };
+        let mut p = fanout::FanoutParams::new(2, 64, Duration::from_millis(200), 1);
+        p.warmup_messages = 10;
+        let e = fanout::run(&m, &p, &RunOptions::default()).unwrap_err();
+        assert!(e.contains("payload mismatch") && e.contains(&format!("message {at}")), "{e}");
+    }
+}
+
+#[test]
+fn pingpong_reports_percentiles() {
+    let m = Seqpacket { corrupt_at: None };
+    for size in [1usize, 64, 4096] {
+        let p = pingpong::PingpongParams::new(size, SHORT, 3);
+        let r = pingpong::run(&m, &p, &RunOptions::default()).unwrap();
+        let s = r.rtt_half_us;
+        assert!(s.min > 0.0 && s.min <= s.median && s.median <= s.p99 && s.p99 <= s.max, "{s:?}");
+        assert_eq!(r.phase_medians_us.len(), 3);
+        assert_eq!(s.count as u64, r.round_trips);
+    }
+}
+
+#[test]
+fn runner_writes_records_skips_and_pins() {
+    let mechs: Vec<Box<dyn Mechanism>> = vec![Box::new(Seqpacket { corrupt_at: None })];
+    let names = vec!["test-seqpacket".to_string()];
+    let mut plan = fanout_grid(&names, &[2], &[64, 1 << 20]);
+    plan.extend(pingpong_grid(&names, &[8]));
+    let settings = Settings { duration: SHORT, repetitions: 2, placement: Placement::pinned(vec![0], &[0]).unwrap() };
+    let prov = Provenance::collect(vec!["test".into()]);
+    let mut seen = Vec::new();
+    let end = run_plan(&plan, &mechs, &settings, &prov, |o, p| {
+        assert!(p.done <= p.total);
+        seen.push(o.clone());
+        Ok::<(), ()>(())
+    })
+    .unwrap();
+    assert_eq!(end, Ending::Completed);
+    assert_eq!(seen.len(), 3);
+    let Status::Measured(rs) = &seen[0].status else { panic!("{:?}", seen[0].status) };
+    assert_eq!(rs.len(), 2);
+    assert_eq!((rs[0].unit, rs[1].unit), (Unit::MsgPerSec, Unit::BytesPerSec));
+    assert!((rs[1].value / rs[0].value - 64.0).abs() < 1e-9);
+    assert_eq!(rs[0].placement.process_cpus, vec![0, 0, 0]);
+    assert_eq!((rs[0].workload, rs[0].receivers, rs[0].repetitions), (Workload::Fanout, 2, 2));
+    assert!(rs[0].min <= rs[0].median && rs[0].median <= rs[0].max);
+    assert!(matches!(&seen[1].status, Status::Skipped(w) if w.contains("above its limit")));
+    let Status::Measured(rs) = &seen[2].status else { panic!("{:?}", seen[2].status) };
+    assert_eq!((rs[0].metric, rs[0].unit), (Metric::RttHalf, Unit::Micros));
+    assert!(rs[0].p99.is_some());
+}

@@ -1,0 +1,117 @@
+//! Parsers for command-line values: durations, sizes, lists, mechanism sets.
+
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use corecast_bench::mechanisms;
+use corecast_bench::transport::Mechanism;
+
+/// `1s`, `100ms`, `2.5s`, `500us`, `1m`.
+pub fn duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: f64 = num.parse().map_err(|_| format!("`{s}` is not a duration like 1s or 100ms"))?;
+    let secs = match unit.trim() {
+        "s" | "" => n,
+        "ms" => n / 1e3,
+        "us" | "µs" => n / 1e6,
+        "m" | "min" => n * 60.0,
+        u => return Err(format!("unknown unit `{u}` in `{s}` (use s, ms, us or m)")),
+    };
+    if !(secs > 0.0 && secs < 86_400.0) {
+        return Err(format!("duration `{s}` must be positive and under a day"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// A size in bytes: `64`, `4K`, `64KiB`, `1M`, `1MiB`.
+pub fn size(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: usize = num.parse().map_err(|_| format!("`{s}` is not a size like 64, 4K or 1M"))?;
+    let mult = match unit.trim().trim_end_matches("iB").trim_end_matches('B') {
+        "" => 1,
+        "K" | "k" => 1 << 10,
+        "M" | "m" => 1 << 20,
+        u => return Err(format!("unknown unit `{u}` in size `{s}`")),
+    };
+    let v = n.checked_mul(mult).ok_or_else(|| format!("size `{s}` is too large"))?;
+    if v == 0 {
+        return Err("sizes must be at least 1 byte".to_string());
+    }
+    Ok(v)
+}
+
+/// A positive count.
+pub fn count(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("`{s}` is not a positive whole number")),
+    }
+}
+
+/// Comma-separated values parsed by `one`.
+pub fn list<T>(s: &str, one: fn(&str) -> Result<T, String>) -> Result<Vec<T>> {
+    let v: Vec<T> = s
+        .split(',')
+        .filter(|p| !p.trim().is_empty())
+        .map(|p| one(p).map_err(anyhow::Error::msg))
+        .collect::<Result<_>>()
+        .with_context(|| format!("in list `{s}`"))?;
+    if v.is_empty() {
+        bail!("the list `{s}` is empty");
+    }
+    Ok(v)
+}
+
+/// `all` (every registered mechanism) or names separated by commas.
+pub fn mechanisms(spec: &str) -> Result<Vec<Box<dyn Mechanism>>> {
+    let every = mechanisms::all();
+    if every.is_empty() {
+        bail!("no mechanisms are registered in this build");
+    }
+    if spec.trim() == "all" {
+        return Ok(every);
+    }
+    let known = || every.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ");
+    let mut out: Vec<Box<dyn Mechanism>> = Vec::new();
+    for name in spec.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        match mechanisms::by_name(name) {
+            Some(m) if !out.iter().any(|o| o.name() == name) => out.push(m),
+            Some(_) => {}
+            None => bail!("unknown mechanism `{name}`; known: {}", known()),
+        }
+    }
+    if out.is_empty() {
+        bail!("no mechanism named in `{spec}`");
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(duration("1s").unwrap(), Duration::from_secs(1));
+        assert_eq!(duration("100ms").unwrap(), Duration::from_millis(100));
+        assert_eq!(duration("2.5").unwrap(), Duration::from_millis(2500));
+        assert_eq!(duration("500us").unwrap(), Duration::from_micros(500));
+        assert!(duration("0s").is_err() && duration("fast").is_err() && duration("1h").is_err());
+    }
+
+    #[test]
+    fn sizes_and_lists() {
+        assert_eq!(size("64").unwrap(), 64);
+        assert_eq!(size("64K").unwrap(), 65536);
+        assert_eq!(size("64KiB").unwrap(), 65536);
+        assert_eq!(size("1M").unwrap(), 1 << 20);
+        assert!(size("0").is_err() && size("1T").is_err());
+        assert_eq!(list("1,64,4096", size).unwrap(), vec![1, 64, 4096]);
+        assert!(list("1,x", size).is_err());
+        assert!(list(",", count).is_err());
+    }
+}

@@ -1,0 +1,71 @@
+//! `corecast bench quick`: the main job. Fan-out at N = 1, 2, 4 with 64 B and
+//! 64 KiB messages and ping-pong at 64 B, for every mechanism available here,
+//! then one comparison table. Repetitions are shortened when there are many
+//! mechanisms so the whole run stays within about two minutes of timed work
+//! (under three in all on a 2-core machine).
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use corecast_bench::mechanisms;
+use corecast_bench::suite::plan::{fanout_grid, pingpong_grid};
+use corecast_bench::suite::Settings;
+use corecast_bench::transport::{Availability, Mechanism};
+
+use super::session::{execute, names, Common};
+
+const RECEIVERS: [usize; 3] = [1, 2, 4];
+const FANOUT_SIZES: [usize; 2] = [64, 65_536];
+const PINGPONG_SIZE: usize = 64;
+const REPETITIONS: usize = 3;
+/// Timed work the whole run may take; the rest of the 3 minutes is process
+/// start-up, warm-up and slow drains.
+const BUDGET: Duration = Duration::from_secs(100);
+
+/// Arguments of `corecast bench quick`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    common: Common,
+}
+
+/// Runs it.
+pub fn run(a: Args) -> Result<ExitCode> {
+    let all = mechanisms::all();
+    for m in &all {
+        if let Availability::Unavailable(why) = m.availability() {
+            eprintln!("corecast: {} is unavailable here: {why}", m.name());
+        }
+    }
+    let mechs: Vec<Box<dyn Mechanism>> =
+        all.into_iter().filter(|m| m.availability() == Availability::Available).collect();
+    if mechs.is_empty() {
+        bail!("no mechanism is available here (see `corecast mechanisms`)");
+    }
+    let ns = names(&mechs);
+    let mut plan = fanout_grid(&ns, &RECEIVERS, &FANOUT_SIZES);
+    plan.extend(pingpong_grid(&ns, &[PINGPONG_SIZE]));
+    let settings =
+        Settings { duration: phase_length(plan.len()), repetitions: REPETITIONS, placement: a.common.placement()? };
+    execute(&plan, &mechs, &settings, &a.common.out_path("quick"))
+}
+
+/// Phase length so `points` points fit the budget: 50 to 200 ms.
+fn phase_length(points: usize) -> Duration {
+    let per_phase = BUDGET / (points.max(1) * REPETITIONS) as u32;
+    per_phase.clamp(Duration::from_millis(50), Duration::from_millis(200))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sixteen_mechanisms_fit_the_budget() {
+        let points = 16 * (RECEIVERS.len() * FANOUT_SIZES.len() + 1);
+        let d = phase_length(points);
+        assert!(d * (points * REPETITIONS) as u32 <= BUDGET + Duration::from_secs(1), "{d:?}");
+        assert_eq!(phase_length(7), Duration::from_millis(200));
+    }
+}

@@ -1,0 +1,121 @@
+//! What every benchmark subcommand shares: placement, the results file,
+//! progress with ETA on stderr, Ctrl-C, and the final table.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use corecast_bench::harness::interrupt;
+use corecast_bench::harness::placement::Placement;
+use corecast_bench::harness::topology::{parse_cpu_list, CpuTopology};
+use corecast_bench::record::{time, Provenance, Unit, Writer};
+use corecast_bench::report::format::human;
+use corecast_bench::report::table;
+use corecast_bench::suite::{run_plan, Ending, Outcome, Point, Progress, Settings, Status};
+use corecast_bench::transport::Mechanism;
+
+/// Options common to the benchmark subcommands.
+#[derive(clap::Args, Clone, Debug)]
+pub struct Common {
+    /// Pin process i to CPU cpus[i mod len] (e.g. `0,1` or `0-3`); default:
+    /// no pinning, the scheduler spreads the processes.
+    #[arg(long)]
+    pub cpus: Option<String>,
+    /// Results file (JSON lines, appended); default results/<time>-<command>.jsonl.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+impl Common {
+    /// The placement asked for, checked against the online CPUs.
+    pub fn placement(&self) -> Result<Placement> {
+        let online = CpuTopology::read().online_cpus;
+        match &self.cpus {
+            None => Ok(Placement::spread(&online)),
+            Some(list) => {
+                let cpus = parse_cpu_list(list).map_err(anyhow::Error::msg)?;
+                Placement::pinned(cpus, &online).map_err(anyhow::Error::msg)
+            }
+        }
+    }
+
+    /// The results file: `--out` or results/<time>-<command>.jsonl.
+    pub fn out_path(&self, command: &str) -> PathBuf {
+        self.out
+            .clone()
+            .unwrap_or_else(|| Path::new("results").join(format!("{}-{command}.jsonl", time::now_compact())))
+    }
+}
+
+/// Runs `plan`, writing each record as soon as it is measured, showing
+/// progress, and printing the table at the end.
+pub fn execute(plan: &[Point], mechanisms: &[Box<dyn Mechanism>], settings: &Settings, out: &Path) -> Result<ExitCode> {
+    interrupt::install().context("installing the Ctrl-C handler")?;
+    let prov = Provenance::collect(std::env::args().collect());
+    let mut writer = Writer::append(out)?;
+    eprintln!(
+        "corecast: {} points, about {} (Ctrl-C stops after the current point); {}; records -> {}",
+        plan.len(),
+        clock(settings.estimate() * plan.len() as u32),
+        settings.placement.describe(),
+        out.display()
+    );
+    let mut outcomes: Vec<Outcome> = Vec::new();
+    let ending = run_plan(plan, mechanisms, settings, &prov, |o, p| -> Result<()> {
+        if let Status::Measured(records) = &o.status {
+            for r in records {
+                writer.write(r)?;
+            }
+        }
+        eprintln!("{}", progress_line(o, p));
+        outcomes.push(o.clone());
+        Ok(())
+    })?;
+    println!("{}", table::render(&outcomes));
+    let failed = outcomes.iter().filter(|o| matches!(o.status, Status::Failed(_))).count();
+    eprintln!("corecast: {} records written to {}", writer.written(), writer.path().display());
+    Ok(match ending {
+        Ending::Interrupted(done) => {
+            eprintln!("corecast: interrupted after {done} of {} points; what was measured is kept", plan.len());
+            ExitCode::from(130)
+        }
+        Ending::Completed if failed > 0 => {
+            eprintln!("corecast: {failed} points failed (see the notes under the table)");
+            ExitCode::from(1)
+        }
+        Ending::Completed => ExitCode::SUCCESS,
+    })
+}
+
+fn progress_line(o: &Outcome, p: &Progress) -> String {
+    let what = match &o.status {
+        Status::Measured(rs) => rs
+            .iter()
+            .find(|r| r.unit != Unit::BytesPerSec)
+            .map(|r| format!("{} {}", human(r.value), r.unit.symbol()))
+            .unwrap_or_default(),
+        Status::Failed(e) => format!("FAILED: {e}"),
+        Status::Skipped(w) => format!("skipped: {w}"),
+    };
+    let width = p.total.to_string().len();
+    format!(
+        "[{:>width$}/{}] {:<34} {what}  (elapsed {}, ETA {})",
+        p.done,
+        p.total,
+        o.point.describe(),
+        clock(p.elapsed),
+        clock(p.eta)
+    )
+}
+
+/// `m:ss`.
+fn clock(d: Duration) -> String {
+    let s = d.as_secs();
+    format!("{}:{:02}", s / 60, s % 60)
+}
+
+/// The names of the mechanisms, for building a plan.
+pub fn names(mechanisms: &[Box<dyn Mechanism>]) -> Vec<String> {
+    mechanisms.iter().map(|m| m.name().to_string()).collect()
+}
