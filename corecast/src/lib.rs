@@ -67,3 +67,8 @@ pub use receiver::{Message, Receiver};
 pub use sender::{Loan, Sender};
 #[cfg(not(loom))]
 pub use wait::WaitStrategy;
+
+/// The README's examples, compiled and run as doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
