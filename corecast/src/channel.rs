@@ -3,7 +3,7 @@
 use std::os::fd::AsRawFd;
 
 use crate::error::ChannelError;
-use crate::layout::{Geometry, STATE_DEAD, STATE_FREE, STATE_LEFT, STATE_LIVE};
+use crate::layout::{Geometry, STATE_DEAD, STATE_EVICTED, STATE_FREE, STATE_LEFT, STATE_LIVE};
 use crate::link::{channel_dir, path_of, Link};
 use crate::proto::{self, Op};
 use crate::receiver::Receiver;
@@ -27,11 +27,21 @@ pub struct ChannelConfig {
     /// Permission bits of the channel's name: opening needs write
     /// permission on it (R11).
     pub mode: u32,
+    /// R8: how long a receiver may hold a blocked sender back before the
+    /// sender gets [`crate::SendError::ReceiversLate`]; `None` = wait forever.
+    pub deadline: Option<std::time::Duration>,
 }
 
 impl Default for ChannelConfig {
     fn default() -> Self {
-        ChannelConfig { slots: 256, max_message_bytes: 4096, max_senders: 4, max_receivers: 16, mode: 0o600 }
+        ChannelConfig {
+            slots: 256,
+            max_message_bytes: 4096,
+            max_senders: 4,
+            max_receivers: 16,
+            mode: 0o600,
+            deadline: Some(std::time::Duration::from_secs(10)),
+        }
     }
 }
 
@@ -55,7 +65,7 @@ pub struct MemberInfo {
     pub index: usize,
     /// Process id the kernel reported when it attached.
     pub pid: u32,
-    /// `"live"`, `"left"` or `"dead"`.
+    /// `"live"`, `"left"`, `"dead"` or `"evicted"`.
     pub state: &'static str,
 }
 
@@ -73,6 +83,7 @@ impl Channel {
         let path = path_of(name)?;
         let geometry = config.geometry();
         geometry.check().map_err(ChannelError::InvalidConfig)?;
+        let deadline_ms = deadline_ms(config.deadline)?;
         if config.mode & !0o777 != 0 {
             return Err(ChannelError::InvalidConfig(format!("mode {:#o} has bits outside 0o777", config.mode)));
         }
@@ -101,8 +112,9 @@ impl Channel {
         rustix::fs::chmod(&path, rustix::fs::Mode::from_raw_mode(config.mode))
             .map_err(ChannelError::io("set the channel's mode"))?;
         let keeper_path = path.clone();
-        let started =
-            process::spawn_keeper(listener.as_raw_fd(), move || crate::keeper::run(listener, keeper_path, geometry));
+        let started = process::spawn_keeper(listener.as_raw_fd(), move || {
+            crate::keeper::run(listener, keeper_path, geometry, deadline_ms)
+        });
         if let Err(e) = started {
             let _ = rustix::fs::unlink(&path);
             return Err(ChannelError::Io { op: "start the channel keeper", source: e.into() });
@@ -151,7 +163,16 @@ impl Channel {
             max_senders: g.max_senders,
             max_receivers: g.max_receivers,
             mode: 0,
+            deadline: match self.link.membership.header().deadline_ms.load(Ordering::Acquire) {
+                0 => None,
+                ms => Some(std::time::Duration::from_millis(u64::from(ms))),
+            },
         }
+    }
+
+    /// Changes the deadline of R8 for every sender (`None`: wait forever).
+    pub fn set_deadline(&self, deadline: Option<std::time::Duration>) -> Result<(), ChannelError> {
+        self.link.call_arg(Op::SetDeadline, u64::from(deadline_ms(deadline)?)).map(|_| ())
     }
 
     /// Process id of the channel's keeper.
@@ -173,6 +194,7 @@ impl Channel {
                     STATE_LIVE => "live",
                     STATE_LEFT => "left",
                     STATE_DEAD => "dead",
+                    STATE_EVICTED => "evicted",
                     _ => "corrupt",
                 };
                 Some(MemberInfo { is_sender, index, pid: e.pid.load(Ordering::Relaxed), state })
@@ -196,6 +218,14 @@ impl Channel {
 impl Drop for Channel {
     fn drop(&mut self) {
         self.link.leave();
+    }
+}
+
+fn deadline_ms(d: Option<std::time::Duration>) -> Result<u32, ChannelError> {
+    match d {
+        None => Ok(0),
+        Some(d) if d.as_millis() >= 1 && d.as_millis() <= u128::from(u32::MAX) => Ok(d.as_millis() as u32),
+        Some(d) => Err(ChannelError::InvalidConfig(format!("deadline {d:?}: use 1 ms to 49 days, or None"))),
     }
 }
 

@@ -38,6 +38,22 @@ pub enum ChannelError {
     },
 }
 
+/// A receiver that held a blocked sender back past the channel's deadline
+/// (R8), as reported by [`SendError::ReceiversLate`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LateReceiver {
+    /// The receiver's index among the channel's receivers.
+    pub index: usize,
+    /// Its process id, as the kernel reported it when it attached.
+    pub pid: u32,
+    /// Identifies this occupant of the index (indices are reused).
+    pub epoch: u32,
+    /// How many messages it has not read.
+    pub unread: u64,
+    /// How long it has made no progress while holding the sender back.
+    pub stalled_for: std::time::Duration,
+}
+
 /// Why a send failed. Send errors never lose the caller's message: it is
 /// still in the caller's buffer (copy send) or not yet claimed (loan).
 #[derive(Debug)]
@@ -48,6 +64,11 @@ pub enum SendError {
     WouldBlock,
     /// The ring stayed full until the deadline.
     Timeout,
+    /// The ring is full because these receivers made no progress for longer
+    /// than the channel's deadline (R8). Nothing was sent. The caller may
+    /// call again (keep waiting another deadline), extend the deadline
+    /// ([`crate::Channel::set_deadline`]), or [`crate::Sender::evict`] them.
+    ReceiversLate(Vec<LateReceiver>),
     /// The message is larger than the channel's slot size.
     TooLarge {
         /// Size asked for, in bytes.
@@ -91,6 +112,10 @@ pub enum RecvError {
     },
     /// The channel was destroyed.
     Destroyed,
+    /// A sender evicted this receiver for holding it back past the
+    /// channel's deadline; no message after [`crate::Receiver::next_sequence`]
+    /// will be delivered to it. Attach a new receiver to continue.
+    Evicted,
     /// Shared state written by a peer is invalid; the sentence says what.
     Corrupt(String),
     /// A system call failed.
@@ -124,6 +149,13 @@ impl fmt::Display for SendError {
         match self {
             Self::WouldBlock => write!(f, "the ring is full: the slowest receiver is a whole ring behind"),
             Self::Timeout => write!(f, "the ring stayed full until the deadline"),
+            Self::ReceiversLate(late) => {
+                write!(f, "the ring is full: receivers late past the channel's deadline:")?;
+                for r in late {
+                    write!(f, " #{} (pid {}, {} unread, stalled {:?})", r.index, r.pid, r.unread, r.stalled_for)?;
+                }
+                Ok(())
+            }
             Self::TooLarge { bytes, max_bytes } => {
                 write!(f, "a {bytes}-byte message exceeds the channel's {max_bytes}-byte slots")
             }
@@ -145,6 +177,7 @@ impl fmt::Display for RecvError {
                 write!(f, "message {expected} was overwritten before this receiver read it (evicted or declared dead)")
             }
             Self::Destroyed => write!(f, "the channel was destroyed"),
+            Self::Evicted => write!(f, "this receiver was evicted for falling behind past the channel's deadline"),
             Self::Corrupt(why) => write!(f, "channel state is corrupt: {why}"),
             Self::Io { op, source } => write!(f, "{op} failed: {source}"),
         }

@@ -23,7 +23,9 @@ use crate::sys::{futex, map::Mapping, memfd, sock};
 enum Role {
     Handle,
     Sender(usize),
-    Receiver(usize),
+    /// A receiver slot and the epoch it joined in: an evicted receiver's
+    /// later hang-up must not touch the slot's next occupant.
+    Receiver(usize, u32),
 }
 
 struct Conn {
@@ -60,9 +62,10 @@ pub(crate) struct Keeper {
 }
 
 /// Builds the keeper's regions and serves until the channel is empty.
-pub(crate) fn run(listener: OwnedFd, path: PathBuf, geometry: Geometry) -> i32 {
+pub(crate) fn run(listener: OwnedFd, path: PathBuf, geometry: Geometry, deadline_ms: u32) -> i32 {
     match Keeper::new(listener, path, geometry) {
         Ok(mut k) => {
+            k.membership.header().deadline_ms.store(deadline_ms, Ordering::Release);
             k.serve();
             0
         }
@@ -138,7 +141,7 @@ impl Keeper {
             return;
         }
         let reply = match proto::parse_request(&body) {
-            Some(op) => self.handle(k, op, fds),
+            Some((op, arg)) => self.handle(k, op, arg, fds),
             None => (Reply::status(proto::BAD_REQUEST), Vec::new()),
         };
         let (r, out) = reply;
@@ -148,7 +151,7 @@ impl Keeper {
         }
     }
 
-    fn handle(&mut self, k: usize, op: Op, mut fds: Vec<OwnedFd>) -> (Reply, Vec<OwnedFd>) {
+    fn handle(&mut self, k: usize, op: Op, arg: u64, mut fds: Vec<OwnedFd>) -> (Reply, Vec<OwnedFd>) {
         let dup = |fd: &OwnedFd| fd.try_clone().ok();
         let destroyed = self.membership.destroyed();
         match op {
@@ -184,6 +187,15 @@ impl Keeper {
             }
             Op::Leave => {
                 self.conns[k].left = true;
+                (Reply::status(proto::OK), Vec::new())
+            }
+            Op::Evict if matches!(self.conns[k].role, Role::Sender(_)) => {
+                let (i, epoch) = ((arg & 0xffff_ffff) as usize, (arg >> 32) as u32);
+                (Reply::status(self.evict(i, epoch)), Vec::new())
+            }
+            Op::SetDeadline if arg <= u64::from(u32::MAX) => {
+                self.membership.header().deadline_ms.store(arg as u32, Ordering::Release);
+                self.bump();
                 (Reply::status(proto::OK), Vec::new())
             }
             Op::Destroy => {
@@ -266,7 +278,7 @@ impl Keeper {
         let start = self.sequencer.next().load(Ordering::SeqCst);
         e.start.store(start, Ordering::SeqCst);
         self.bump();
-        self.conns[k].role = Role::Receiver(i);
+        self.conns[k].role = Role::Receiver(i, e.epoch.load(Ordering::Relaxed));
         let mut r = Reply::status(proto::OK);
         r.index = i as u32;
         r.seq = start;
@@ -277,10 +289,13 @@ impl Keeper {
         let state = if conn.left { STATE_LEFT } else { STATE_DEAD };
         match conn.role {
             Role::Handle => {}
-            Role::Receiver(i) => {
-                self.receivers[i] = None;
-                self.membership.receiver(i).state.store(state, Ordering::SeqCst);
-                self.bump();
+            Role::Receiver(i, epoch) => {
+                let e = self.membership.receiver(i);
+                if e.epoch.load(Ordering::Relaxed) == epoch && e.state.load(Ordering::SeqCst) == STATE_LIVE {
+                    self.receivers[i] = None;
+                    e.state.store(state, Ordering::SeqCst);
+                    self.bump();
+                }
             }
             Role::Sender(j) => {
                 let next = self.sequencer.next().load(Ordering::SeqCst);
@@ -341,6 +356,24 @@ impl Keeper {
         }
         self.sequencer.inflight(j).store(0, Ordering::SeqCst);
         true
+    }
+
+    /// R8: a sender evicts a receiver that held it back past the deadline.
+    /// The receiver learns it at its next operation; its slot is free for
+    /// a new receiver at once.
+    fn evict(&mut self, i: usize, epoch: u32) -> u32 {
+        if i >= self.receivers.len() {
+            return proto::BAD_REQUEST;
+        }
+        let e = self.membership.receiver(i);
+        if e.epoch.load(Ordering::Relaxed) != epoch || e.state.load(Ordering::SeqCst) != STATE_LIVE {
+            // Already gone or replaced: nothing to do, and not an error.
+            return proto::OK;
+        }
+        self.receivers[i] = None;
+        e.state.store(STATE_EVICTED, Ordering::SeqCst);
+        self.bump();
+        proto::OK
     }
 
     fn is_live_sender(&self, k: usize) -> bool {

@@ -102,6 +102,9 @@ pub(crate) struct MembershipHeader {
     pub(crate) geometry: Geometry,
     /// Bit 0: destroyed.
     pub(crate) flags: AtomicU32,
+    /// R8: how long a receiver may hold back a blocked sender, in ms;
+    /// 0 = no deadline. Changed by the keeper on request.
+    pub(crate) deadline_ms: AtomicU32,
     /// Futex word bumped (and woken) on every membership change; every
     /// member sleeps on it too, so joins, leaves and deaths wake them.
     pub(crate) generation: Line<AtomicU32>,
@@ -127,6 +130,8 @@ pub(crate) const STATE_FREE: u32 = 0;
 pub(crate) const STATE_LIVE: u32 = 1;
 pub(crate) const STATE_LEFT: u32 = 2;
 pub(crate) const STATE_DEAD: u32 = 3;
+/// A receiver a sender evicted for holding it back past the deadline.
+pub(crate) const STATE_EVICTED: u32 = 4;
 pub(crate) const START_PENDING: u64 = u64::MAX;
 
 /// Sequencer region header. Writers: the senders (and the keeper, which

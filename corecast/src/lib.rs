@@ -58,7 +58,7 @@ mod wait;
 #[cfg(not(loom))]
 pub use channel::{list, Channel, ChannelConfig, MemberInfo};
 #[cfg(not(loom))]
-pub use error::{ChannelError, RecvError, SendError};
+pub use error::{ChannelError, LateReceiver, RecvError, SendError};
 #[cfg(not(loom))]
 pub use link::channel_dir;
 #[cfg(not(loom))]

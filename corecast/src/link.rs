@@ -61,7 +61,7 @@ impl Link {
             Err(Errno::ACCESS) | Err(Errno::PERM) => return Err(ChannelError::PermissionDenied(name.into())),
             Err(e) => return Err(ChannelError::Io { op: "connect to the channel", source: e.into() }),
         };
-        let (reply, mut fds) = call_on(&conn, Op::Hello, &[])?;
+        let (reply, mut fds) = call_on(&conn, Op::Hello, 0, &[])?;
         if reply.status != proto::OK || fds.len() != 1 {
             return Err(ChannelError::Corrupt(format!("keeper answered hello with status {}", reply.status)));
         }
@@ -77,7 +77,16 @@ impl Link {
 
     /// One request/reply exchange with the keeper.
     pub(crate) fn call(&self, op: Op, fds: &[&OwnedFd]) -> Result<(Reply, Vec<OwnedFd>), ChannelError> {
-        call_on(&self.conn, op, fds)
+        call_on(&self.conn, op, 0, fds)
+    }
+
+    /// A request with an argument and no descriptors, expecting `OK`.
+    pub(crate) fn call_arg(&self, op: Op, arg: u64) -> Result<Reply, ChannelError> {
+        let (reply, _) = call_on(&self.conn, op, arg, &[])?;
+        match reply.status {
+            proto::OK => Ok(reply),
+            s => Err(ChannelError::Corrupt(format!("keeper refused {op:?} (status {s})"))),
+        }
     }
 
     /// Says goodbye, so the keeper records a graceful leave, not a death.
@@ -85,7 +94,7 @@ impl Link {
         if crate::sys::pid() != self.owner_pid {
             return;
         }
-        let _ = sock::send(&self.conn, &proto::request(Op::Leave), &[]);
+        let _ = sock::send(&self.conn, &proto::request(Op::Leave, 0), &[]);
         let _ = sock::recv(&self.conn);
     }
 
@@ -103,9 +112,9 @@ impl Link {
     }
 }
 
-fn call_on(conn: &OwnedFd, op: Op, fds: &[&OwnedFd]) -> Result<(Reply, Vec<OwnedFd>), ChannelError> {
+fn call_on(conn: &OwnedFd, op: Op, arg: u64, fds: &[&OwnedFd]) -> Result<(Reply, Vec<OwnedFd>), ChannelError> {
     let borrowed: Vec<_> = fds.iter().map(|f| f.as_fd()).collect();
-    sock::send(conn, &proto::request(op), &borrowed).map_err(ChannelError::io("send to keeper"))?;
+    sock::send(conn, &proto::request(op, arg), &borrowed).map_err(ChannelError::io("send to keeper"))?;
     let (body, got) = sock::recv(conn).map_err(ChannelError::io("receive from keeper"))?;
     if body.is_empty() {
         return Err(ChannelError::Corrupt("the keeper hung up".into()));

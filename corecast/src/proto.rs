@@ -21,6 +21,10 @@ pub(crate) enum Op {
     Leave = 6,
     /// Destroy the channel's name.
     Destroy = 7,
+    /// Evict receiver `arg & 0xffff_ffff` if its epoch is `arg >> 32`.
+    Evict = 8,
+    /// Set the deadline to `arg` milliseconds (0 = none).
+    SetDeadline = 9,
 }
 
 impl Op {
@@ -33,6 +37,8 @@ impl Op {
             5 => Op::FetchReceivers,
             6 => Op::Leave,
             7 => Op::Destroy,
+            8 => Op::Evict,
+            9 => Op::SetDeadline,
             _ => return None,
         })
     }
@@ -44,16 +50,22 @@ pub(crate) const FULL: u32 = 1;
 pub(crate) const BAD_REQUEST: u32 = 2;
 pub(crate) const DESTROYED: u32 = 3;
 
-/// A request: op and the caller's pid.
-pub(crate) fn request(op: Op) -> [u8; 8] {
-    let mut b = [0u8; 8];
+/// A request: op, the caller's pid, and an argument.
+pub(crate) fn request(op: Op, arg: u64) -> [u8; 16] {
+    let mut b = [0u8; 16];
     b[..4].copy_from_slice(&(op as u32).to_le_bytes());
-    b[4..].copy_from_slice(&crate::sys::pid().to_le_bytes());
+    b[4..8].copy_from_slice(&crate::sys::pid().to_le_bytes());
+    b[8..].copy_from_slice(&arg.to_le_bytes());
     b
 }
 
-pub(crate) fn parse_request(b: &[u8]) -> Option<Op> {
-    Op::from_u32(u32::from_le_bytes(b.get(..4)?.try_into().ok()?))
+/// The op and argument of a request; `None` for anything malformed.
+pub(crate) fn parse_request(b: &[u8]) -> Option<(Op, u64)> {
+    if b.len() != 16 {
+        return None;
+    }
+    let op = Op::from_u32(u32::from_le_bytes(b[..4].try_into().ok()?))?;
+    Some((op, u64::from_le_bytes(b[8..].try_into().ok()?)))
 }
 
 /// A reply: status, a small value, a sequence number, and a list of
@@ -115,7 +127,10 @@ mod tests {
         let mut big = r.encode();
         big[16] = 200;
         assert!(Reply::decode(&big).is_err());
-        assert_eq!(parse_request(&request(Op::Leave)), Some(Op::Leave));
+        assert_eq!(parse_request(&request(Op::Evict, 7 | 3 << 32)), Some((Op::Evict, 7 | 3 << 32)));
         assert_eq!(parse_request(&[9, 0, 0, 0]), None);
+        let mut unknown = request(Op::Leave, 0);
+        unknown[0] = 99;
+        assert_eq!(parse_request(&unknown), None);
     }
 }

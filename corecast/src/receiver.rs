@@ -22,6 +22,8 @@ pub struct Receiver {
     index: usize,
     /// Next number owed to this receiver (mirrors the shared cursor).
     next: u64,
+    /// Epoch of our membership entry: a change means we were evicted.
+    epoch: u32,
     senders: Vec<Option<(u32, SenderRegion)>>,
     /// The sender region that held the last message: tried first.
     hint: usize,
@@ -50,7 +52,9 @@ impl Receiver {
             s => return Err(ChannelError::Corrupt(format!("keeper refused the receiver (status {s})"))),
         }
         ring::advance(&region.header().cursor.0, reply.seq);
+        let epoch = link.membership.receiver(reply.index as usize).epoch.load(Ordering::Acquire);
         let mut rx = Receiver {
+            epoch,
             senders: (0..g.max_senders).map(|_| None).collect(),
             generation: link.membership.generation(),
             link,
@@ -127,8 +131,25 @@ impl Receiver {
         }
         let src = self.slot_bytes(sender, len);
         buf[..len].copy_from_slice(src);
+        // Only an evicted receiver can be overtaken; if the stamp changed
+        // while we copied, the bytes may be torn: never return them.
+        let region = &self.senders[sender].as_ref().expect("located in a mapped region").1;
+        let slot_bytes = self.link.membership.geometry.slot_bytes;
+        if ring::probe(region.slot(self.next), self.next, slot_bytes) != Ok(Probe::Ready(len as u32)) {
+            self.check_membership()?;
+            return Err(RecvError::Overrun { expected: self.next });
+        }
         self.consume();
         Ok(len)
+    }
+
+    /// Fails with `Evicted` once a sender has evicted this receiver.
+    fn check_membership(&self) -> Result<(), RecvError> {
+        let e = self.link.membership.receiver(self.index);
+        if e.state.load(Ordering::Acquire) != STATE_LIVE || e.epoch.load(Ordering::Acquire) != self.epoch {
+            return Err(RecvError::Evicted);
+        }
+        Ok(())
     }
 
     fn slot_bytes(&self, sender: usize, len: usize) -> &[u8] {
@@ -155,11 +176,19 @@ impl Receiver {
 
     /// Finds the next message, skipping voids; `WouldBlock` when none is ready.
     fn ready(&mut self) -> Result<(usize, usize), RecvError> {
+        self.check_membership()?;
         loop {
             // Sender states are read *before* probing: a sender publishes
             // before it leaves, so "none live" then "not found" means gone.
             let (any_live, any_ever) = self.sender_states();
-            match self.locate()? {
+            let found = match self.locate() {
+                Err(RecvError::Overrun { expected }) => {
+                    self.check_membership()?;
+                    return Err(RecvError::Overrun { expected });
+                }
+                other => other?,
+            };
+            match found {
                 Some(Found::Ready { sender, len }) => {
                     self.hint = sender;
                     return Ok((sender, len));

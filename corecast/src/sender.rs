@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::error::{ChannelError, SendError};
+use crate::error::{ChannelError, LateReceiver, SendError};
 use crate::layout::{Geometry, START_PENDING, STATE_LIVE};
 use crate::link::Link;
 use crate::proto::{self, Op};
@@ -37,6 +37,9 @@ struct Room {
     /// A receiver's start is still pending at the keeper.
     pending: bool,
     error: Option<ChannelError>,
+    /// Per receiver: the cursor it was stuck at while holding this sender
+    /// back, and since when (R8).
+    stalls: Vec<Option<(u64, Instant)>>,
 }
 
 impl Sender {
@@ -66,6 +69,7 @@ impl Sender {
             limit: 0,
             pending: false,
             error: None,
+            stalls: vec![None; g.max_receivers as usize],
         };
         Ok(Sender { link, sequencer, region, index: reply.index as usize, room, wait })
     }
@@ -112,10 +116,67 @@ impl Sender {
         loop {
             match self.try_send(msg) {
                 Err(SendError::WouldBlock) => {}
-                other => return other,
+                other => {
+                    self.room.stalls.iter_mut().for_each(|s| *s = None);
+                    return other;
+                }
             }
             self.wait_for_room(&mut backoff, deadline)?;
         }
+    }
+
+    /// Evicts a receiver reported late (R8): senders stop waiting for it at
+    /// once, and it gets [`crate::RecvError::Evicted`] at its next receive.
+    /// A receiver that has meanwhile left or been replaced is not touched.
+    pub fn evict(&mut self, late: &LateReceiver) -> Result<(), ChannelError> {
+        let arg = late.index as u64 | u64::from(late.epoch) << 32;
+        self.link.call_arg(Op::Evict, arg)?;
+        self.room.limit = 0;
+        Ok(())
+    }
+
+    /// Receivers holding this sender back now past the channel's deadline.
+    fn late_receivers(&mut self, next: u64) -> Result<(), SendError> {
+        let m = &self.link.membership;
+        let ms = m.header().deadline_ms.load(Ordering::Acquire);
+        let slots = u64::from(self.region.geometry.slots);
+        let now = Instant::now();
+        let mut late = Vec::new();
+        for (i, known) in self.room.receivers.iter().enumerate() {
+            let e = m.receiver(i);
+            let Some((epoch, r)) = known else { continue };
+            if e.state.load(Ordering::Acquire) != STATE_LIVE || e.epoch.load(Ordering::Acquire) != *epoch {
+                self.room.stalls[i] = None;
+                continue;
+            }
+            let c = ring::effective_cursor(
+                r.header().cursor.0.next.load(Ordering::Acquire),
+                e.start.load(Ordering::Acquire),
+                next,
+            );
+            if c + slots > next {
+                self.room.stalls[i] = None;
+                continue;
+            }
+            let since = match self.room.stalls[i] {
+                Some((seen, since)) if seen == c => since,
+                _ => {
+                    self.room.stalls[i] = Some((c, now));
+                    now
+                }
+            };
+            let stalled_for = now - since;
+            if ms != 0 && stalled_for >= Duration::from_millis(u64::from(ms)) {
+                let pid = e.pid.load(Ordering::Relaxed);
+                late.push(LateReceiver { index: i, pid, epoch: *epoch, unread: next - c, stalled_for });
+            }
+        }
+        if late.is_empty() {
+            return Ok(());
+        }
+        // Calling again waits a whole deadline more ("keep waiting").
+        self.room.stalls.iter_mut().for_each(|s| *s = None);
+        Err(SendError::ReceiversLate(late))
     }
 
     /// Borrows the next slot to write a message in place (zero copy),
@@ -182,7 +243,15 @@ impl Sender {
             return Ok(());
         }
         backoff.reset();
-        let Some(budget) = sleep_budget(deadline) else { return Err(SendError::Timeout) };
+        let next = self.sequencer.next().load(Ordering::SeqCst);
+        self.late_receivers(next)?;
+        let Some(mut budget) = sleep_budget(deadline) else { return Err(SendError::Timeout) };
+        // Wake up in time to report a receiver that becomes late.
+        let ms = self.link.membership.header().deadline_ms.load(Ordering::Acquire);
+        if let Some(first) = self.room.stalls.iter().flatten().map(|s| s.1).min().filter(|_| ms != 0) {
+            let due = first + Duration::from_millis(u64::from(ms));
+            budget = budget.min(due.saturating_duration_since(Instant::now()).max(Duration::from_millis(1)));
+        }
         // Sleep on the slowest receiver's cursor word and on the membership
         // generation (a receiver leaving or dying frees room too).
         let m = &self.link.membership;

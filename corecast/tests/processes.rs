@@ -8,10 +8,17 @@ use std::io::Write;
 use std::time::Duration;
 
 use common::{fork, payload, unique, Exit, GUARD};
-use corecast::{Channel, ChannelConfig, RecvError};
+use corecast::{Channel, ChannelConfig, RecvError, SendError};
 
 fn config(slots: u32, bytes: u32, senders: u32, receivers: u32) -> ChannelConfig {
-    ChannelConfig { slots, max_message_bytes: bytes, max_senders: senders, max_receivers: receivers, mode: 0o600 }
+    ChannelConfig {
+        slots,
+        max_message_bytes: bytes,
+        max_senders: senders,
+        max_receivers: receivers,
+        mode: 0o600,
+        deadline: None,
+    }
 }
 
 /// Receiver child: opens the channel by name, says "ready", then checks
@@ -160,4 +167,101 @@ fn receivers_drain_then_learn_the_sender_died() {
         assert_eq!(buf, [i; 16], "nothing published is lost");
     }
     assert!(matches!(rx.recv(&mut buf), Err(RecvError::AllSendersGone)));
+}
+
+#[test]
+fn a_sender_killed_holding_a_claim_does_not_wedge_the_ring() {
+    let name = unique("claim");
+    let chan = Channel::create(&name, &config(8, 16, 2, 2)).unwrap();
+    let mut rx1 = chan.receiver().unwrap();
+    let mut rx2 = chan.receiver().unwrap();
+    let mut honest = chan.sender().unwrap();
+    honest.send(b"before").unwrap();
+    // A sender that claims number 1 (a loan) and dies holding it.
+    let mut dying = fork({
+        let name = name.clone();
+        move |out| {
+            let chan = Channel::open(&name).unwrap();
+            let mut tx = chan.sender().unwrap();
+            let loan = tx.loan().unwrap();
+            writeln!(out, "claimed {}", loan.sequence()).unwrap();
+            std::mem::forget(loan);
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
+    });
+    assert_eq!(dying.read_line(), "claimed 1");
+    // Number 2 is published behind the held claim; receivers must wait for 1.
+    honest.send(b"after").unwrap();
+    let mut buf = [0u8; 16];
+    assert_eq!(rx1.try_recv(&mut buf).unwrap(), 6);
+    assert!(matches!(rx1.try_recv(&mut buf), Err(RecvError::WouldBlock)), "1 is claimed, not published");
+    dying.kill(libc::SIGKILL);
+    assert_eq!(dying.wait(GUARD).0, Exit::Signal(libc::SIGKILL));
+    // The keeper voids 1; both receivers skip it and agree on the rest.
+    assert_eq!(rx1.recv(&mut buf).unwrap(), 5);
+    assert_eq!(&buf[..5], b"after");
+    assert_eq!(rx2.recv(&mut buf).unwrap(), 6);
+    assert_eq!(rx2.recv(&mut buf).unwrap(), 5);
+    assert_eq!(&buf[..5], b"after");
+    assert_eq!(rx1.next_sequence(), 3, "receivers skip the void and reach the same place");
+    assert_eq!(rx2.next_sequence(), 3);
+    // The slot is reused: the ring keeps going well past its length.
+    for i in 0..20u8 {
+        honest.send(&[i]).unwrap();
+        assert_eq!(rx1.recv(&mut buf).unwrap(), 1);
+        assert_eq!(rx2.recv(&mut buf).unwrap(), 1);
+    }
+}
+
+#[test]
+fn a_stalled_receiver_is_reported_late_then_evicted() {
+    let name = unique("late");
+    let cfg = ChannelConfig { deadline: Some(Duration::from_millis(200)), ..config(4, 16, 1, 4) };
+    let chan = Channel::create(&name, &cfg).unwrap();
+    let mut honest = chan.receiver().unwrap();
+    let mut stalled = fork({
+        let name = name.clone();
+        move |out| {
+            let chan = Channel::open(&name).unwrap();
+            let mut rx = chan.receiver().unwrap();
+            writeln!(out, "ready {}", rx.index()).unwrap();
+            let mut buf = [0u8; 16];
+            // Stopped here by the parent; on resume, the next receive tells.
+            let first = rx.recv(&mut buf);
+            writeln!(out, "{first:?}").unwrap();
+            0
+        }
+    });
+    let ready = stalled.read_line();
+    let index: usize = ready.strip_prefix("ready ").unwrap().parse().unwrap();
+    stalled.kill(libc::SIGSTOP);
+    let mut tx = chan.sender().unwrap();
+    let mut buf = [0u8; 16];
+    for i in 0..4u8 {
+        tx.send(&[i]).unwrap();
+        assert_eq!(honest.recv(&mut buf).unwrap(), 1);
+    }
+    // The ring is full because of the stopped receiver alone.
+    let late = match tx.send(&[4]) {
+        Err(SendError::ReceiversLate(late)) => late,
+        other => panic!("expected a late report, got {other:?}"),
+    };
+    assert_eq!(late.len(), 1);
+    assert_eq!(late[0].index, index);
+    assert_eq!(late[0].pid, stalled.pid as u32);
+    assert_eq!(late[0].unread, 4);
+    assert!(late[0].stalled_for >= Duration::from_millis(200));
+    // "Keep waiting" reports it again after another deadline.
+    assert!(matches!(tx.send(&[4]), Err(SendError::ReceiversLate(_))));
+    tx.evict(&late[0]).unwrap();
+    tx.send(&[4]).expect("nothing holds the sender back after the eviction");
+    assert_eq!(honest.recv(&mut buf).unwrap(), 1);
+    assert_eq!(buf[0], 4);
+    assert!(chan.members().iter().any(|m| !m.is_sender && m.index == index && m.state == "evicted"));
+    stalled.kill(libc::SIGCONT);
+    let (exit, report) = stalled.wait(GUARD);
+    assert_eq!(exit, Exit::Code(0));
+    assert_eq!(report.lines().next(), Some("Err(Evicted)"), "an evicted receiver is told, never silently skipped");
 }
