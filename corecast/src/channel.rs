@@ -7,6 +7,7 @@ use crate::layout::{Geometry, STATE_DEAD, STATE_EVICTED, STATE_FREE, STATE_LEFT,
 use crate::link::{channel_dir, path_of, Link};
 use crate::proto::{self, Op};
 use crate::receiver::Receiver;
+use crate::region::ReceiverRegion;
 use crate::sender::Sender;
 use crate::sync::Ordering;
 use crate::sys::{process, sock};
@@ -67,6 +68,32 @@ pub struct MemberInfo {
     pub pid: u32,
     /// `"live"`, `"left"`, `"dead"` or `"evicted"`.
     pub state: &'static str,
+}
+
+/// A member with its progress, as reported by [`Channel::status`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemberStatus {
+    /// Who it is.
+    pub member: MemberInfo,
+    /// Receivers: the next number it will receive.
+    pub cursor: Option<u64>,
+    /// Receivers: messages sent that it has not read yet.
+    pub lag: Option<u64>,
+}
+
+/// A snapshot of a channel for `corecast channel inspect` and `watch`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChannelStatus {
+    /// The channel's name.
+    pub name: String,
+    /// Its properties.
+    pub config: ChannelConfig,
+    /// Process id of its keeper.
+    pub keeper_pid: u32,
+    /// Numbers claimed so far (messages sent, including voids).
+    pub sent: u64,
+    /// Every member slot ever used, with progress for live receivers.
+    pub members: Vec<MemberStatus>,
 }
 
 /// A handle on a named channel. The channel lives while any handle,
@@ -202,6 +229,35 @@ impl Channel {
             .collect()
     }
 
+    /// Properties, members with pids and states, and each live receiver's
+    /// cursor and lag, read from the receivers' own (read-only) regions.
+    pub fn status(&self) -> Result<ChannelStatus, ChannelError> {
+        let (reply, fds) = self.link.call(Op::FetchReceivers, &[])?;
+        let mut cursors = std::collections::HashMap::new();
+        for ((i, _), fd) in reply.entries.iter().zip(&fds) {
+            let map = Link::map_peer_region(fd, ReceiverRegion::bytes())?;
+            let region = ReceiverRegion::open(map).map_err(ChannelError::Corrupt)?;
+            cursors.insert(*i as usize, region.header().cursor.0.next.load(Ordering::Acquire));
+        }
+        let sent = reply.seq;
+        let members = self
+            .members()
+            .into_iter()
+            .map(|m| {
+                let cursor = (!m.is_sender && m.state == "live").then(|| cursors.get(&m.index).copied()).flatten();
+                let lag = cursor.map(|c| sent.saturating_sub(c));
+                MemberStatus { member: m, cursor, lag }
+            })
+            .collect();
+        Ok(ChannelStatus {
+            name: self.link.name.clone(),
+            config: self.config(),
+            keeper_pid: self.keeper_pid(),
+            sent,
+            members,
+        })
+    }
+
     /// Removes the name: nobody can open the channel any more; attached
     /// endpoints get [`crate::SendError::Destroyed`] /
     /// [`crate::RecvError::Destroyed`] once drained, and the resources go
@@ -227,6 +283,20 @@ fn deadline_ms(d: Option<std::time::Duration>) -> Result<u32, ChannelError> {
         Some(d) if d.as_millis() >= 1 && d.as_millis() <= u128::from(u32::MAX) => Ok(d.as_millis() as u32),
         Some(d) => Err(ChannelError::InvalidConfig(format!("deadline {d:?}: use 1 ms to 49 days, or None"))),
     }
+}
+
+/// Removes what dead channels left behind (R10): a name whose keeper is
+/// gone (every participant, keeper included, was killed). Returns the
+/// names removed. Live channels are not touched.
+pub fn clean() -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir(channel_dir()) else { return Vec::new() };
+    let mut removed: Vec<String> = dir
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| matches!(Link::connect(n), Err(ChannelError::NotFound(_))))
+        .collect();
+    removed.sort();
+    removed
 }
 
 /// Names of the channels alive now. Leftovers of dead channels found on the

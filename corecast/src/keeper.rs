@@ -176,6 +176,8 @@ impl Keeper {
             }
             Op::FetchReceivers => {
                 let mut r = Reply::status(proto::OK);
+                // Lets an inspector compute lag; senders ignore it.
+                r.seq = self.sequencer.next().load(Ordering::SeqCst);
                 let mut out = Vec::new();
                 for (i, s) in self.receivers.iter().enumerate() {
                     if let Some(fd) = s.as_ref().and_then(|s| dup(&s.fd)) {

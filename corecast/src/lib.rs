@@ -56,7 +56,7 @@ mod sys;
 mod wait;
 
 #[cfg(not(loom))]
-pub use channel::{list, Channel, ChannelConfig, MemberInfo};
+pub use channel::{clean, list, Channel, ChannelConfig, ChannelStatus, MemberInfo, MemberStatus};
 #[cfg(not(loom))]
 pub use error::{ChannelError, LateReceiver, RecvError, SendError};
 #[cfg(not(loom))]

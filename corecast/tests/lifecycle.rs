@@ -1,0 +1,90 @@
+//! R10: after every participant is killed with SIGKILL, nothing is left
+//! once the keeper notices (or, if the keeper was killed too, once a new
+//! participant or `clean` runs).
+
+mod common;
+
+use std::io::Write;
+use std::time::Duration;
+
+use common::{fork, unique, Exit, GUARD};
+use corecast::{Channel, ChannelConfig, ChannelError};
+
+fn keeper_alive(pid: i32) -> bool {
+    // A zombie (state Z) has exited; only a running keeper counts.
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'),
+        Err(_) => false,
+    }
+}
+
+/// A child that creates `name`, attaches a sender and a receiver, sends,
+/// reports the keeper's pid, and waits to be killed.
+fn participant(name: String) -> impl FnOnce(&mut std::fs::File) -> i32 {
+    move |out| {
+        let chan = Channel::create(&name, &ChannelConfig::default()).unwrap();
+        let mut rx = chan.receiver().unwrap();
+        let mut tx = chan.sender().unwrap();
+        tx.send(b"x").unwrap();
+        let mut buf = [0u8; 8];
+        rx.recv(&mut buf).unwrap();
+        writeln!(out, "{}", chan.keeper_pid()).unwrap();
+        loop {
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    }
+}
+
+#[test]
+fn killing_every_participant_leaves_nothing() {
+    let name = unique("kill-all");
+    let path = corecast::channel_dir().join(&name);
+    let mut child = fork(participant(name.clone()));
+    let keeper: i32 = child.read_line().parse().unwrap();
+    assert!(path.exists() && keeper_alive(keeper));
+    child.kill(libc::SIGKILL);
+    assert_eq!(child.wait(GUARD).0, Exit::Signal(libc::SIGKILL));
+    // The kernel closes the dead participant's connections; the keeper
+    // sees it, removes the name and exits (hang guard: the test timeout).
+    while path.exists() || keeper_alive(keeper) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(matches!(Channel::open(&name), Err(ChannelError::NotFound(_))));
+}
+
+#[test]
+fn a_killed_keeper_leaves_a_name_that_clean_removes() {
+    let name = unique("kill-keeper");
+    let path = corecast::channel_dir().join(&name);
+    let mut child = fork(participant(name.clone()));
+    let keeper: i32 = child.read_line().parse().unwrap();
+    // SAFETY: signalling the keeper process this test's child started.
+    unsafe { libc::kill(keeper, libc::SIGKILL) };
+    child.kill(libc::SIGKILL);
+    child.wait(GUARD);
+    while keeper_alive(keeper) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(path.exists(), "a killed keeper cannot remove its name");
+    assert!(corecast::clean().contains(&name));
+    assert!(!path.exists());
+    // And the name can be created again at once.
+    let again = Channel::create(&name, &ChannelConfig::default()).unwrap();
+    drop(again);
+}
+
+#[test]
+fn a_new_participant_removes_a_dead_channels_name() {
+    let name = unique("kill-reuse");
+    let mut child = fork(participant(name.clone()));
+    let keeper: i32 = child.read_line().parse().unwrap();
+    // SAFETY: as above.
+    unsafe { libc::kill(keeper, libc::SIGKILL) };
+    child.kill(libc::SIGKILL);
+    child.wait(GUARD);
+    while keeper_alive(keeper) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let chan = Channel::create(&name, &ChannelConfig::default()).expect("a dead channel's name is reusable");
+    assert!(chan.members().is_empty());
+}
