@@ -234,7 +234,7 @@ impl Channel {
     pub fn status(&self) -> Result<ChannelStatus, ChannelError> {
         let (reply, fds) = self.link.call(Op::FetchReceivers, &[])?;
         let mut cursors = std::collections::HashMap::new();
-        for ((i, _), fd) in reply.entries.iter().zip(&fds) {
+        for ((i, _), fd) in reply.entries.iter().zip(fds.iter().step_by(2)) {
             let map = Link::map_peer_region(fd, ReceiverRegion::bytes())?;
             let region = ReceiverRegion::open(map).map_err(ChannelError::Corrupt)?;
             cursors.insert(*i as usize, region.header().cursor.0.next.load(Ordering::Acquire));

@@ -18,7 +18,7 @@ use crate::proto::{self, Op, Reply};
 use crate::region::{Membership, ReceiverRegion, SenderRegion, Sequencer};
 use crate::ring::{self, Probe};
 use crate::sync::Ordering;
-use crate::sys::{futex, map::Mapping, memfd, sock};
+use crate::sys::{futex, map::Mapping, memfd, sock, wakefd};
 
 enum Role {
     Handle,
@@ -36,6 +36,8 @@ struct Conn {
 
 struct SenderSlot {
     fd: OwnedFd,
+    /// The peers' end of the sender's wake fd.
+    wake: OwnedFd,
     region: SenderRegion,
     /// `next` when the sender departed: receivers below it may still need
     /// this region, so the slot is not reused before they pass it.
@@ -44,6 +46,7 @@ struct SenderSlot {
 
 struct ReceiverSlot {
     fd: OwnedFd,
+    wake: OwnedFd,
     region: ReceiverRegion,
 }
 
@@ -157,19 +160,28 @@ impl Keeper {
         match op {
             Op::Hello => (Reply::status(proto::OK), dup(&self.membership_fd).into_iter().collect()),
             Op::JoinSender | Op::JoinReceiver if destroyed => (Reply::status(proto::DESTROYED), Vec::new()),
-            Op::JoinSender if fds.len() == 1 && matches!(self.conns[k].role, Role::Handle) => {
-                self.join_sender(k, fds.remove(0))
+            // [region, wake fd]; a wake fd must be a Unix datagram socket, so
+            // peers' non-blocking sends to it can never hang (sys::wakefd).
+            Op::JoinSender | Op::JoinReceiver
+                if fds.len() != 2 || !matches!(self.conns[k].role, Role::Handle) || !wakefd::is_wake_fd(&fds[1]) =>
+            {
+                (Reply::status(proto::BAD_REQUEST), Vec::new())
             }
-            Op::JoinReceiver if fds.len() == 1 && matches!(self.conns[k].role, Role::Handle) => {
-                self.join_receiver(k, fds.remove(0))
+            Op::JoinSender => {
+                let wake = fds.remove(1);
+                self.join_sender(k, fds.remove(0), wake)
+            }
+            Op::JoinReceiver => {
+                let wake = fds.remove(1);
+                self.join_receiver(k, fds.remove(0), wake)
             }
             Op::FetchSenders => {
                 let mut r = Reply::status(proto::OK);
                 let mut out = Vec::new();
                 for (j, s) in self.senders.iter().enumerate() {
-                    if let Some(fd) = s.as_ref().and_then(|s| dup(&s.fd)) {
+                    if let Some((fd, wake)) = s.as_ref().and_then(|s| Some((dup(&s.fd)?, dup(&s.wake)?))) {
                         r.entries.push((j as u32, self.membership.sender(j).epoch.load(Ordering::Relaxed)));
-                        out.push(fd);
+                        out.extend([fd, wake]);
                     }
                 }
                 (r, out)
@@ -180,9 +192,9 @@ impl Keeper {
                 r.seq = self.sequencer.next().load(Ordering::SeqCst);
                 let mut out = Vec::new();
                 for (i, s) in self.receivers.iter().enumerate() {
-                    if let Some(fd) = s.as_ref().and_then(|s| dup(&s.fd)) {
+                    if let Some((fd, wake)) = s.as_ref().and_then(|s| Some((dup(&s.fd)?, dup(&s.wake)?))) {
                         r.entries.push((i as u32, self.membership.receiver(i).epoch.load(Ordering::Relaxed)));
-                        out.push(fd);
+                        out.extend([fd, wake]);
                     }
                 }
                 (r, out)
@@ -210,11 +222,24 @@ impl Keeper {
         }
     }
 
-    /// Membership changed: bump the generation and wake every sleeper.
+    /// Membership changed: bump the generation and wake every sleeper, on
+    /// its futex or, for endpoints armed in fd mode, on its wake fd. The
+    /// SeqCst bump pairs with the endpoint's SeqCst arm before it re-reads
+    /// the generation: one of the two sees the other.
     fn bump(&self) {
         let g = &self.membership.header().generation.0;
         g.fetch_add(1, Ordering::SeqCst);
         futex::wake_all(g);
+        for r in self.receivers.iter().flatten() {
+            if Arm::mode(r.region.header().sleeping.0.load(Ordering::SeqCst)) == Arm::EVENT_FD {
+                wakefd::signal(&r.wake);
+            }
+        }
+        for s in self.senders.iter().flatten() {
+            if Arm::mode(s.region.header().space_waiting.0.load(Ordering::SeqCst)) == Arm::EVENT_FD {
+                wakefd::signal(&s.wake);
+            }
+        }
     }
 
     /// Maps and seals a member's region: after this, only the member (which
@@ -229,7 +254,7 @@ impl Keeper {
         Ok(map)
     }
 
-    fn join_sender(&mut self, k: usize, fd: OwnedFd) -> (Reply, Vec<OwnedFd>) {
+    fn join_sender(&mut self, k: usize, fd: OwnedFd, wake: OwnedFd) -> (Reply, Vec<OwnedFd>) {
         let g = self.membership.geometry;
         let min_cursor = self.min_live_cursor();
         let free = (0..self.senders.len()).find(|&j| match &self.senders[j] {
@@ -243,7 +268,7 @@ impl Keeper {
         };
         let (pid, uid, _) = sock::peer(&self.conns[k].fd).unwrap_or((0, 0, 0));
         self.sequencer.inflight(j).store(0, Ordering::SeqCst);
-        self.senders[j] = Some(SenderSlot { fd, region, departed_at: None });
+        self.senders[j] = Some(SenderSlot { fd, wake, region, departed_at: None });
         let e = self.membership.sender(j);
         e.pid.store(pid, Ordering::Relaxed);
         e.uid.store(uid, Ordering::Relaxed);
@@ -260,7 +285,7 @@ impl Keeper {
     /// entry becomes visible with a pending start and the generation is
     /// bumped *before* `next` is read for its start, so any sender that
     /// claims a number past the start has seen the new receiver.
-    fn join_receiver(&mut self, k: usize, fd: OwnedFd) -> (Reply, Vec<OwnedFd>) {
+    fn join_receiver(&mut self, k: usize, fd: OwnedFd, wake: OwnedFd) -> (Reply, Vec<OwnedFd>) {
         let Some(i) = (0..self.receivers.len()).find(|&i| self.receivers[i].is_none()) else {
             return (Reply::status(proto::FULL), Vec::new());
         };
@@ -269,7 +294,7 @@ impl Keeper {
             Err(_) => return (Reply::status(proto::BAD_REQUEST), Vec::new()),
         };
         let (pid, uid, _) = sock::peer(&self.conns[k].fd).unwrap_or((0, 0, 0));
-        self.receivers[i] = Some(ReceiverSlot { fd, region });
+        self.receivers[i] = Some(ReceiverSlot { fd, wake, region });
         let e = self.membership.receiver(i);
         e.start.store(START_PENDING, Ordering::SeqCst);
         e.pid.store(pid, Ordering::Relaxed);
@@ -340,10 +365,12 @@ impl Keeper {
         let s = held - 1;
         let next = self.sequencer.next().load(Ordering::SeqCst);
         let g = self.membership.geometry;
-        let published =
-            self.senders.iter().flatten().any(|r| {
-                matches!(ring::probe(r.region.slot(s), s, g.slot_bytes), Ok(Probe::Ready(_)) | Ok(Probe::Void))
-            });
+        let published = self.senders.iter().flatten().any(|r| {
+            matches!(
+                ring::probe(r.region.slot(s), s, g.slots.into(), g.slot_bytes),
+                Ok(Probe::Ready(_)) | Ok(Probe::Void)
+            )
+        });
         if next > s && !published {
             // Another live sender that stored the same intent may be the
             // winner of `s`; wait until it moves on (a few instructions).
@@ -372,8 +399,11 @@ impl Keeper {
             // Already gone or replaced: nothing to do, and not an error.
             return proto::OK;
         }
-        self.receivers[i] = None;
         e.state.store(STATE_EVICTED, Ordering::SeqCst);
+        // Wake it wherever it waits, so it learns at once.
+        if let Some(r) = self.receivers[i].take() {
+            wakefd::signal(&r.wake);
+        }
         self.bump();
         proto::OK
     }

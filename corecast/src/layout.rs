@@ -158,8 +158,9 @@ pub(crate) struct SenderHeader {
     pub(crate) pid: u32,
     /// Futex word: bumped and woken after a publish when a receiver sleeps.
     pub(crate) doorbell: Line<AtomicU32>,
-    /// Non-zero while this sender sleeps waiting for ring space; receivers
-    /// that advance their cursor wake it through their own cursor word.
+    /// An [`Arm`] word: set while this sender waits for ring space (on a
+    /// futex, or on its event fd); receivers that advance their cursor wake
+    /// it (futex on their own cursor word, or a write to its event fd).
     pub(crate) space_waiting: Line<AtomicU32>,
 }
 
@@ -182,7 +183,8 @@ pub(crate) struct ReceiverHeader {
     pub(crate) pid: u32,
     pub(crate) _reserved: u32,
     pub(crate) cursor: Line<Cursor>,
-    /// Non-zero while the receiver sleeps (or is about to) on doorbells.
+    /// An [`Arm`] word: set while the receiver sleeps (or is about to) on
+    /// the doorbells, or waits on its event fd.
     pub(crate) sleeping: Line<AtomicU32>,
 }
 
@@ -193,6 +195,26 @@ pub(crate) struct Cursor {
     /// Low 32 bits of `next`, stored after it: the futex word a sender
     /// blocked on back-pressure sleeps on.
     pub(crate) wake: AtomicU32,
+}
+
+/// The encoding of a waiter's arm word: `count << 2 | mode`. The waiter
+/// bumps `count` each time it arms, so a peer acts once per arming (one
+/// wake or one event-fd write), however many messages it publishes before
+/// the waiter is up again.
+pub(crate) struct Arm;
+
+impl Arm {
+    pub(crate) const AWAKE: u32 = 0;
+    pub(crate) const FUTEX: u32 = 1;
+    pub(crate) const EVENT_FD: u32 = 2;
+
+    pub(crate) fn word(count: u32, mode: u32) -> u32 {
+        (count << 2) | mode
+    }
+
+    pub(crate) fn mode(word: u32) -> u32 {
+        word & 3
+    }
 }
 
 #[cfg(not(loom))]

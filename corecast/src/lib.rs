@@ -43,6 +43,8 @@ mod keeper;
 #[cfg(not(loom))]
 mod link;
 #[cfg(not(loom))]
+mod notify;
+#[cfg(not(loom))]
 mod proto;
 #[cfg(not(loom))]
 mod receiver;
@@ -62,7 +64,7 @@ pub use error::{ChannelError, LateReceiver, RecvError, SendError};
 #[cfg(not(loom))]
 pub use link::channel_dir;
 #[cfg(not(loom))]
-pub use receiver::{Message, Receiver};
+pub use receiver::{wait_any, Message, Receiver};
 #[cfg(not(loom))]
 pub use sender::{Loan, Sender};
 #[cfg(not(loom))]

@@ -120,7 +120,8 @@ fn call_on(conn: &OwnedFd, op: Op, arg: u64, fds: &[&OwnedFd]) -> Result<(Reply,
         return Err(ChannelError::Corrupt("the keeper hung up".into()));
     }
     let reply = Reply::decode(&body).map_err(ChannelError::Corrupt)?;
-    if reply.entries.len() != got.len() && matches!(op, Op::FetchSenders | Op::FetchReceivers) {
+    // Fetches carry a (region, wake fd) pair per entry.
+    if 2 * reply.entries.len() != got.len() && matches!(op, Op::FetchSenders | Op::FetchReceivers) {
         return Err(ChannelError::Corrupt("keeper reply lists other descriptors than it carries".into()));
     }
     Ok((reply, got))

@@ -4,13 +4,14 @@
 use std::time::{Duration, Instant};
 
 use crate::error::{ChannelError, RecvError};
-use crate::layout::{STATE_FREE, STATE_LIVE};
+use crate::layout::{Arm, STATE_FREE, STATE_LIVE};
 use crate::link::Link;
+use crate::notify::{Armer, Notified, WakeFd};
 use crate::proto::{self, Op};
 use crate::region::{ReceiverRegion, SenderRegion};
 use crate::ring::{self, Probe};
 use crate::sync::{fence, Ordering};
-use crate::sys::{futex, map::Mapping, memfd};
+use crate::sys::{futex, map::Mapping, memfd, wakefd};
 use crate::wait::{sleep_budget, Backoff, WaitStrategy};
 
 /// Receives every message sent on a channel after it attached, in the
@@ -24,7 +25,14 @@ pub struct Receiver {
     next: u64,
     /// Epoch of our membership entry: a change means we were evicted.
     epoch: u32,
-    senders: Vec<Option<(u32, SenderRegion)>>,
+    senders: Vec<Option<SenderPeer>>,
+    /// Once-per-arming bookkeeping for senders' space-wait words.
+    notified: Notified,
+    wake: WakeFd,
+    armer: Armer,
+    /// The caller asked for the wake fd: running dry arms it.
+    fd_mode: bool,
+    fd_armed: bool,
     /// The sender region that held the last message: tried first.
     hint: usize,
     generation: u32,
@@ -43,7 +51,8 @@ impl Receiver {
         let fd = memfd::create("corecast-receiver", bytes).map_err(ChannelError::io("memfd"))?;
         let map = Mapping::new(&fd, bytes, true).map_err(ChannelError::io("map own region"))?;
         let region = ReceiverRegion::init(map, crate::sys::pid()).map_err(ChannelError::Corrupt)?;
-        let (reply, _) = link.call(Op::JoinReceiver, &[&fd])?;
+        let wake = WakeFd::new()?;
+        let (reply, _) = link.call(Op::JoinReceiver, &[&fd, &wake.peer])?;
         match reply.status {
             proto::OK if reply.index < g.max_receivers => {}
             proto::FULL => {
@@ -56,6 +65,11 @@ impl Receiver {
         let mut rx = Receiver {
             epoch,
             senders: (0..g.max_senders).map(|_| None).collect(),
+            notified: Notified::new(g.max_senders as usize),
+            wake,
+            armer: Armer::default(),
+            fd_mode: false,
+            fd_armed: false,
             generation: link.membership.generation(),
             link,
             region,
@@ -96,7 +110,7 @@ impl Receiver {
 
     /// Copies the next message into `buf` if one is ready.
     pub fn try_recv(&mut self, buf: &mut [u8]) -> Result<usize, RecvError> {
-        let (sender, len) = self.ready()?;
+        let (sender, len) = self.ready_armed()?;
         self.copy_out(sender, len, buf)
     }
 
@@ -115,7 +129,7 @@ impl Receiver {
 
     /// Borrows the next message in place if one is ready.
     pub fn try_recv_in_place(&mut self) -> Result<Message<'_>, RecvError> {
-        let (sender, len) = self.ready()?;
+        let (sender, len) = self.ready_armed()?;
         Ok(Message { rx: self, sender, len })
     }
 
@@ -123,6 +137,51 @@ impl Receiver {
     pub fn recv_in_place_timeout(&mut self, timeout: Duration) -> Result<Message<'_>, RecvError> {
         let (sender, len) = self.wait_ready(Some(Instant::now() + timeout))?;
         Ok(Message { rx: self, sender, len })
+    }
+
+    /// A file descriptor for event loops (R9). Call it before waiting: it
+    /// becomes readable as soon as a message is ready (at once if one is
+    /// already) or the channel's state changes (all senders gone, destroyed,
+    /// evicted). After it fires, receive until [`RecvError::WouldBlock`];
+    /// from then on every `WouldBlock` re-arms it. Works with epoll (level-
+    /// or edge-triggered), poll and select; see [`wait_any`] to wait on
+    /// several receivers at once.
+    pub fn wake_fd(&mut self) -> std::os::fd::BorrowedFd<'_> {
+        use std::os::fd::AsFd;
+        self.fd_mode = true;
+        if !self.fd_armed {
+            self.armer.arm(&self.region.header().sleeping.0, Arm::EVENT_FD);
+            self.fd_armed = true;
+            if !matches!(self.ready(), Err(RecvError::WouldBlock)) {
+                wakefd::signal(&self.wake.peer);
+            }
+        }
+        self.wake.owner.as_fd()
+    }
+
+    /// Whether a non-blocking receive would not fail with `WouldBlock`; in
+    /// fd mode, arms the wake fd when it would.
+    pub fn poll_ready(&mut self) -> bool {
+        !matches!(self.ready_armed(), Err(RecvError::WouldBlock))
+    }
+
+    /// `ready`, arming the wake fd when nothing is ready in fd mode.
+    fn ready_armed(&mut self) -> Result<(usize, usize), RecvError> {
+        if self.fd_armed {
+            self.fd_armed = false;
+            Armer::disarm(&self.region.header().sleeping.0);
+            wakefd::drain(&self.wake.owner);
+        }
+        match self.ready() {
+            Err(RecvError::WouldBlock) if self.fd_mode => {
+                self.armer.arm(&self.region.header().sleeping.0, Arm::EVENT_FD);
+                self.fd_armed = true;
+                // Re-check after arming: pairs with `Sender::publish` (a new
+                // message) and `Keeper::bump` (senders gone, destroyed).
+                self.ready()
+            }
+            other => other,
+        }
     }
 
     fn copy_out(&mut self, sender: usize, len: usize, buf: &mut [u8]) -> Result<usize, RecvError> {
@@ -133,9 +192,10 @@ impl Receiver {
         buf[..len].copy_from_slice(src);
         // Only an evicted receiver can be overtaken; if the stamp changed
         // while we copied, the bytes may be torn: never return them.
-        let region = &self.senders[sender].as_ref().expect("located in a mapped region").1;
-        let slot_bytes = self.link.membership.geometry.slot_bytes;
-        if ring::probe(region.slot(self.next), self.next, slot_bytes) != Ok(Probe::Ready(len as u32)) {
+        let region = &self.senders[sender].as_ref().expect("located in a mapped region").region;
+        let g = self.link.membership.geometry;
+        if ring::probe(region.slot(self.next), self.next, g.slots.into(), g.slot_bytes) != Ok(Probe::Ready(len as u32))
+        {
             self.check_membership()?;
             return Err(RecvError::Overrun { expected: self.next });
         }
@@ -153,7 +213,7 @@ impl Receiver {
     }
 
     fn slot_bytes(&self, sender: usize, len: usize) -> &[u8] {
-        let region = &self.senders[sender].as_ref().expect("located in a mapped region").1;
+        let region = &self.senders[sender].as_ref().expect("located in a mapped region").region;
         // SAFETY: the stamp of `self.next` was seen published (Acquire) with
         // `len <= slot_bytes` (validated by `ring::probe`); no sender writes
         // this slot again before our cursor passes `self.next` (back-pressure,
@@ -167,9 +227,16 @@ impl Receiver {
         ring::advance(&self.region.header().cursor.0, self.next);
         // Pairs with the sender's fence in `Sender::wait_for_room`.
         fence(Ordering::SeqCst);
-        let waiting =
-            self.senders.iter().flatten().any(|(_, s)| s.header().space_waiting.0.load(Ordering::Relaxed) != 0);
-        if waiting {
+        let mut wake_futex = false;
+        for (j, peer) in self.senders.iter().enumerate() {
+            let Some(s) = peer else { continue };
+            match self.notified.take(j, s.region.header().space_waiting.0.load(Ordering::Relaxed)) {
+                Some(Arm::FUTEX) => wake_futex = true,
+                Some(Arm::EVENT_FD) => wakefd::signal(&s.wake),
+                _ => {}
+            }
+        }
+        if wake_futex {
             futex::wake_all(&self.region.header().cursor.0.wake);
         }
     }
@@ -218,13 +285,15 @@ impl Receiver {
 
     /// Probes every known sender region for `self.next`. `None` = void.
     fn locate(&self) -> Result<Option<Found>, RecvError> {
-        let slot_bytes = self.link.membership.geometry.slot_bytes;
+        let g = self.link.membership.geometry;
         let n = self.senders.len();
         let mut newer = None;
         for k in 0..n {
             let j = (self.hint + k) % n;
-            let Some((_, region)) = &self.senders[j] else { continue };
-            match ring::probe(region.slot(self.next), self.next, slot_bytes).map_err(RecvError::Corrupt)? {
+            let Some(SenderPeer { region, .. }) = &self.senders[j] else { continue };
+            match ring::probe(region.slot(self.next), self.next, g.slots.into(), g.slot_bytes)
+                .map_err(RecvError::Corrupt)?
+            {
                 Probe::Ready(len) => return Ok(Some(Found::Ready { sender: j, len: len as usize })),
                 Probe::Void => return Ok(None),
                 Probe::Newer(s) => newer = Some(s),
@@ -271,21 +340,21 @@ impl Receiver {
     fn sleep(&mut self, budget: Duration) -> Result<(), RecvError> {
         let gen_word = &self.link.membership.header().generation.0;
         let mut words = vec![(gen_word, gen_word.load(Ordering::SeqCst))];
-        for (_, s) in self.senders.iter().flatten() {
-            let bell = &s.header().doorbell.0;
+        for s in self.senders.iter().flatten() {
+            let bell = &s.region.header().doorbell.0;
             words.push((bell, bell.load(Ordering::SeqCst)));
         }
         let flag = &self.region.header().sleeping.0;
-        flag.store(1, Ordering::SeqCst);
+        self.armer.arm(flag, Arm::FUTEX);
         // Pairs with the sender's fence in `Sender::publish`.
         fence(Ordering::SeqCst);
         let ready = !matches!(self.locate(), Ok(Some(Found::NotYet)));
         if !ready && words[0].1 == gen_word.load(Ordering::SeqCst) {
             let r = futex::wait_any(&words, budget);
-            flag.store(0, Ordering::Relaxed);
+            Armer::disarm(flag);
             r.map_err(|e| RecvError::Io { op: "futex wait", source: e.into() })?;
         } else {
-            flag.store(0, Ordering::Relaxed);
+            Armer::disarm(flag);
         }
         Ok(())
     }
@@ -293,23 +362,66 @@ impl Receiver {
     fn refresh(&mut self) -> Result<(), ChannelError> {
         let g = self.link.membership.geometry;
         let (reply, fds) = self.link.call(Op::FetchSenders, &[])?;
-        let mut fresh: Vec<Option<(u32, SenderRegion)>> = (0..g.max_senders).map(|_| None).collect();
-        for ((j, epoch), fd) in reply.entries.into_iter().zip(fds) {
+        let mut fresh: Vec<Option<SenderPeer>> = (0..g.max_senders).map(|_| None).collect();
+        let mut fds = fds.into_iter();
+        for (j, epoch) in reply.entries {
+            let (Some(fd), Some(wake)) = (fds.next(), fds.next()) else { break };
             let j = j as usize;
             if j >= fresh.len() {
                 return Err(ChannelError::Corrupt(format!("keeper named sender {j}")));
             }
-            let keep = self.senders[j].take().filter(|(e, _)| *e == epoch);
+            let keep = self.senders[j].take().filter(|s| s.epoch == epoch);
             fresh[j] = Some(match keep {
                 Some(k) => k,
                 None => {
+                    self.notified.forget(j);
                     let map = Link::map_peer_region(&fd, g.sender_region_bytes())?;
-                    (epoch, SenderRegion::open(map, g).map_err(ChannelError::Corrupt)?)
+                    SenderPeer { epoch, region: SenderRegion::open(map, g).map_err(ChannelError::Corrupt)?, wake }
                 }
             });
         }
         self.senders = fresh;
         Ok(())
+    }
+}
+
+/// A sender as a receiver sees it.
+#[derive(Debug)]
+struct SenderPeer {
+    epoch: u32,
+    region: SenderRegion,
+    /// The peers' end of the sender's wake fd.
+    wake: std::os::fd::OwnedFd,
+}
+
+/// Waits until one of `receivers` has a message ready (or a state to
+/// report, such as [`RecvError::AllSendersGone`]: drop such a receiver from
+/// the set, or it is reported ready every time), for at most `timeout`
+/// (`None`: forever). Returns its index, or `None` on timeout. Sleeps in
+/// `poll(2)` on their wake fds: no spinning.
+pub fn wait_any(receivers: &mut [&mut Receiver], timeout: Option<Duration>) -> Result<Option<usize>, RecvError> {
+    let deadline = timeout.map(|t| Instant::now() + t);
+    for rx in receivers.iter_mut() {
+        rx.wake_fd();
+    }
+    loop {
+        if let Some(i) = receivers.iter_mut().position(|rx| rx.poll_ready()) {
+            return Ok(Some(i));
+        }
+        let left = match deadline {
+            None => None,
+            Some(d) => match d.checked_duration_since(Instant::now()) {
+                Some(left) if !left.is_zero() => Some(left),
+                _ => return Ok(None),
+            },
+        };
+        let ts = left.map(|l| rustix::time::Timespec { tv_sec: l.as_secs() as i64, tv_nsec: l.subsec_nanos() as i64 });
+        let mut fds: Vec<_> = receivers
+            .iter()
+            .map(|rx| rustix::event::PollFd::new(&rx.wake.owner, rustix::event::PollFlags::IN))
+            .collect();
+        crate::sys::retry(|| rustix::event::poll(&mut fds, ts.as_ref()))
+            .map_err(|e| RecvError::Io { op: "poll", source: e.into() })?;
     }
 }
 

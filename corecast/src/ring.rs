@@ -47,13 +47,20 @@ pub(crate) enum Probe {
     Newer(u64),
 }
 
-/// Reads what `slot` says about `seq`. `Acquire` pairs with the `Release`
-/// in [`publish`], making the payload visible. Every value is validated:
-/// an unknown kind or a length over `slot_bytes` is an error, not a read.
-pub(crate) fn probe(slot: &SlotHeader, seq: u64, slot_bytes: u32) -> Result<Probe, String> {
+/// Reads what `slot` (the slot of `seq` in a ring of `slots`) says about
+/// `seq`. `Acquire` pairs with the `Release` in [`publish`], making the
+/// payload visible. Every value is validated: a number that cannot live in
+/// this slot, an unknown kind or a length over `slot_bytes` is an error.
+pub(crate) fn probe(slot: &SlotHeader, seq: u64, slots: u64, slot_bytes: u32) -> Result<Probe, String> {
     let st = slot.stamp.load(Ordering::Acquire);
     let n = st >> 2;
-    if n == 0 || n < seq + 1 {
+    if n == 0 {
+        return Ok(Probe::Absent);
+    }
+    if (n - 1) % slots != seq % slots {
+        return Err(format!("the slot of message {seq} carries number {}, which cannot live there", n - 1));
+    }
+    if n < seq + 1 {
         return Ok(Probe::Absent);
     }
     if n > seq + 1 {
@@ -196,7 +203,7 @@ mod loom_model {
             let i = (seq % self.r) as usize;
             loop {
                 for (j, reg) in self.regions.iter().enumerate() {
-                    match probe(&reg.slots[i], seq, 8).unwrap() {
+                    match probe(&reg.slots[i], seq, self.r, 8).unwrap() {
                         Probe::Ready(len) => {
                             assert_eq!(len, 8);
                             // SAFETY: loom checks this claim: a published slot is not rewritten

@@ -3,13 +3,14 @@
 use std::time::{Duration, Instant};
 
 use crate::error::{ChannelError, LateReceiver, SendError};
-use crate::layout::{Geometry, START_PENDING, STATE_LIVE};
+use crate::layout::{Arm, Geometry, START_PENDING, STATE_LIVE};
 use crate::link::Link;
+use crate::notify::{Armer, Notified, WakeFd};
 use crate::proto::{self, Op};
 use crate::region::{ReceiverRegion, SenderRegion, Sequencer};
 use crate::ring::{self, Claim};
 use crate::sync::{fence, Ordering};
-use crate::sys::{futex, map::Mapping, memfd};
+use crate::sys::{futex, map::Mapping, memfd, wakefd};
 use crate::wait::{sleep_budget, Backoff, WaitStrategy};
 
 /// Sends messages on one channel; every receiver gets each one.
@@ -25,12 +26,19 @@ pub struct Sender {
     index: usize,
     room: Room,
     wait: WaitStrategy,
+    wake: WakeFd,
+    armer: Armer,
+    /// The caller asked for the wake fd: a full ring arms it.
+    fd_mode: bool,
+    fd_armed: bool,
 }
 
 /// What the sender knows about receivers, for back-pressure and wake-ups.
 #[derive(Debug)]
 struct Room {
-    receivers: Vec<Option<(u32, ReceiverRegion)>>,
+    receivers: Vec<Option<Peer>>,
+    /// Once-per-arming bookkeeping for receivers' sleep words.
+    notified: Notified,
     generation: u32,
     /// Numbers below this have room (cached minimum cursor + ring length).
     limit: u64,
@@ -48,7 +56,8 @@ impl Sender {
         let fd = memfd::create("corecast-sender", g.sender_region_bytes()).map_err(ChannelError::io("memfd"))?;
         let map = Mapping::new(&fd, g.sender_region_bytes(), true).map_err(ChannelError::io("map own region"))?;
         let region = SenderRegion::init(map, g, crate::sys::pid()).map_err(ChannelError::Corrupt)?;
-        let (reply, mut fds) = link.call(Op::JoinSender, &[&fd])?;
+        let wake = WakeFd::new()?;
+        let (reply, mut fds) = link.call(Op::JoinSender, &[&fd, &wake.peer])?;
         match reply.status {
             proto::OK if fds.len() == 1 && reply.index < g.max_senders => {}
             proto::FULL => {
@@ -65,13 +74,26 @@ impl Sender {
         let sequencer = Sequencer::open(smap, &g).map_err(ChannelError::Corrupt)?;
         let room = Room {
             receivers: (0..g.max_receivers).map(|_| None).collect(),
+            notified: Notified::new(g.max_receivers as usize),
             generation: link.membership.generation().wrapping_sub(1),
             limit: 0,
             pending: false,
             error: None,
             stalls: vec![None; g.max_receivers as usize],
         };
-        Ok(Sender { link, sequencer, region, index: reply.index as usize, room, wait })
+        let index = reply.index as usize;
+        Ok(Sender {
+            link,
+            sequencer,
+            region,
+            index,
+            room,
+            wait,
+            wake,
+            armer: Armer::default(),
+            fd_mode: false,
+            fd_armed: false,
+        })
     }
 
     /// The largest message this channel carries, in bytes.
@@ -97,7 +119,7 @@ impl Sender {
     /// Sends a copy of `msg`, or fails with [`SendError::WouldBlock`] at once
     /// when the ring is full.
     pub fn try_send(&mut self, msg: &[u8]) -> Result<(), SendError> {
-        let seq = self.try_claim(msg.len())?;
+        let seq = self.try_claim_armed(msg.len())?;
         // SAFETY: this sender holds `seq`, so slot `seq % R` of its own
         // region is written by nobody else and read by nobody until the
         // stamp is published; `msg.len()` was checked against slot_bytes.
@@ -144,7 +166,7 @@ impl Sender {
         let mut late = Vec::new();
         for (i, known) in self.room.receivers.iter().enumerate() {
             let e = m.receiver(i);
-            let Some((epoch, r)) = known else { continue };
+            let Some(Peer { epoch, region: r, .. }) = known else { continue };
             if e.state.load(Ordering::Acquire) != STATE_LIVE || e.epoch.load(Ordering::Acquire) != *epoch {
                 self.room.stalls[i] = None;
                 continue;
@@ -195,8 +217,49 @@ impl Sender {
 
     /// Like [`Sender::loan`] but fails with [`SendError::WouldBlock`] when full.
     pub fn try_loan(&mut self) -> Result<Loan<'_>, SendError> {
-        let seq = self.try_claim(0)?;
+        let seq = self.try_claim_armed(0)?;
         Ok(Loan { sender: self, seq, done: false })
+    }
+
+    /// A file descriptor for event loops (R9). Call it before waiting: it
+    /// becomes *readable* (POLLIN; a notification fd cannot report
+    /// writability) as soon as a send may succeed, at once if one may
+    /// already. After it fires, send until [`SendError::WouldBlock`]; from
+    /// then on every `WouldBlock` re-arms it. Works with epoll (level- or
+    /// edge-triggered), poll and select.
+    pub fn wake_fd(&mut self) -> std::os::fd::BorrowedFd<'_> {
+        use std::os::fd::AsFd;
+        self.fd_mode = true;
+        if !self.fd_armed {
+            self.armer.arm(&self.region.header().space_waiting.0, Arm::EVENT_FD);
+            self.fd_armed = true;
+            self.room.limit = 0;
+            let next = self.sequencer.next().load(Ordering::SeqCst);
+            let g = self.region.geometry;
+            if self.room.has_room(&self.link, &g, next) || self.room.error.is_some() {
+                wakefd::signal(&self.wake.peer);
+            }
+        }
+        self.wake.owner.as_fd()
+    }
+
+    /// `try_claim`, arming the wake fd when the ring is full in fd mode.
+    fn try_claim_armed(&mut self, len: usize) -> Result<u64, SendError> {
+        if self.fd_armed {
+            self.fd_armed = false;
+            Armer::disarm(&self.region.header().space_waiting.0);
+            wakefd::drain(&self.wake.owner);
+        }
+        match self.try_claim(len) {
+            Err(SendError::WouldBlock) if self.fd_mode => {
+                self.armer.arm(&self.region.header().space_waiting.0, Arm::EVENT_FD);
+                self.fd_armed = true;
+                self.room.limit = 0;
+                // Re-check after arming (pairs with `Receiver::consume`).
+                self.try_claim(len)
+            }
+            other => other,
+        }
     }
 
     fn try_claim(&mut self, len: usize) -> Result<u64, SendError> {
@@ -226,9 +289,17 @@ impl Sender {
         // Pairs with the receiver's fence in `Receiver::sleep`: either it
         // sees this stamp, or this load sees its `sleeping` flag.
         fence(Ordering::SeqCst);
-        let asleep =
-            self.room.receivers.iter().flatten().any(|(_, r)| r.header().sleeping.0.load(Ordering::Relaxed) != 0);
-        if asleep {
+        let mut ring_bell = false;
+        for (i, peer) in self.room.receivers.iter().enumerate() {
+            let Some(p) = peer else { continue };
+            match self.room.notified.take(i, p.region.header().sleeping.0.load(Ordering::Relaxed)) {
+                Some(Arm::FUTEX) => ring_bell = true,
+                Some(Arm::EVENT_FD) => wakefd::signal(&p.wake),
+                _ => {}
+            }
+        }
+        if ring_bell {
+            // One wake reaches every receiver asleep on this doorbell.
             let bell = &self.region.header().doorbell.0;
             bell.fetch_add(1, Ordering::Release);
             futex::wake_all(bell);
@@ -259,7 +330,7 @@ impl Sender {
         let gen = gen_word.load(Ordering::SeqCst);
         let slowest = self.room.slowest(m);
         let flag = &self.region.header().space_waiting.0;
-        flag.store(1, Ordering::SeqCst);
+        self.armer.arm(flag, Arm::FUTEX);
         fence(Ordering::SeqCst);
         let next = self.sequencer.next().load(Ordering::SeqCst);
         self.room.limit = 0;
@@ -267,17 +338,26 @@ impl Sender {
         let room_now = self.room.has_room(&self.link, &g, next);
         if !room_now && !self.room.pending {
             let mut words = vec![(gen_word, gen)];
-            if let Some((r, v)) = slowest.and_then(|i| self.room.receivers[i].as_ref().map(|(_, r)| r)).map(|r| {
-                let w = &r.header().cursor.0.wake;
+            if let Some((r, v)) = slowest.and_then(|i| self.room.receivers[i].as_ref()).map(|p| {
+                let w = &p.region.header().cursor.0.wake;
                 (w, w.load(Ordering::Acquire))
             }) {
                 words.push((r, v));
             }
             futex::wait_any(&words, budget).map_err(|e| SendError::Io { op: "futex wait", source: e.into() })?;
         }
-        flag.store(0, Ordering::Relaxed);
+        Armer::disarm(flag);
         Ok(())
     }
+}
+
+/// A receiver as a sender sees it.
+#[derive(Debug)]
+struct Peer {
+    epoch: u32,
+    region: ReceiverRegion,
+    /// The peers' end of the receiver's wake fd.
+    wake: std::os::fd::OwnedFd,
 }
 
 impl Room {
@@ -311,8 +391,8 @@ impl Room {
             let epoch = e.epoch.load(Ordering::Acquire);
             match &self.receivers[i] {
                 // Acquire pairs with `ring::advance` (Release) in the receiver.
-                Some((ep, r)) if *ep == epoch => {
-                    let c = r.header().cursor.0.next.load(Ordering::Acquire);
+                Some(p) if p.epoch == epoch => {
+                    let c = p.region.header().cursor.0.next.load(Ordering::Acquire);
                     min = min.min(ring::effective_cursor(c, start, s));
                 }
                 // Joined after our last refresh: its start is at least the
@@ -326,18 +406,21 @@ impl Room {
 
     fn refresh(&mut self, link: &Link, g: &Geometry) -> Result<(), ChannelError> {
         let (reply, fds) = link.call(Op::FetchReceivers, &[])?;
-        let mut fresh: Vec<Option<(u32, ReceiverRegion)>> = (0..g.max_receivers).map(|_| None).collect();
-        for ((i, epoch), fd) in reply.entries.into_iter().zip(fds) {
+        let mut fresh: Vec<Option<Peer>> = (0..g.max_receivers).map(|_| None).collect();
+        let mut fds = fds.into_iter();
+        for (i, epoch) in reply.entries {
+            let (Some(fd), Some(wake)) = (fds.next(), fds.next()) else { break };
             let i = i as usize;
             if i >= fresh.len() {
                 return Err(ChannelError::Corrupt(format!("keeper named receiver {i}")));
             }
-            let keep = self.receivers[i].take().filter(|(e, _)| *e == epoch);
+            let keep = self.receivers[i].take().filter(|p| p.epoch == epoch);
             fresh[i] = Some(match keep {
                 Some(k) => k,
                 None => {
+                    self.notified.forget(i);
                     let map = Link::map_peer_region(&fd, ReceiverRegion::bytes())?;
-                    (epoch, ReceiverRegion::open(map).map_err(ChannelError::Corrupt)?)
+                    Peer { epoch, region: ReceiverRegion::open(map).map_err(ChannelError::Corrupt)?, wake }
                 }
             });
         }
@@ -351,7 +434,7 @@ impl Room {
             .iter()
             .enumerate()
             .filter(|(i, r)| r.is_some() && m.receiver(*i).state.load(Ordering::Acquire) == STATE_LIVE)
-            .filter_map(|(i, r)| r.as_ref().map(|(_, r)| (i, r.header().cursor.0.next.load(Ordering::Acquire))))
+            .filter_map(|(i, r)| r.as_ref().map(|p| (i, p.region.header().cursor.0.next.load(Ordering::Acquire))))
             .min_by_key(|&(_, c)| c)
             .map(|(i, _)| i)
     }

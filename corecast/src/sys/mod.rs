@@ -5,6 +5,7 @@ pub(crate) mod map;
 pub(crate) mod memfd;
 pub(crate) mod process;
 pub(crate) mod sock;
+pub(crate) mod wakefd;
 
 /// Retries a system call interrupted by a signal (`EINTR`): the one place
 /// corecast handles it.

@@ -17,7 +17,7 @@ use rustix::net::{
 use super::retry;
 
 /// The most descriptors one message carries.
-pub(crate) const MAX_FDS: usize = 64;
+pub(crate) const MAX_FDS: usize = 2 * crate::layout::MAX_MEMBERS as usize;
 /// The largest message body, in bytes.
 pub(crate) const MAX_MSG: usize = 4096;
 
