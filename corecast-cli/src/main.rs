@@ -3,6 +3,7 @@
 
 mod args;
 mod bench;
+mod channel;
 mod compare;
 mod machine;
 mod mechanisms;
@@ -29,6 +30,9 @@ enum Command {
     Machine(machine::Args),
     /// Show what got faster or slower between two results files.
     Compare(compare::Args),
+    /// Manage named channels: list, inspect, watch, clean, destroy.
+    #[command(subcommand)]
+    Channel(channel::ChannelCmd),
 }
 
 fn main() -> std::process::ExitCode {
@@ -38,6 +42,7 @@ fn main() -> std::process::ExitCode {
         Command::Mechanisms(a) => mechanisms::run(a),
         Command::Machine(a) => machine::run(a),
         Command::Compare(a) => compare::run(a),
+        Command::Channel(c) => channel::run(c),
     };
     match result {
         Ok(code) => code,
