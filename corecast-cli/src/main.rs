@@ -7,6 +7,7 @@ mod channel;
 mod compare;
 mod machine;
 mod mechanisms;
+mod torture;
 
 use clap::{Parser, Subcommand};
 
@@ -33,6 +34,9 @@ enum Command {
     /// Manage named channels: list, inspect, watch, clean, destroy.
     #[command(subcommand)]
     Channel(channel::ChannelCmd),
+    /// Fault injection: random channels, kills, stalls and hostile writers;
+    /// checks nothing is lost, duplicated, reordered, hung or leaked.
+    Torture(torture::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -43,6 +47,7 @@ fn main() -> std::process::ExitCode {
         Command::Machine(a) => machine::run(a),
         Command::Compare(a) => compare::run(a),
         Command::Channel(c) => channel::run(c),
+        Command::Torture(a) => torture::run(a),
     };
     match result {
         Ok(code) => code,
