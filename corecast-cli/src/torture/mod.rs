@@ -7,11 +7,11 @@
 //! nothing was left on the system.
 
 mod check;
-mod child;
+pub(crate) mod child;
 mod figures;
 mod hostile;
 mod leaks;
-mod log;
+pub(crate) mod log;
 mod payload;
 mod plan;
 mod receiver;
