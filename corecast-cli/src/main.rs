@@ -3,9 +3,11 @@
 
 mod args;
 mod bench;
+mod channel;
 mod compare;
 mod machine;
 mod mechanisms;
+mod torture;
 
 use clap::{Parser, Subcommand};
 
@@ -29,6 +31,12 @@ enum Command {
     Machine(machine::Args),
     /// Show what got faster or slower between two results files.
     Compare(compare::Args),
+    /// Manage named channels: list, inspect, watch, clean, destroy.
+    #[command(subcommand)]
+    Channel(channel::ChannelCmd),
+    /// Fault injection: random channels, kills, stalls and hostile writers;
+    /// checks nothing is lost, duplicated, reordered, hung or leaked.
+    Torture(torture::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -38,6 +46,8 @@ fn main() -> std::process::ExitCode {
         Command::Mechanisms(a) => mechanisms::run(a),
         Command::Machine(a) => machine::run(a),
         Command::Compare(a) => compare::run(a),
+        Command::Channel(c) => channel::run(c),
+        Command::Torture(a) => torture::run(a),
     };
     match result {
         Ok(code) => code,

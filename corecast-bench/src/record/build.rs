@@ -66,6 +66,32 @@ pub fn pingpong_record(
     }
 }
 
+/// A `detect` record: detection times of one kind (`metric`) in
+/// microseconds, one sample per trial; `size` is the message size used.
+/// `None` when there are no samples.
+pub fn detect_record(
+    prov: &Provenance,
+    metric: Metric,
+    size: usize,
+    samples_us: Vec<f64>,
+    placement: &Placement,
+) -> Option<Record> {
+    let s = Summary::of(&samples_us)?;
+    Some(Record {
+        metric,
+        unit: Unit::Micros,
+        value: s.median,
+        repetitions: samples_us.len(),
+        min: s.min,
+        median: s.median,
+        max: s.max,
+        p99: Some(s.p99),
+        count: samples_us.len() as u64,
+        samples: samples_us,
+        ..base(prov, Workload::Detect, "corecast", size, 1, placement)
+    })
+}
+
 /// The fields shared by every record of a point; the measured ones are zero.
 fn base(
     prov: &Provenance,

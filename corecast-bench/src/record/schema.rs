@@ -25,6 +25,9 @@ pub enum Workload {
     Fanout,
     /// Two processes bouncing a message ([`crate::workloads::pingpong`]).
     Pingpong,
+    /// How long corecast takes to notice a crashed or stalled peer
+    /// (`corecast bench detect`); one record per kind of failure.
+    Detect,
 }
 
 impl Workload {
@@ -33,6 +36,7 @@ impl Workload {
         match self {
             Workload::Fanout => "fanout",
             Workload::Pingpong => "pingpong",
+            Workload::Detect => "detect",
         }
     }
 }
@@ -45,6 +49,15 @@ pub enum Metric {
     Throughput,
     /// Half the round-trip time; lower is better.
     RttHalf,
+    /// From a sender's SIGKILL until a receiver blocked in `recv` gets
+    /// `AllSendersGone`; lower is better.
+    SenderCrashDetect,
+    /// From a receiver's SIGKILL until a sender blocked on the full ring
+    /// completes its send; lower is better.
+    ReceiverCrashDetect,
+    /// From the deadline's expiry until the blocked sender gets
+    /// `ReceiversLate` for a stopped receiver; lower is better.
+    StallDetect,
 }
 
 impl Metric {

@@ -112,6 +112,7 @@ fn headers(columns: &[Column]) -> Vec<(String, String)> {
         .map(|&(w, n, size)| match w {
             Workload::Fanout => (format!("fanout N={n}"), format_size(size)),
             Workload::Pingpong => ("pingpong".to_string(), format_size(size)),
+            Workload::Detect => ("detect".to_string(), format_size(size)),
         })
         .collect()
 }
@@ -142,7 +143,9 @@ fn ratios(
             });
             match c.0 {
                 Workload::Fanout => vals.fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v)))),
-                Workload::Pingpong => vals.fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.min(v)))),
+                Workload::Pingpong | Workload::Detect => {
+                    vals.fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.min(v))))
+                }
             }
         })
         .collect();

@@ -30,6 +30,7 @@ impl Point {
                 format!("fanout {} N={} {}", self.mechanism, self.receivers, format_size(self.size))
             }
             Workload::Pingpong => format!("pingpong {} {}", self.mechanism, format_size(self.size)),
+            Workload::Detect => format!("detect {} {}", self.mechanism, format_size(self.size)),
         }
     }
 }

@@ -114,6 +114,9 @@ pub fn run_point(m: &dyn Mechanism, point: &Point, settings: &Settings, prov: &P
             let p = PingpongParams::new(point.size, settings.duration, settings.repetitions);
             pingpong::run(m, &p, &opts).map(|r| vec![pingpong_record(prov, name, &p, &r, &placement)])
         }
+        // Detection times are corecast's own measurement (`bench detect`),
+        // not a point of the mechanism grid.
+        Workload::Detect => Err("detection is measured by `corecast bench detect`, not by the grid".to_string()),
     };
     match result {
         Ok(records) => Status::Measured(records),

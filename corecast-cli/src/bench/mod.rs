@@ -1,5 +1,6 @@
 //! `corecast bench …`: the benchmark subcommands.
 
+mod detect;
 mod fanout;
 mod pingpong;
 mod quick;
@@ -19,6 +20,9 @@ pub enum Bench {
     Fanout(fanout::Args),
     /// Two processes: RTT/2 median, p99 and max.
     Pingpong(pingpong::Args),
+    /// How fast corecast notices a sender crash, a receiver crash and a
+    /// stall: median and max over --trials trials of each.
+    Detect(detect::Args),
 }
 
 /// Runs a benchmark subcommand. Exit status: 0 when every point was measured
@@ -28,5 +32,6 @@ pub fn run(b: Bench) -> anyhow::Result<ExitCode> {
         Bench::Quick(a) => quick::run(a),
         Bench::Fanout(a) => fanout::run(a),
         Bench::Pingpong(a) => pingpong::run(a),
+        Bench::Detect(a) => detect::run(a),
     }
 }

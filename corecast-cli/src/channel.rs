@@ -1,0 +1,172 @@
+//! `corecast channel …`: list, inspect, watch, clean and destroy named
+//! channels (SPEC R10).
+
+use std::fmt::Write as _;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use clap::Subcommand;
+use corecast::{Channel, ChannelStatus};
+use corecast_bench::harness::interrupt;
+use corecast_bench::report::format::human;
+use serde_json::{json, Value};
+
+/// The channel management commands.
+#[derive(Subcommand)]
+pub enum ChannelCmd {
+    /// Names of the channels alive now (leftovers of dead ones are removed).
+    List,
+    /// Properties, keeper, members with pids, states, cursors and lag.
+    Inspect {
+        /// The channel's name.
+        name: String,
+        /// Print one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Inspect again every --interval until Ctrl-C, with the message rate.
+    Watch {
+        /// The channel's name.
+        name: String,
+        /// Time between refreshes (e.g. 500ms, 1s).
+        #[arg(long, default_value = "500ms", value_parser = crate::args::duration)]
+        interval: Duration,
+    },
+    /// Remove what dead channels left behind; prints each name removed.
+    Clean,
+    /// Remove a channel's name; attached endpoints get `Destroyed` once drained.
+    Destroy {
+        /// The channel's name.
+        name: String,
+    },
+}
+
+/// Runs a channel command.
+pub fn run(c: ChannelCmd) -> Result<ExitCode> {
+    match c {
+        ChannelCmd::List => {
+            for n in corecast::list() {
+                println!("{n}");
+            }
+        }
+        ChannelCmd::Inspect { name, json } => {
+            let status = open(&name)?.status().with_context(|| format!("reading the status of {name:?}"))?;
+            if json {
+                println!("{}", to_json(&status));
+            } else {
+                print!("{}", render(&status, None));
+            }
+        }
+        ChannelCmd::Watch { name, interval } => watch(&name, interval)?,
+        ChannelCmd::Clean => {
+            let removed = corecast::clean();
+            for n in &removed {
+                println!("removed {n}");
+            }
+            eprintln!("corecast: {} leftover channel name(s) removed", removed.len());
+        }
+        ChannelCmd::Destroy { name } => {
+            open(&name)?.destroy().with_context(|| format!("destroying {name:?}"))?;
+            println!("destroyed {name}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn open(name: &str) -> Result<Channel> {
+    Channel::open(name).with_context(|| format!("opening channel {name:?}"))
+}
+
+fn watch(name: &str, interval: Duration) -> Result<()> {
+    interrupt::install().context("installing the Ctrl-C handler")?;
+    let chan = open(name)?;
+    let mut prev: Option<(u64, Instant)> = None;
+    while !interrupt::requested() {
+        let status = match chan.status() {
+            Ok(s) => s,
+            // The keeper is gone or the channel was destroyed under us.
+            Err(e) => {
+                println!("channel {name:?} is gone: {e}");
+                return Ok(());
+            }
+        };
+        let now = Instant::now();
+        let rate = prev.map(|(sent, t)| status.sent.saturating_sub(sent) as f64 / (now - t).as_secs_f64().max(1e-9));
+        prev = Some((status.sent, now));
+        // Clear the screen and home the cursor, then redraw.
+        print!("\x1b[2J\x1b[H{}", render(&status, rate));
+        println!("(every {interval:?}; Ctrl-C to stop)");
+        let until = now + interval;
+        while !interrupt::requested() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20).min(until.saturating_duration_since(Instant::now())));
+        }
+    }
+    Ok(())
+}
+
+/// The human view of a status; `rate` is messages/s since the last view.
+pub fn render(s: &ChannelStatus, rate: Option<f64>) -> String {
+    let c = &s.config;
+    let mut out = String::new();
+    let _ = writeln!(out, "channel {}  keeper pid {}", s.name, s.keeper_pid);
+    let deadline = c.deadline.map_or("none".to_string(), |d| format!("{d:?}"));
+    let _ = writeln!(
+        out,
+        "slots {}  max message {} B  max senders {}  max receivers {}  deadline {deadline}",
+        c.slots, c.max_message_bytes, c.max_senders, c.max_receivers
+    );
+    let _ = write!(out, "sent {}", s.sent);
+    if let Some(r) = rate {
+        let _ = write!(out, "  ({} msg/s)", human(r));
+    }
+    out.push('\n');
+    let _ = writeln!(out, "{:<9} {:>5} {:>8} {:<8} {:>12} {:>10}", "role", "index", "pid", "state", "cursor", "lag");
+    for m in &s.members {
+        let opt = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
+        let role = if m.member.is_sender { "sender" } else { "receiver" };
+        let _ = writeln!(
+            out,
+            "{role:<9} {:>5} {:>8} {:<8} {:>12} {:>10}",
+            m.member.index,
+            m.member.pid,
+            m.member.state,
+            opt(m.cursor),
+            opt(m.lag)
+        );
+    }
+    if s.members.is_empty() {
+        let _ = writeln!(out, "(no members yet)");
+    }
+    out
+}
+
+/// The machine view of a status (`inspect --json`).
+pub fn to_json(s: &ChannelStatus) -> Value {
+    let c = &s.config;
+    let members: Vec<Value> = s
+        .members
+        .iter()
+        .map(|m| {
+            json!({
+                "role": if m.member.is_sender { "sender" } else { "receiver" },
+                "index": m.member.index,
+                "pid": m.member.pid,
+                "state": m.member.state,
+                "cursor": m.cursor,
+                "lag": m.lag,
+            })
+        })
+        .collect();
+    json!({
+        "name": s.name,
+        "keeper_pid": s.keeper_pid,
+        "slots": c.slots,
+        "max_message_bytes": c.max_message_bytes,
+        "max_senders": c.max_senders,
+        "max_receivers": c.max_receivers,
+        "deadline_ms": c.deadline.map(|d| d.as_millis() as u64),
+        "sent": s.sent,
+        "members": members,
+    })
+}

@@ -1,0 +1,137 @@
+//! The figures a run reports, which of them must be zero, and how they print.
+
+use std::fmt::Write as _;
+
+/// Counts over a whole run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Figures {
+    /// Rounds run, and of each kind.
+    pub rounds: u64,
+    /// Crash rounds.
+    pub crash_rounds: u64,
+    /// Stall rounds.
+    pub stall_rounds: u64,
+    /// Hostile rounds.
+    pub hostile_rounds: u64,
+    /// Participant processes started.
+    pub processes: u64,
+    /// Distinct messages published (logged by their sender or seen by a receiver).
+    pub published: u64,
+    /// Messages received, summed over receivers.
+    pub delivered: u64,
+    /// Published messages within a receiver's window it did not get.
+    pub lost: u64,
+    /// A receiver got one number (or one sender's message) twice.
+    pub duplicated: u64,
+    /// A receiver got numbers, or one sender's messages, out of order.
+    pub out_of_order: u64,
+    /// A number received with bytes different from another receiver's or the publisher's.
+    pub mismatched: u64,
+    /// Messages accepted whose bytes fail their own check.
+    pub corrupt_accepted: u64,
+    /// Evicted receivers that were not told `Evicted`.
+    pub untold_evictions: u64,
+    /// Endings no participant of that round should see (e.g. Corrupt with no hostile writer).
+    pub unexpected: u64,
+    /// Blocking calls past their bound, and processes the round guard killed.
+    pub hangs: u64,
+    /// Objects left after the run (names, keepers, memfds).
+    pub leaks: u64,
+    /// Participants not killed that did not exit 0.
+    pub crashes: u64,
+    /// SIGKILLs sent.
+    pub kills: u64,
+    /// Of those, senders killed holding an uncommitted loan.
+    pub killed_holding_loan: u64,
+    /// SIGSTOP/SIGCONT stalls.
+    pub stalls: u64,
+    /// Evictions senders made.
+    pub evictions: u64,
+    /// Receivers told `Evicted`.
+    pub told_evicted: u64,
+    /// Voids (loans dropped on purpose).
+    pub voids: u64,
+    /// Receivers in hostile rounds that got a clear error (Corrupt/Overrun).
+    pub hostile_errors: u64,
+}
+
+impl Figures {
+    /// Adds another set of counts.
+    pub fn add(&mut self, o: &Figures) {
+        macro_rules! sum { ($($f:ident),*) => { $(self.$f += o.$f;)* } }
+        sum!(
+            rounds,
+            crash_rounds,
+            stall_rounds,
+            hostile_rounds,
+            processes,
+            published,
+            delivered,
+            lost,
+            duplicated,
+            out_of_order,
+            mismatched,
+            corrupt_accepted,
+            untold_evictions,
+            unexpected,
+            hangs,
+            leaks,
+            crashes,
+            kills,
+            killed_holding_loan,
+            stalls,
+            evictions,
+            told_evicted,
+            voids,
+            hostile_errors
+        );
+    }
+
+    /// The figures that must be zero, by name.
+    pub fn must_be_zero(&self) -> [(&'static str, u64); 10] {
+        [
+            ("lost", self.lost),
+            ("duplicated", self.duplicated),
+            ("out of order", self.out_of_order),
+            ("mismatched bytes", self.mismatched),
+            ("corrupt accepted", self.corrupt_accepted),
+            ("untold evictions", self.untold_evictions),
+            ("unexpected errors", self.unexpected),
+            ("hangs", self.hangs),
+            ("leaked objects", self.leaks),
+            ("crashes", self.crashes),
+        ]
+    }
+
+    /// Whether every must-be-zero figure is zero.
+    pub fn clean(&self) -> bool {
+        self.must_be_zero().iter().all(|(_, v)| *v == 0)
+    }
+
+    /// The report: one `name: value` line per figure.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "rounds: {} (crash {}, stall {}, hostile {}), processes: {}",
+            self.rounds, self.crash_rounds, self.stall_rounds, self.hostile_rounds, self.processes
+        );
+        let _ = writeln!(
+            out,
+            "faults: kills {} (holding a loan {}), stalls {}, evictions {} (told {}), voids {}, hostile clear errors {}",
+            self.kills,
+            self.killed_holding_loan,
+            self.stalls,
+            self.evictions,
+            self.told_evicted,
+            self.voids,
+            self.hostile_errors
+        );
+        let _ = writeln!(out, "published: {}", self.published);
+        let _ = writeln!(out, "delivered: {}", self.delivered);
+        for (name, v) in self.must_be_zero() {
+            let _ = writeln!(out, "{name}: {v}{}", if v == 0 { "" } else { "  <-- must be 0" });
+        }
+        out
+    }
+}

@@ -1,0 +1,249 @@
+//! What a round does, drawn from the seed before it starts: the channel,
+//! the participants and the faults with their moments.
+
+use std::time::Duration;
+
+use corecast::ChannelConfig;
+
+use super::payload::HEADER;
+use super::rng::Rng;
+
+/// Every blocking call passes this bound; running past it is a hang.
+pub const BOUND: Duration = Duration::from_secs(10);
+
+/// The flavour of a round.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// SIGKILL at random moments; no deadline or a long one.
+    Crash,
+    /// SIGSTOP/SIGCONT of receivers with a short deadline (plus some kills).
+    Stall,
+    /// A hostile writer scribbles over its own sender region.
+    Hostile,
+}
+
+/// One sender's behaviour.
+#[derive(Clone, Debug)]
+pub struct SenderPlan {
+    /// Torture id (written into every message).
+    pub id: u32,
+    /// Most messages to send.
+    pub count: u64,
+    /// Stop sending after this long (whichever comes first).
+    pub run_for: Duration,
+    /// Message sizes, in bytes (at least the header).
+    pub min_len: usize,
+    /// Largest message, at most the channel's slot size.
+    pub max_len: usize,
+    /// Chance a message is written in place through a loan.
+    pub loan_p: f64,
+    /// Chance a loan is held a while before commit (a target for kills).
+    pub hold_p: f64,
+    /// Chance a loan is dropped uncommitted (a void).
+    pub void_p: f64,
+    /// Chance of a short pause after a message, and its longest length.
+    pub pause_p: f64,
+    /// Longest pause, in microseconds.
+    pub pause_us: u64,
+    /// Seed of its choices.
+    pub seed: u64,
+}
+
+/// One receiver's behaviour.
+#[derive(Clone, Debug)]
+pub struct ReceiverPlan {
+    /// Chance a message is read in place rather than copied.
+    pub in_place_p: f64,
+    /// Chance of dawdling after a message (back-pressure), and how long.
+    pub slow_p: f64,
+    /// Longest dawdle, in microseconds.
+    pub slow_us: u64,
+    /// Seed of its choices.
+    pub seed: u64,
+}
+
+/// The hostile writer's behaviour.
+#[derive(Clone, Debug)]
+pub struct HostilePlan {
+    /// Before the attack.
+    pub delay: Duration,
+    /// What to overwrite.
+    pub mode: Attack,
+    /// Scribbles (or stretch length in 8-byte words).
+    pub words: u64,
+    /// Stay attached this long after the attack.
+    pub linger: Duration,
+    /// Seed of the random bytes.
+    pub seed: u64,
+}
+
+/// How the hostile writer overwrites its region.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Attack {
+    /// Every byte of the region, random.
+    Whole,
+    /// One random stretch of words.
+    Stretch,
+    /// Words here and there.
+    Scribble,
+}
+
+/// A fault or event at a moment after the round's go.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// SIGKILL participant `i`.
+    Kill(usize),
+    /// SIGKILL sender `i` the next time it reports holding a loan.
+    KillHolding(usize),
+    /// SIGSTOP participant `i`, SIGCONT after the duration.
+    Stop(usize, Duration),
+    /// Start late receiver `k` (an index into `late`).
+    Join(usize),
+}
+
+/// A whole round.
+#[derive(Clone, Debug)]
+pub struct RoundPlan {
+    /// Round number (part of every message).
+    pub round: u32,
+    /// Its flavour.
+    pub kind: Kind,
+    /// The channel.
+    pub config: ChannelConfig,
+    /// Participants 0..senders.len().
+    pub senders: Vec<SenderPlan>,
+    /// Participants senders.len().., attached before the go.
+    pub receivers: Vec<ReceiverPlan>,
+    /// Receivers that join during the round.
+    pub late: Vec<ReceiverPlan>,
+    /// The hostile writer of a hostile round.
+    pub hostile: Option<HostilePlan>,
+    /// Faults, sorted by moment.
+    pub actions: Vec<(Duration, Action)>,
+}
+
+fn receiver(rng: &mut Rng) -> ReceiverPlan {
+    ReceiverPlan {
+        in_place_p: rng.range(0, 100) as f64 / 100.0,
+        slow_p: if rng.chance(0.5) { rng.range(0, 20) as f64 / 100.0 } else { 0.0 },
+        slow_us: rng.range(10, 3000),
+        seed: rng.next_u64(),
+    }
+}
+
+impl RoundPlan {
+    /// Draws round `round` of the run seeded `seed`.
+    pub fn draw(seed: u64, round: u32) -> RoundPlan {
+        let mut rng = Rng::derive(seed, u64::from(round));
+        let kind = match rng.range(0, 99) {
+            0..=44 => Kind::Crash,
+            45..=79 => Kind::Stall,
+            _ => Kind::Hostile,
+        };
+        let n_tx = rng.range(1, 4) as usize;
+        let n_rx = rng.range(1, 5) as usize;
+        let n_late = rng.range(0, 2) as usize;
+        let hostile = kind == Kind::Hostile;
+        let slots = 1u32 << rng.range(1, 8);
+        let max_bytes = rng.log_range(HEADER as u64 + 8, 65536) as u32;
+        let deadline = match kind {
+            Kind::Stall => Some(Duration::from_millis(rng.range(30, 150))),
+            Kind::Crash if rng.chance(0.5) => Some(Duration::from_secs(rng.range(2, 5))),
+            _ => None,
+        };
+        let config = ChannelConfig {
+            slots,
+            max_message_bytes: max_bytes,
+            max_senders: (n_tx + usize::from(hostile)) as u32 + rng.range(0, 2) as u32,
+            max_receivers: (n_rx + n_late) as u32 + rng.range(0, 2) as u32,
+            mode: 0o600,
+            deadline,
+        };
+        // Faults land while the senders are busy: rounds last about this long.
+        let run_for = Duration::from_millis(rng.range(300, 1500));
+        let senders = (0..n_tx)
+            .map(|id| {
+                let max_len = rng.log_range(HEADER as u64, u64::from(max_bytes)) as usize;
+                let min_len = rng.range(HEADER as u64, max_len as u64) as usize;
+                // About 16 MiB per sender at most, so big messages stay quick.
+                let count = rng.log_range(50, 100_000).min(((16 << 20) / max_len.max(1)) as u64).max(10);
+                SenderPlan {
+                    id: id as u32,
+                    count,
+                    run_for,
+                    min_len,
+                    max_len,
+                    loan_p: rng.range(0, 100) as f64 / 100.0,
+                    hold_p: rng.range(1, 5) as f64 / 100.0,
+                    void_p: rng.range(0, 3) as f64 / 100.0,
+                    pause_p: rng.range(10, 60) as f64 / 100.0,
+                    pause_us: rng.range(50, 2000),
+                    seed: rng.next_u64(),
+                }
+            })
+            .collect();
+        let receivers: Vec<ReceiverPlan> = (0..n_rx).map(|_| receiver(&mut rng)).collect();
+        let late: Vec<ReceiverPlan> = (0..n_late).map(|_| receiver(&mut rng)).collect();
+        let hostile = hostile.then(|| HostilePlan {
+            delay: run_for * rng.range(0, 50) as u32 / 100,
+            mode: [Attack::Whole, Attack::Stretch, Attack::Scribble][rng.range(0, 2) as usize],
+            words: rng.log_range(1, 4096),
+            linger: run_for,
+            seed: rng.next_u64(),
+        });
+        let mut actions = Vec::new();
+        let at = |rng: &mut Rng| run_for * rng.range(0, 100) as u32 / 100;
+        for k in 0..n_late {
+            actions.push((at(&mut rng), Action::Join(k)));
+        }
+        let participants = n_tx + n_rx;
+        let (kills, stops, holding) = match kind {
+            Kind::Crash => (rng.range(1, 4), 0, rng.range(0, 1)),
+            Kind::Stall => (rng.range(0, 2), rng.range(1, 2), 0),
+            Kind::Hostile => (0, 0, 0),
+        };
+        for _ in 0..holding {
+            actions.push((at(&mut rng), Action::KillHolding(rng.range(0, n_tx as u64 - 1) as usize)));
+        }
+        for _ in 0..kills {
+            actions.push((at(&mut rng), Action::Kill(rng.range(0, participants as u64 - 1) as usize)));
+        }
+        for _ in 0..stops {
+            let who = n_tx + rng.range(0, n_rx as u64 - 1) as usize;
+            let d = deadline.unwrap_or(Duration::from_millis(100));
+            let pause = (d * rng.range(3, 8) as u32).min(Duration::from_secs(2));
+            actions.push((at(&mut rng), Action::Stop(who, pause)));
+        }
+        actions.sort_by_key(|a| a.0);
+        RoundPlan { round, kind, config, senders, receivers, late, hostile, actions }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plans_are_deterministic_and_consistent() {
+        for round in 0..200 {
+            let p = RoundPlan::draw(42, round);
+            let q = RoundPlan::draw(42, round);
+            assert_eq!(format!("{p:?}"), format!("{q:?}"));
+            let c = p.config;
+            assert!(c.slots.is_power_of_two() && c.slots >= 2);
+            assert!(c.max_senders as usize >= p.senders.len() + usize::from(p.hostile.is_some()));
+            assert!(c.max_receivers as usize >= p.receivers.len() + p.late.len());
+            for s in &p.senders {
+                assert!(HEADER <= s.min_len && s.min_len <= s.max_len && s.max_len <= c.max_message_bytes as usize);
+            }
+            for (_, a) in &p.actions {
+                match a {
+                    Action::Kill(i) => assert!(*i < p.senders.len() + p.receivers.len()),
+                    Action::KillHolding(i) => assert!(*i < p.senders.len()),
+                    Action::Stop(i, _) => assert!(*i >= p.senders.len() && *i < p.senders.len() + p.receivers.len()),
+                    Action::Join(k) => assert!(*k < p.late.len()),
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,224 @@
+//! The controller's side of one round: create the channel, fork the
+//! participants, start them together, inject the planned faults at their
+//! moments while reading every log, and collect how each one ended.
+
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use corecast::Channel;
+
+use super::child::{self, Child};
+use super::log::Event;
+use super::plan::{Action, Kind, RoundPlan};
+use super::{hostile, receiver, sender};
+
+/// A round that runs this long is stopped: whoever is left is killed and
+/// counted as hung.
+const GUARD: Duration = Duration::from_secs(60);
+
+/// Who a participant was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Sender with this torture id.
+    Sender(u32),
+    /// A receiver (attached before the go, or joined later).
+    Receiver,
+    /// The hostile writer.
+    Hostile,
+}
+
+/// A participant after the round.
+pub struct Participant {
+    /// Its role.
+    pub role: Role,
+    /// The process and everything it reported.
+    pub child: Child,
+    /// The killer sent it SIGKILL.
+    pub killed: bool,
+    /// It was stopped (SIGSTOP) at some point.
+    pub stopped: bool,
+    /// The guard had to kill it: a hang.
+    pub hung: bool,
+}
+
+/// Everything a round produced.
+pub struct RoundResult {
+    /// The plan it ran.
+    pub plan: RoundPlan,
+    /// Every participant.
+    pub participants: Vec<Participant>,
+    /// Pids the keeper lists as evicted at the end.
+    pub evicted_pids: Vec<u32>,
+    /// The channel's keeper.
+    pub keeper_pid: u32,
+}
+
+struct Round<'a> {
+    plan: &'a RoundPlan,
+    name: &'a str,
+    parts: Vec<Participant>,
+}
+
+impl Round<'_> {
+    fn spawn(&mut self, role: Role, index: usize, start: Option<&std::os::fd::OwnedFd>) -> Result<()> {
+        let (plan, name, round) = (self.plan, self.name, self.plan.round);
+        let child = match role {
+            Role::Sender(_) => {
+                let sp = &plan.senders[index];
+                child::spawn(start, |log, go| sender::run(name, round, sp, log, go))
+            }
+            Role::Receiver => {
+                let rp = if index < plan.receivers.len() {
+                    &plan.receivers[index]
+                } else {
+                    &plan.late[index - plan.receivers.len()]
+                };
+                child::spawn(None, |log, _| receiver::run(name, round, rp, log))
+            }
+            Role::Hostile => {
+                let hp = plan.hostile.as_ref().context("a hostile role without a hostile plan")?;
+                child::spawn(start, |log, go| hostile::run(name, hp, log, go))
+            }
+        }
+        .context("forking a participant")?;
+        self.parts.push(Participant { role, child, killed: false, stopped: false, hung: false });
+        Ok(())
+    }
+
+    /// Waits (up to `until`) for readable logs, then reads and reaps.
+    fn pump(&mut self, until: Instant) {
+        let mut fds: Vec<libc::pollfd> = self
+            .parts
+            .iter()
+            .filter_map(|p| p.child.log.as_ref())
+            .map(|fd| libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 })
+            .collect();
+        let ms = until.saturating_duration_since(Instant::now()).as_millis().min(50) as i32;
+        if !fds.is_empty() {
+            // SAFETY: fds is a valid array of pollfd of the given length.
+            unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+        } else {
+            std::thread::sleep(Duration::from_millis(ms as u64));
+        }
+        for p in &mut self.parts {
+            p.child.drain();
+            p.child.reap();
+        }
+    }
+
+    fn attached(&self) -> bool {
+        self.parts.iter().all(|p| p.child.finished() || !p.child.events.is_empty())
+    }
+
+    fn all_finished(&self) -> bool {
+        self.parts.iter().all(|p| p.child.finished())
+    }
+
+    fn senders_done(&self) -> bool {
+        self.parts.iter().filter(|p| p.role != Role::Receiver).all(|p| p.child.exit.is_some())
+    }
+}
+
+/// Runs `plan` on a fresh channel called `name`.
+pub fn run(name: &str, plan: RoundPlan) -> Result<RoundResult> {
+    let chan = Channel::create(name, &plan.config).with_context(|| format!("creating channel {name}"))?;
+    let keeper_pid = chan.keeper_pid();
+    let (go_r, go_w) = child::pipe().context("creating the start pipe")?;
+    let mut r = Round { plan: &plan, name, parts: Vec::new() };
+    for (i, s) in plan.senders.iter().enumerate() {
+        r.spawn(Role::Sender(s.id), i, Some(&go_r))?;
+    }
+    for i in 0..plan.receivers.len() {
+        r.spawn(Role::Receiver, i, None)?;
+    }
+    if plan.kind == Kind::Hostile {
+        r.spawn(Role::Hostile, 0, Some(&go_r))?;
+    }
+    let t0 = Instant::now();
+    // Everyone attaches before anyone sends: receivers are owed every
+    // message, and no receiver sees "all senders gone" before the last
+    // sender has even joined.
+    while !r.attached() && t0.elapsed() < GUARD {
+        r.pump(t0 + GUARD);
+    }
+    drop(go_w);
+    drop(go_r);
+    let go = Instant::now();
+    let mut actions = plan.actions.iter().peekable();
+    let mut resume: Vec<(Instant, usize)> = Vec::new();
+    let mut armed: Vec<usize> = Vec::new();
+    loop {
+        let now = Instant::now();
+        // Kill armed senders caught holding a loan (their last word).
+        armed.retain(|&i| {
+            let p = &mut r.parts[i];
+            if p.child.exit.is_some() {
+                return false;
+            }
+            let holding = matches!(
+                p.child.events.iter().rev().find(|e| matches!(e, Event::Holding { .. } | Event::Published { .. })),
+                Some(Event::Holding { .. })
+            );
+            if holding {
+                p.child.signal(libc::SIGKILL);
+                p.killed = true;
+            }
+            !holding
+        });
+        while let Some((at, action)) = actions.peek() {
+            if go + *at > now {
+                break;
+            }
+            match action {
+                Action::Kill(i) => {
+                    let p = &mut r.parts[*i];
+                    if p.child.exit.is_none() {
+                        p.child.signal(libc::SIGKILL);
+                        p.killed = true;
+                    }
+                }
+                Action::KillHolding(i) => armed.push(*i),
+                Action::Stop(i, d) => {
+                    let p = &mut r.parts[*i];
+                    if p.child.exit.is_none() && !p.killed {
+                        p.child.signal(libc::SIGSTOP);
+                        p.stopped = true;
+                        resume.push((now + *d, *i));
+                    }
+                }
+                Action::Join(k) if !r.senders_done() => r.spawn(Role::Receiver, plan.receivers.len() + k, None)?,
+                Action::Join(_) => {}
+            }
+            actions.next();
+        }
+        resume.retain(|&(at, i)| {
+            if at <= now {
+                r.parts[i].child.signal(libc::SIGCONT);
+            }
+            at > now
+        });
+        if r.all_finished() && resume.is_empty() && (actions.peek().is_none() || r.senders_done()) {
+            break;
+        }
+        if go.elapsed() > GUARD {
+            for p in &mut r.parts {
+                if p.child.exit.is_none() {
+                    p.child.signal(libc::SIGCONT);
+                    p.child.signal(libc::SIGKILL);
+                    p.hung = !p.killed;
+                }
+            }
+        }
+        let soon = (!armed.is_empty()).then(|| now + Duration::from_millis(1));
+        let next = [actions.peek().map(|(at, _)| go + *at), resume.iter().map(|r| r.0).min(), soon]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(now + Duration::from_millis(50));
+        r.pump(next);
+    }
+    let evicted_pids = chan.members().iter().filter(|m| !m.is_sender && m.state == "evicted").map(|m| m.pid).collect();
+    drop(chan);
+    Ok(RoundResult { participants: r.parts, evicted_pids, keeper_pid, plan })
+}
