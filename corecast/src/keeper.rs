@@ -13,6 +13,7 @@ use std::path::PathBuf;
 
 use rustix::event::{PollFd, PollFlags};
 
+use crate::access;
 use crate::layout::*;
 use crate::proto::{self, Op, Reply};
 use crate::region::{Membership, ReceiverRegion, SenderRegion, Sequencer};
@@ -32,6 +33,8 @@ struct Conn {
     fd: OwnedFd,
     role: Role,
     left: bool,
+    /// Refused at hello, or has not said hello yet (R11).
+    denied: bool,
 }
 
 struct SenderSlot {
@@ -127,7 +130,7 @@ impl Keeper {
             }
             if ready[0] {
                 if let Ok(fd) = sock::accept(&self.listener) {
-                    self.conns.push(Conn { fd, role: Role::Handle, left: false });
+                    self.conns.push(Conn { fd, role: Role::Handle, left: false, denied: true });
                     served_any = true;
                 }
             }
@@ -158,7 +161,18 @@ impl Keeper {
         let dup = |fd: &OwnedFd| fd.try_clone().ok();
         let destroyed = self.membership.destroyed();
         match op {
-            Op::Hello => (Reply::status(proto::OK), dup(&self.membership_fd).into_iter().collect()),
+            Op::Hello => match sock::peer(&self.conns[k].fd) {
+                Ok((pid, uid, gid)) if access::may_open(&self.path, uid, gid, &access::groups_of(pid)) => {
+                    self.conns[k].denied = false;
+                    (Reply::status(proto::OK), dup(&self.membership_fd).into_iter().collect())
+                }
+                _ => {
+                    self.conns[k].denied = true;
+                    (Reply::status(proto::PERMISSION), Vec::new())
+                }
+            },
+            // Nothing but a hello from a peer that was refused or never said it.
+            _ if self.conns[k].denied => (Reply::status(proto::PERMISSION), Vec::new()),
             Op::JoinSender | Op::JoinReceiver if destroyed => (Reply::status(proto::DESTROYED), Vec::new()),
             // [region, wake fd]; a wake fd must be a Unix datagram socket, so
             // peers' non-blocking sends to it can never hang (sys::wakefd).

@@ -35,6 +35,8 @@ mod ring;
 mod sync;
 
 #[cfg(not(loom))]
+mod access;
+#[cfg(not(loom))]
 mod channel;
 #[cfg(not(loom))]
 mod error;

@@ -62,6 +62,9 @@ impl Link {
             Err(e) => return Err(ChannelError::Io { op: "connect to the channel", source: e.into() }),
         };
         let (reply, mut fds) = call_on(&conn, Op::Hello, 0, &[])?;
+        if reply.status == proto::PERMISSION {
+            return Err(ChannelError::PermissionDenied(name.into()));
+        }
         if reply.status != proto::OK || fds.len() != 1 {
             return Err(ChannelError::Corrupt(format!("keeper answered hello with status {}", reply.status)));
         }

@@ -49,6 +49,7 @@ pub(crate) const OK: u32 = 0;
 pub(crate) const FULL: u32 = 1;
 pub(crate) const BAD_REQUEST: u32 = 2;
 pub(crate) const DESTROYED: u32 = 3;
+pub(crate) const PERMISSION: u32 = 4;
 
 /// A request: op, the caller's pid, and an argument.
 pub(crate) fn request(op: Op, arg: u64) -> [u8; 16] {
