@@ -63,9 +63,10 @@ fn mode_owner_and_group_are_obeyed() {
 
     let (group, _c) = create("acl-660", 0o660);
     let path = corecast::channel_dir().join(&group);
-    // SAFETY: chown of a path we own, with a valid C string.
     let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
-    assert_eq!(unsafe { libc::chown(c.as_ptr(), 0, 4242) }, 0);
+    // SAFETY: chown of a path we own, with a valid C string.
+    let changed = unsafe { libc::chown(c.as_ptr(), 0, 4242) };
+    assert_eq!(changed, 0);
     assert_eq!(open_as(&group, NOBODY, 4242), "ok", "a member of the channel's group");
     assert_eq!(open_as(&group, NOBODY, NOBODY), "denied", "not in the group");
 }

@@ -141,7 +141,15 @@ pub fn judge(r: &RoundResult) -> (Figures, Vec<String>) {
                 }
             }
         }
-        if !p.killed && !p.hung && p.child.exit != Some(Exit::Code(0)) {
+        // A participant that could not attach because a hostile sender had
+        // already scribbled its region was refused with a clear `Corrupt`
+        // error (R5): that is the contract, not a crash.
+        let refused_by_hostile = r.plan.kind == Kind::Hostile
+            && p.child.exit == Some(Exit::Code(3))
+            && p.child.events.iter().any(|e| matches!(e, Event::Text(t) if t.contains("corrupt")));
+        if refused_by_hostile {
+            f.hostile_errors += 1;
+        } else if !p.killed && !p.hung && p.child.exit != Some(Exit::Code(0)) {
             f.crashes += 1;
             notes.push(format!("{tag}: pid {} ({:?}) ended {:?}", p.child.pid, p.role, p.child.exit));
         }
