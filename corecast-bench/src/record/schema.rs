@@ -8,6 +8,19 @@
 //! over every timed round trip for ping-pong (which adds `p99`). `samples`
 //! are the raw per-repetition values: the slowest receiver's rate in each
 //! phase, or the median RTT/2 of each phase.
+//!
+//! The macro-benchmarks (SPEC B4) add workloads, metrics and units; the
+//! change is additive (old files stay valid), so the version stays 1:
+//! `paxos` writes `throughput` in `decisions/s` (and `takeover` in `us` when
+//! the acceptor is killed), `snapshot` writes `completion` in `us` with
+//! `p99`, `contend-near`/`contend-far` write `throughput` in `B/s` (all pairs
+//! together) and `pair_throughput` in `B/s` (min/median/max over pairs), and
+//! `pi` and `wordcount` write `wall_time` in `ms`. For them `size` is the
+//! workload's size parameter (request, checkpoint, message, work description
+//! or corpus bytes), `receivers` its process count parameter (learners,
+//! nodes, pairs, workers, mappers), `params` holds the other parameters and
+//! `notes` says anything a reader must know (how a failure was detected,
+//! placements that coincide).
 
 use serde::{Deserialize, Serialize};
 
@@ -25,6 +38,20 @@ pub enum Workload {
     Fanout,
     /// Two processes bouncing a message ([`crate::workloads::pingpong`]).
     Pingpong,
+    /// PaxosInside consensus ([`crate::workloads::paxos`]).
+    Paxos,
+    /// Manivannan–Singhal snapshot gather ([`crate::workloads::snapshot`]).
+    Snapshot,
+    /// mem-contend, pairs placed near ([`crate::workloads::contend`]).
+    #[serde(rename = "contend-near")]
+    ContendNear,
+    /// mem-contend, pairs placed far ([`crate::workloads::contend`]).
+    #[serde(rename = "contend-far")]
+    ContendFar,
+    /// The DIPC Pi computation ([`crate::workloads::pi`]).
+    Pi,
+    /// MapReduce word count ([`crate::workloads::wordcount`]).
+    Wordcount,
 }
 
 impl Workload {
@@ -33,6 +60,12 @@ impl Workload {
         match self {
             Workload::Fanout => "fanout",
             Workload::Pingpong => "pingpong",
+            Workload::Paxos => "paxos",
+            Workload::Snapshot => "snapshot",
+            Workload::ContendNear => "contend-near",
+            Workload::ContendFar => "contend-far",
+            Workload::Pi => "pi",
+            Workload::Wordcount => "wordcount",
         }
     }
 }
@@ -45,12 +78,20 @@ pub enum Metric {
     Throughput,
     /// Half the round-trip time; lower is better.
     RttHalf,
+    /// Time to complete one protocol instance (a snapshot); lower is better.
+    Completion,
+    /// Time from a crash to the first decision after it; lower is better.
+    Takeover,
+    /// Rate of each of several concurrent pairs; higher is better.
+    PairThroughput,
+    /// Wall time of a whole computation; lower is better.
+    WallTime,
 }
 
 impl Metric {
     /// Whether a larger value is an improvement.
     pub fn higher_is_better(self) -> bool {
-        matches!(self, Metric::Throughput)
+        matches!(self, Metric::Throughput | Metric::PairThroughput)
     }
 }
 
@@ -66,6 +107,12 @@ pub enum Unit {
     /// Microseconds.
     #[serde(rename = "us")]
     Micros,
+    /// Milliseconds.
+    #[serde(rename = "ms")]
+    Millis,
+    /// Consensus decisions per second.
+    #[serde(rename = "decisions/s")]
+    DecisionsPerSec,
 }
 
 impl Unit {
@@ -75,6 +122,8 @@ impl Unit {
             Unit::MsgPerSec => "msg/s",
             Unit::BytesPerSec => "B/s",
             Unit::Micros => "us",
+            Unit::Millis => "ms",
+            Unit::DecisionsPerSec => "decisions/s",
         }
     }
 }
@@ -129,6 +178,12 @@ pub struct Record {
     pub timestamp: String,
     /// The command line that ran it.
     pub command_line: Vec<String>,
+    /// Parameters beyond size and receivers (macro-benchmarks), by name.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub params: std::collections::BTreeMap<String, u64>,
+    /// What a reader must know about this measurement, in sentences.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl Record {
@@ -197,6 +252,8 @@ pub(crate) mod tests {
             git_commit: None,
             timestamp: "2024-01-01T00:00:00Z".into(),
             command_line: vec!["corecast".into()],
+            params: Default::default(),
+            notes: Vec::new(),
         }
     }
 
