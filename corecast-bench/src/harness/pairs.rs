@@ -31,14 +31,13 @@ pub enum Closeness {
     Far,
 }
 
+/// CPU pairs, and a note when near and far coincide here.
+pub type Chosen = (Vec<(usize, usize)>, Option<String>);
+
 /// `pairs` disjoint CPU pairs of the online CPUs, greedily as near or as far
 /// as possible (lowest CPU first, ties to the lowest partner), with a note
 /// when the machine cannot tell near from far.
-pub fn choose(
-    t: &CpuTopology,
-    closeness: Closeness,
-    pairs: usize,
-) -> Result<(Vec<(usize, usize)>, Option<String>), String> {
+pub fn choose(t: &CpuTopology, closeness: Closeness, pairs: usize) -> Result<Chosen, String> {
     let cpus = &t.online_cpus;
     if pairs == 0 || 2 * pairs > cpus.len() {
         return Err(format!("{pairs} pairs need {} online CPUs; {} are online", 2 * pairs, cpus.len()));

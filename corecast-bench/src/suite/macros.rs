@@ -104,7 +104,7 @@ fn run_paxos(
         let how = match t.detection {
             Detection::SendError => "a failed send (the transport reported the acceptor gone)".to_string(),
             Detection::Timeout => format!(
-                "the leader's timeout ({} ms without progress, checked every {} ms; this transport gave no crash notification)",
+                "the leader's timeout ({} ms without progress, checked every {} ms; no crash notification reached the leader first)",
                 p.takeover_timeout.as_millis(),
                 paxos::TICK.as_millis()
             ),

@@ -93,7 +93,7 @@ pub fn run(mechanism: &dyn Mechanism, p: &ContendParams, opts: &RunOptions) -> R
         return Err("contend needs at least 1 pair, 1 byte and 1 repetition".to_string());
     }
     let body = |me: PeerId, ep: &mut dyn Endpoint| -> Result<Vec<u8>, String> {
-        if me % 2 == 0 {
+        if me.is_multiple_of(2) {
             report(&Report::Sent(send(ep, me, p)?))
         } else {
             report(&Report::Received(receive(ep, me, p)?))
@@ -133,7 +133,7 @@ fn send(ep: &mut dyn Endpoint, me: PeerId, p: &ContendParams) -> Result<Vec<u64>
             ep.send_to(to, &buf).map_err(te)?;
             seq += 1;
             n += 1;
-            if n % stride == 0 && Instant::now() >= end {
+            if n.is_multiple_of(stride) && Instant::now() >= end {
                 break;
             }
         }
