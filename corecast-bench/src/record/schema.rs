@@ -137,9 +137,11 @@ pub struct Record {
     pub workload: Workload,
     /// The mechanism's name, e.g. `pipe` or `corecast`.
     pub mechanism: String,
-    /// Message size in bytes.
+    /// Message size in bytes (macro-benchmarks: their size parameter, see
+    /// the module doc).
     pub size: usize,
-    /// Number of receivers (1 for ping-pong).
+    /// Number of receivers (1 for ping-pong; macro-benchmarks: their count
+    /// parameter, see the module doc).
     pub receivers: usize,
     /// What is measured.
     pub metric: Metric,
@@ -160,7 +162,9 @@ pub struct Record {
     pub p99: Option<f64>,
     /// Raw per-repetition values (see the module doc).
     pub samples: Vec<f64>,
-    /// Timed messages per receiver (fan-out) or timed round trips (ping-pong).
+    /// Timed messages per receiver (fan-out), timed round trips (ping-pong),
+    /// timed decisions (paxos), timed snapshots, timed messages of all pairs
+    /// (contend), rounds per repetition (pi) or words in the corpus (wordcount).
     pub count: u64,
     /// Length of each timed repetition, in seconds.
     pub duration_s: f64,

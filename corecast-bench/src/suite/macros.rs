@@ -100,7 +100,15 @@ fn run_paxos(
     p.window = s.macros.paxos_window;
     p.kill_after = s.macros.kill_acceptor_after;
     p.takeover_timeout = s.macros.takeover_timeout;
-    let r = paxos::run(m, &p, opts)?;
+    let r = paxos::run(m, &p, opts).map_err(|e| match p.kill_after {
+        Some(n) if e.contains("watchdog") => format!(
+            "{e} (the acceptor was killed after {n} instances and the run never finished: over a mechanism that \
+             does not report a dead receiver, the leader's send to it blocks once its buffer is full, which a \
+             window of {} allows)",
+            p.window
+        ),
+        _ => e,
+    })?;
     let mut b = base(prov, Workload::Paxos, m.name(), point.size, LEARNER_COUNT, placement);
     b.count = r.client.decisions;
     b.duration_s = s.duration.as_secs_f64();

@@ -179,7 +179,15 @@ pub fn run(mechanism: &dyn Mechanism, p: &PaxosParams, opts: &RunOptions) -> Res
         None => None,
         Some(n) => {
             if !reports[PRIMARY].is_empty() {
-                return Err(format!("{name}: the acceptor was never killed (the run ended before instance {n})"));
+                return Err(match leader.switch {
+                    Some(_) => format!(
+                        "{name}: the leader timed out on the acceptor and switched to the backup before the acceptor \
+                         reached instance {n}, so it was never killed (the takeover timeout of {:?} is short for \
+                         this machine's load)",
+                        p.takeover_timeout
+                    ),
+                    None => format!("{name}: the acceptor was never killed (the run ended before instance {n})"),
+                });
             }
             let kill = kill_ns.ok_or_else(|| format!("{name}: no learner saw the acceptor's last message"))?;
             let (switch_ns, detection) =
