@@ -137,6 +137,13 @@ pub trait Mechanism: Send + Sync {
     fn max_message_bytes(&self) -> Option<usize> {
         None
     }
+    /// Whether a send completes only once the receiver has read the message
+    /// (no buffering per link). Protocols that pipeline messages around a
+    /// cycle of processes cannot run over such a mechanism without
+    /// deadlocking, and skip it with this reason.
+    fn sends_are_rendezvous(&self) -> bool {
+        false
+    }
     /// Creates whatever the processes of `topology` need, in the parent,
     /// before they are forked.
     fn prepare(&self, topology: &Topology) -> Result<Box<dyn Prepared>, TransportError>;

@@ -61,7 +61,12 @@ fn runner_writes_records_skips_and_pins() {
     let names = vec!["test-seqpacket".to_string()];
     let mut plan = fanout_grid(&names, &[2], &[64, 1 << 20]);
     plan.extend(pingpong_grid(&names, &[8]));
-    let settings = Settings { duration: SHORT, repetitions: 2, placement: Placement::pinned(vec![0], &[0]).unwrap() };
+    let settings = Settings {
+        duration: SHORT,
+        repetitions: 2,
+        placement: Placement::pinned(vec![0], &[0]).unwrap(),
+        macros: Default::default(),
+    };
     let prov = Provenance::collect(vec!["test".into()]);
     let mut seen = Vec::new();
     let end = run_plan(&plan, &mechs, &settings, &prov, |o, p| {

@@ -150,6 +150,45 @@ fn bench_pingpong_writes_percentiles_and_placement() {
 }
 
 #[test]
+fn bench_paxos_kills_the_acceptor_and_records_the_takeover() {
+    if !pipe_ready() {
+        return;
+    }
+    let out = tmp("paxos");
+    let o = corecast(&[
+        "bench",
+        "paxos",
+        "--mechanisms",
+        "pipe",
+        "--sizes",
+        "64",
+        "--duration",
+        "20ms",
+        "--repetitions",
+        "2",
+        "--kill-acceptor-after",
+        "100",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "stderr: {}", text(&o.stderr));
+    let table = text(&o.stdout);
+    assert!(table.contains("paxos") && table.contains("acceptor killed"), "table: {table}");
+    let rs = records(&out);
+    assert_eq!(rs.len(), 2, "throughput and takeover");
+    common_fields(&rs[0], "paxos", "paxos");
+    assert!(f(&rs[1], "value") > 0.0, "{}", rs[1]);
+    for r in &rs {
+        assert_eq!((r["size"].as_u64(), r["receivers"].as_u64()), (Some(64), Some(3)));
+        assert_eq!(r["params"]["kill_acceptor_after"], 100);
+        assert!(r["notes"][0].as_str().unwrap().contains("none lost or changed"), "{r}");
+    }
+    assert_eq!((rs[0]["metric"].as_str(), rs[0]["unit"].as_str()), (Some("throughput"), Some("decisions/s")));
+    assert_eq!((rs[1]["metric"].as_str(), rs[1]["unit"].as_str()), (Some("takeover"), Some("us")));
+    std::fs::remove_dir_all(out.parent().unwrap()).unwrap();
+}
+
+#[test]
 fn mechanisms_lists_every_mechanism() {
     let o = corecast(&["mechanisms"]);
     assert!(o.status.success());

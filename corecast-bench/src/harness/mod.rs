@@ -1,6 +1,7 @@
 //! Running processes, placing them on cores, and checking payloads.
 
 pub mod interrupt;
+pub mod pairs;
 pub mod payload;
 pub mod placement;
 pub mod spawn;

@@ -5,7 +5,9 @@
 //! byte string (its measurements, serialized by the caller) or an error
 //! sentence through a pipe; the parent waits for all of them under a
 //! watchdog that kills the whole group when it expires, so a hung mechanism
-//! fails the run instead of hanging it.
+//! fails the run instead of hanging it. A process listed as expendable (a
+//! protocol that kills one of its own roles to test recovery) may die by
+//! SIGKILL without a report; any other death fails the run.
 
 use std::io::{Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -20,11 +22,14 @@ pub struct RunOptions {
     pub watchdog: Duration,
     /// CPU to pin process `i` to: `cpus[i % cpus.len()]`; empty means no pinning.
     pub cpus: Vec<usize>,
+    /// Processes that may be killed with SIGKILL mid-run; such a process
+    /// reports an empty byte string. Dying any other way still fails.
+    pub expendable: Vec<PeerId>,
 }
 
 impl Default for RunOptions {
     fn default() -> Self {
-        RunOptions { watchdog: Duration::from_secs(120), cpus: Vec::new() }
+        RunOptions { watchdog: Duration::from_secs(120), cpus: Vec::new(), expendable: Vec::new() }
     }
 }
 
@@ -63,7 +68,7 @@ pub fn run_processes(
         drop(wr);
         children.push((me, pid, rd));
     }
-    let reports = collect(&mut children, options.watchdog, mechanism.name());
+    let reports = collect(&mut children, options, mechanism.name());
     prepared.cleanup();
     result?;
     reports
@@ -100,10 +105,12 @@ fn child(
 
 fn collect(
     children: &mut [(PeerId, libc::pid_t, OwnedFd)],
-    watchdog: Duration,
+    options: &RunOptions,
     name: &str,
 ) -> Result<Vec<Vec<u8>>, String> {
+    let watchdog = options.watchdog;
     let deadline = Instant::now() + watchdog;
+    let mut reaped = vec![false; children.len()];
     let mut reports: Vec<Option<Vec<u8>>> = vec![None; children.len()];
     let mut failure: Option<String> = None;
     let mut live: Vec<usize> = (0..children.len()).collect();
@@ -137,6 +144,10 @@ fn collect(
                 Some((_, rest)) => {
                     failure.get_or_insert(format!("{name}: process {me} failed: {}", String::from_utf8_lossy(rest)));
                 }
+                None if options.expendable.contains(&me) && killed(children[i].1) => {
+                    reaped[i] = true;
+                    reports[me] = Some(Vec::new());
+                }
                 None => {
                     failure.get_or_insert(format!("{name}: process {me} died without a report"));
                 }
@@ -148,7 +159,7 @@ fn collect(
         }
         live = still;
     }
-    for (_, pid, _) in children.iter() {
+    for (_, pid, _) in children.iter().zip(&reaped).filter(|(_, r)| !**r).map(|(c, _)| c) {
         let mut status = 0;
         // SAFETY: pid is a child of this process; status is a valid pointer.
         unsafe { libc::waitpid(*pid, &mut status, 0) };
@@ -157,6 +168,15 @@ fn collect(
         Some(f) => Err(f),
         None => Ok(reports.into_iter().map(|r| r.unwrap_or_default()).collect()),
     }
+}
+
+/// Reaps `pid` (whose report pipe just closed empty) and says whether
+/// SIGKILL ended it.
+fn killed(pid: libc::pid_t) -> bool {
+    let mut status = 0;
+    // SAFETY: pid is a child of this process; status is a valid pointer.
+    let rc = unsafe { libc::waitpid(pid, &mut status, 0) };
+    rc == pid && libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGKILL
 }
 
 fn kill_all(children: &[(PeerId, libc::pid_t, OwnedFd)]) {

@@ -48,6 +48,10 @@ impl Mechanism for Vmsplice {
         "vmsplice(2) of the sender's pages into a pipe per link, receiver acks each message on a reverse pipe"
     }
 
+    fn sends_are_rendezvous(&self) -> bool {
+        true
+    }
+
     fn prepare(&self, topology: &Topology) -> Result<Box<dyn Prepared>, TransportError> {
         let (mut data, mut acks) = (Vec::new(), Vec::new());
         for (from, to) in topology.all_links() {

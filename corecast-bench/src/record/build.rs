@@ -93,7 +93,7 @@ pub fn detect_record(
 }
 
 /// The fields shared by every record of a point; the measured ones are zero.
-fn base(
+pub fn base(
     prov: &Provenance,
     workload: Workload,
     mechanism: &str,
@@ -125,5 +125,32 @@ fn base(
         git_commit: prov.git_commit.clone(),
         timestamp: now_rfc3339(),
         command_line: prov.command_line.clone(),
+        params: Default::default(),
+        notes: Vec::new(),
     }
+}
+
+/// A record of `metric` in `unit` whose value is the median of `samples`
+/// (one per repetition), with `p99` when given; `count` and `warmup` as the
+/// workload defines them.
+pub fn summary_record(
+    base: &Record,
+    metric: Metric,
+    unit: Unit,
+    samples: Vec<f64>,
+    p99: Option<f64>,
+) -> Option<Record> {
+    let s = Summary::of(&samples)?;
+    Some(Record {
+        metric,
+        unit,
+        value: s.median,
+        repetitions: samples.len(),
+        min: s.min,
+        median: s.median,
+        max: s.max,
+        p99,
+        samples,
+        ..base.clone()
+    })
 }

@@ -8,6 +8,19 @@
 //! over every timed round trip for ping-pong (which adds `p99`). `samples`
 //! are the raw per-repetition values: the slowest receiver's rate in each
 //! phase, or the median RTT/2 of each phase.
+//!
+//! The macro-benchmarks (SPEC B4) add workloads, metrics and units; the
+//! change is additive (old files stay valid), so the version stays 1:
+//! `paxos` writes `throughput` in `decisions/s` (and `takeover` in `us` when
+//! the acceptor is killed), `snapshot` writes `completion` in `us` with
+//! `p99`, `contend-near`/`contend-far` write `throughput` in `B/s` (all pairs
+//! together) and `pair_throughput` in `B/s` (min/median/max over pairs), and
+//! `pi` and `wordcount` write `wall_time` in `ms`. For them `size` is the
+//! workload's size parameter (request, checkpoint, message, work description
+//! or corpus bytes), `receivers` its process count parameter (learners,
+//! nodes, pairs, workers, mappers), `params` holds the other parameters and
+//! `notes` says anything a reader must know (how a failure was detected,
+//! placements that coincide).
 
 use serde::{Deserialize, Serialize};
 
@@ -28,6 +41,20 @@ pub enum Workload {
     /// How long corecast takes to notice a crashed or stalled peer
     /// (`corecast bench detect`); one record per kind of failure.
     Detect,
+    /// PaxosInside consensus ([`crate::workloads::paxos`]).
+    Paxos,
+    /// Manivannan–Singhal snapshot gather ([`crate::workloads::snapshot`]).
+    Snapshot,
+    /// mem-contend, pairs placed near ([`crate::workloads::contend`]).
+    #[serde(rename = "contend-near")]
+    ContendNear,
+    /// mem-contend, pairs placed far ([`crate::workloads::contend`]).
+    #[serde(rename = "contend-far")]
+    ContendFar,
+    /// The DIPC Pi computation ([`crate::workloads::pi`]).
+    Pi,
+    /// MapReduce word count ([`crate::workloads::wordcount`]).
+    Wordcount,
 }
 
 impl Workload {
@@ -37,6 +64,12 @@ impl Workload {
             Workload::Fanout => "fanout",
             Workload::Pingpong => "pingpong",
             Workload::Detect => "detect",
+            Workload::Paxos => "paxos",
+            Workload::Snapshot => "snapshot",
+            Workload::ContendNear => "contend-near",
+            Workload::ContendFar => "contend-far",
+            Workload::Pi => "pi",
+            Workload::Wordcount => "wordcount",
         }
     }
 }
@@ -58,12 +91,20 @@ pub enum Metric {
     /// From the deadline's expiry until the blocked sender gets
     /// `ReceiversLate` for a stopped receiver; lower is better.
     StallDetect,
+    /// Time to complete one protocol instance (a snapshot); lower is better.
+    Completion,
+    /// Time from a crash to the first decision after it; lower is better.
+    Takeover,
+    /// Rate of each of several concurrent pairs; higher is better.
+    PairThroughput,
+    /// Wall time of a whole computation; lower is better.
+    WallTime,
 }
 
 impl Metric {
     /// Whether a larger value is an improvement.
     pub fn higher_is_better(self) -> bool {
-        matches!(self, Metric::Throughput)
+        matches!(self, Metric::Throughput | Metric::PairThroughput)
     }
 }
 
@@ -79,6 +120,12 @@ pub enum Unit {
     /// Microseconds.
     #[serde(rename = "us")]
     Micros,
+    /// Milliseconds.
+    #[serde(rename = "ms")]
+    Millis,
+    /// Consensus decisions per second.
+    #[serde(rename = "decisions/s")]
+    DecisionsPerSec,
 }
 
 impl Unit {
@@ -88,6 +135,8 @@ impl Unit {
             Unit::MsgPerSec => "msg/s",
             Unit::BytesPerSec => "B/s",
             Unit::Micros => "us",
+            Unit::Millis => "ms",
+            Unit::DecisionsPerSec => "decisions/s",
         }
     }
 }
@@ -101,9 +150,11 @@ pub struct Record {
     pub workload: Workload,
     /// The mechanism's name, e.g. `pipe` or `corecast`.
     pub mechanism: String,
-    /// Message size in bytes.
+    /// Message size in bytes (macro-benchmarks: their size parameter, see
+    /// the module doc).
     pub size: usize,
-    /// Number of receivers (1 for ping-pong).
+    /// Number of receivers (1 for ping-pong; macro-benchmarks: their count
+    /// parameter, see the module doc).
     pub receivers: usize,
     /// What is measured.
     pub metric: Metric,
@@ -124,7 +175,9 @@ pub struct Record {
     pub p99: Option<f64>,
     /// Raw per-repetition values (see the module doc).
     pub samples: Vec<f64>,
-    /// Timed messages per receiver (fan-out) or timed round trips (ping-pong).
+    /// Timed messages per receiver (fan-out), timed round trips (ping-pong),
+    /// timed decisions (paxos), timed snapshots, timed messages of all pairs
+    /// (contend), rounds per repetition (pi) or words in the corpus (wordcount).
     pub count: u64,
     /// Length of each timed repetition, in seconds.
     pub duration_s: f64,
@@ -142,6 +195,12 @@ pub struct Record {
     pub timestamp: String,
     /// The command line that ran it.
     pub command_line: Vec<String>,
+    /// Parameters beyond size and receivers (macro-benchmarks), by name.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub params: std::collections::BTreeMap<String, u64>,
+    /// What a reader must know about this measurement, in sentences.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl Record {
@@ -210,6 +269,8 @@ pub(crate) mod tests {
             git_commit: None,
             timestamp: "2024-01-01T00:00:00Z".into(),
             command_line: vec!["corecast".into()],
+            params: Default::default(),
+            notes: Vec::new(),
         }
     }
 

@@ -1,23 +1,30 @@
 //! One comparison table: mechanisms as rows, one column per (workload,
 //! receivers, size) point; then corecast's ratio over each mechanism per
 //! column. The ratio is how many times better the best corecast mode
-//! (mechanisms named `corecast…`) did: rate over rate for fan-out, latency
-//! over latency for ping-pong, so above 1 always means corecast is better.
-//! Failures and skips appear in the cells with numbered notes below.
+//! (mechanisms named `corecast…`) did: rate over rate where higher is better
+//! (fan-out, paxos, contend), time over time where lower is (ping-pong,
+//! snapshot, pi, wordcount), so above 1 always means corecast is better.
+//! Each point shows its first record (the headline metric). Failures, skips
+//! and the notes of measured records appear with numbered notes below.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::format::{human, sig3};
-use crate::record::{Unit, Workload};
+use crate::record::Workload;
 use crate::suite::plan::format_size;
 use crate::suite::{Outcome, Status};
 
 type Column = (Workload, usize, usize);
 
 enum Cell {
-    Value(f64),
+    Value(f64, Option<usize>),
     Note(&'static str, usize),
+}
+
+/// Whether the headline metric of `w` is better when higher.
+fn higher_is_better(w: Workload) -> bool {
+    matches!(w, Workload::Fanout | Workload::Paxos | Workload::ContendNear | Workload::ContendFar)
 }
 
 /// Renders the table of `outcomes` (in the order they ran).
@@ -40,8 +47,9 @@ pub fn render(outcomes: &[Outcome]) -> String {
                 columns.push(col);
             }
             let cell = match &o.status {
-                Status::Measured(rs) => match rs.iter().find(|r| r.unit != Unit::BytesPerSec) {
-                    Some(r) => Cell::Value(r.value),
+                Status::Measured(rs) => match rs.first() {
+                    Some(r) if r.notes.is_empty() => Cell::Value(r.value, None),
+                    Some(r) => Cell::Value(r.value, Some(note(&mut notes, &r.notes.join("; ")))),
                     None => continue,
                 },
                 Status::Failed(e) => Cell::Note("FAILED", note(&mut notes, &format!("{name}: {e}"))),
@@ -59,7 +67,21 @@ pub fn render(outcomes: &[Outcome]) -> String {
     if has(Workload::Pingpong) {
         legend.push("pingpong: RTT/2 in microseconds (median)");
     }
-    let _ = writeln!(out, "{}", legend.join("; "));
+    if has(Workload::Paxos) {
+        legend.push("paxos: consensus decisions/s (median of phases)");
+    }
+    if has(Workload::Snapshot) {
+        legend.push("snapshot: completion time in microseconds (median)");
+    }
+    if has(Workload::ContendNear) || has(Workload::ContendFar) {
+        legend.push("contend: bytes/s of all pairs together (median)");
+    }
+    if has(Workload::Pi) || has(Workload::Wordcount) {
+        legend.push("pi, wordcount: wall time in milliseconds (median)");
+    }
+    for l in legend {
+        let _ = writeln!(out, "{l}");
+    }
     let headers = headers(&columns);
     let body: Vec<Vec<String>> =
         rows.iter().map(|r| columns.iter().map(|c| show(cells.get(&(r.clone(), *c)), c.0)).collect()).collect();
@@ -113,6 +135,12 @@ fn headers(columns: &[Column]) -> Vec<(String, String)> {
             Workload::Fanout => (format!("fanout N={n}"), format_size(size)),
             Workload::Pingpong => ("pingpong".to_string(), format_size(size)),
             Workload::Detect => ("detect".to_string(), format_size(size)),
+            Workload::Paxos => ("paxos".to_string(), format_size(size)),
+            Workload::Snapshot => (format!("snapshot n={n}"), format_size(size)),
+            Workload::ContendNear => (format!("contend near P={n}"), format_size(size)),
+            Workload::ContendFar => (format!("contend far P={n}"), format_size(size)),
+            Workload::Pi => (format!("pi W={n}"), "wall ms".to_string()),
+            Workload::Wordcount => (format!("wordcount M={n}"), format_size(size)),
         })
         .collect()
 }
@@ -120,8 +148,10 @@ fn headers(columns: &[Column]) -> Vec<(String, String)> {
 fn show(cell: Option<&Cell>, w: Workload) -> String {
     match cell {
         None => "-".to_string(),
-        Some(Cell::Value(v)) if w == Workload::Fanout => human(*v),
-        Some(Cell::Value(v)) => sig3(*v),
+        Some(Cell::Value(v, n)) => {
+            let v = if higher_is_better(w) { human(*v) } else { sig3(*v) };
+            n.map_or(v.clone(), |n| format!("{v} [{n}]"))
+        }
         Some(Cell::Note(what, n)) => format!("{what} [{n}]"),
     }
 }
@@ -138,14 +168,13 @@ fn ratios(
         .iter()
         .map(|c| {
             let vals = rows.iter().filter(|r| is_cc(r)).filter_map(|r| match cells.get(&(r.clone(), *c)) {
-                Some(Cell::Value(v)) if *v > 0.0 => Some(*v),
+                Some(Cell::Value(v, _)) if *v > 0.0 => Some(*v),
                 _ => None,
             });
-            match c.0 {
-                Workload::Fanout => vals.fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v)))),
-                Workload::Pingpong | Workload::Detect => {
-                    vals.fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.min(v))))
-                }
+            if higher_is_better(c.0) {
+                vals.fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v))))
+            } else {
+                vals.fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.min(v))))
             }
         })
         .collect();
@@ -162,8 +191,8 @@ fn ratios(
                 .iter()
                 .zip(&best)
                 .map(|(c, b)| match (cells.get(&(r.clone(), *c)), b) {
-                    (Some(Cell::Value(v)), Some(b)) if *v > 0.0 => {
-                        let x = if c.0 == Workload::Fanout { b / v } else { v / b };
+                    (Some(Cell::Value(v, _)), Some(b)) if *v > 0.0 => {
+                        let x = if higher_is_better(c.0) { b / v } else { v / b };
                         format!("{}x", sig3(x))
                     }
                     _ => "-".to_string(),
@@ -201,7 +230,7 @@ fn grid(out: &mut String, rows: &[String], headers: &[(String, String)], body: &
 mod tests {
     use super::*;
     use crate::record::schema::tests::sample;
-    use crate::record::{Metric, Record};
+    use crate::record::{Metric, Record, Unit};
     use crate::suite::Point;
 
     fn measured(mech: &str, w: Workload, n: usize, value: f64) -> Outcome {

@@ -31,6 +31,18 @@ impl Point {
             }
             Workload::Pingpong => format!("pingpong {} {}", self.mechanism, format_size(self.size)),
             Workload::Detect => format!("detect {} {}", self.mechanism, format_size(self.size)),
+            Workload::Paxos => format!("paxos {} {}", self.mechanism, format_size(self.size)),
+            Workload::Snapshot => {
+                format!("snapshot {} nodes={} {}", self.mechanism, self.receivers, format_size(self.size))
+            }
+            Workload::ContendNear | Workload::ContendFar => {
+                let w = self.workload.name();
+                format!("{w} {} pairs={} {}", self.mechanism, self.receivers, format_size(self.size))
+            }
+            Workload::Pi => format!("pi {} workers={}", self.mechanism, self.receivers),
+            Workload::Wordcount => {
+                format!("wordcount {} mappers={} {}", self.mechanism, self.receivers, format_size(self.size))
+            }
         }
     }
 }
@@ -44,6 +56,41 @@ pub struct Settings {
     pub repetitions: usize,
     /// Where the processes run.
     pub placement: Placement,
+    /// Parameters of the macro-benchmarks beyond the point's own.
+    pub macros: MacroSettings,
+}
+
+/// Parameters of the macro-benchmarks (SPEC B4) beyond size and count.
+#[derive(Clone, Debug)]
+pub struct MacroSettings {
+    /// PaxosInside: most undecided instances at a time.
+    pub paxos_window: usize,
+    /// PaxosInside: kill the acceptor after this many instances.
+    pub kill_acceptor_after: Option<u64>,
+    /// PaxosInside: the leader's failure-detection timeout.
+    pub takeover_timeout: Duration,
+    /// Pi: rounds per repetition.
+    pub pi_rounds: u64,
+    /// Pi: intervals per round.
+    pub pi_intervals: u64,
+    /// Word count: reducers.
+    pub reducers: usize,
+    /// Word count: largest shuffle message in bytes.
+    pub shuffle_chunk: usize,
+}
+
+impl Default for MacroSettings {
+    fn default() -> Self {
+        MacroSettings {
+            paxos_window: 16,
+            kill_acceptor_after: None,
+            takeover_timeout: Duration::from_millis(20),
+            pi_rounds: 1000,
+            pi_intervals: 10_000,
+            reducers: 2,
+            shuffle_chunk: 4096,
+        }
+    }
 }
 
 impl Settings {
@@ -73,6 +120,19 @@ pub fn pingpong_grid(mechanisms: &[String], sizes: &[usize]) -> Vec<Point> {
     for &size in sizes {
         for m in mechanisms {
             v.push(Point { workload: Workload::Pingpong, mechanism: m.clone(), receivers: 1, size });
+        }
+    }
+    v
+}
+
+/// Points of one macro-benchmark: every count and size for every mechanism.
+pub fn macro_grid(workload: Workload, mechanisms: &[String], counts: &[usize], sizes: &[usize]) -> Vec<Point> {
+    let mut v = Vec::new();
+    for &receivers in counts {
+        for &size in sizes {
+            for m in mechanisms {
+                v.push(Point { workload, mechanism: m.clone(), receivers, size });
+            }
         }
     }
     v

@@ -76,6 +76,7 @@ pub fn run_plan<E>(
         }
         let status = match mechanisms.iter().find(|m| m.name() == point.mechanism) {
             Some(m) => run_point(&**m, point, settings, prov),
+            None if super::macros::is_baseline(point) => super::macros::run_baseline(point, settings, prov),
             None => Status::Skipped(format!("no mechanism named `{}`", point.mechanism)),
         };
         if !matches!(status, Status::Skipped(_)) {
@@ -97,14 +98,22 @@ pub fn run_point(m: &dyn Mechanism, point: &Point, settings: &Settings, prov: &P
     if let Availability::Unavailable(why) = m.availability() {
         return Status::Skipped(format!("unavailable here: {why}"));
     }
-    if let Some(max) = m.max_message_bytes().filter(|&max| point.size > max) {
-        return Status::Skipped(format!("{} B is above its limit of {max} B", point.size));
+    let bytes = super::macros::message_bytes(point, &settings.macros);
+    if let Some(max) = m.max_message_bytes().filter(|&max| bytes > max) {
+        return Status::Skipped(format!("{bytes} B messages are above its limit of {max} B"));
     }
-    let processes = point.receivers + 1;
+    let processes = super::macros::processes(point, &settings.macros);
     let placement = settings.placement.for_processes(processes);
-    let opts = RunOptions { watchdog: settings.estimate() * 4 + Duration::from_secs(60), cpus: placement.run_cpus() };
+    let opts = RunOptions {
+        watchdog: settings.estimate() * 4 + Duration::from_secs(60),
+        cpus: placement.run_cpus(),
+        ..RunOptions::default()
+    };
     let _deferred = interrupt::Deferred::new();
     let name = m.name();
+    if !matches!(point.workload, Workload::Fanout | Workload::Pingpong) {
+        return super::macros::run(m, point, settings, prov, &placement, &opts);
+    }
     let result = match point.workload {
         Workload::Fanout => {
             let p = FanoutParams::new(point.receivers, point.size, settings.duration, settings.repetitions);
@@ -117,6 +126,7 @@ pub fn run_point(m: &dyn Mechanism, point: &Point, settings: &Settings, prov: &P
         // Detection times are corecast's own measurement (`bench detect`),
         // not a point of the mechanism grid.
         Workload::Detect => Err("detection is measured by `corecast bench detect`, not by the grid".to_string()),
+        _ => Err(format!("{} is not a fan-out or ping-pong point", point.describe())),
     };
     match result {
         Ok(records) => Status::Measured(records),

@@ -38,7 +38,12 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let mechs = args::mechanisms(&a.mechanisms)?;
     let receivers = args::list(&a.receivers, args::count)?;
     let sizes = args::list(&a.sizes, args::size)?;
-    let settings = Settings { duration: a.duration, repetitions: a.repetitions, placement: a.common.placement()? };
+    let settings = Settings {
+        duration: a.duration,
+        repetitions: a.repetitions,
+        placement: a.common.placement()?,
+        macros: Default::default(),
+    };
     let plan = fanout_grid(&names(&mechs), &receivers, &sizes);
     execute(&plan, &mechs, &settings, &a.common.out_path("fanout"))
 }

@@ -1,10 +1,15 @@
 //! `corecast bench …`: the benchmark subcommands.
 
+mod contend;
 mod detect;
 mod fanout;
+mod paxos;
+mod pi;
 mod pingpong;
 mod quick;
 mod session;
+mod snapshot;
+mod wordcount;
 
 use std::process::ExitCode;
 
@@ -23,6 +28,16 @@ pub enum Bench {
     /// How fast corecast notices a sender crash, a receiver crash and a
     /// stall: median and max over --trials trials of each.
     Detect(detect::Args),
+    /// PaxosInside consensus: decisions/s; optionally kills the acceptor.
+    Paxos(paxos::Args),
+    /// Manivannan–Singhal snapshot gather: completion time median and p99.
+    Snapshot(snapshot::Args),
+    /// mem-contend: N/2 pairs at once, near and far.
+    Contend(contend::Args),
+    /// The DIPC Pi computation: wall time.
+    Pi(pi::Args),
+    /// MapReduce word count over each mechanism and with threads: wall time.
+    Wordcount(wordcount::Args),
 }
 
 /// Runs a benchmark subcommand. Exit status: 0 when every point was measured
@@ -33,5 +48,10 @@ pub fn run(b: Bench) -> anyhow::Result<ExitCode> {
         Bench::Fanout(a) => fanout::run(a),
         Bench::Pingpong(a) => pingpong::run(a),
         Bench::Detect(a) => detect::run(a),
+        Bench::Paxos(a) => paxos::run(a),
+        Bench::Snapshot(a) => snapshot::run(a),
+        Bench::Contend(a) => contend::run(a),
+        Bench::Pi(a) => pi::run(a),
+        Bench::Wordcount(a) => wordcount::run(a),
     }
 }

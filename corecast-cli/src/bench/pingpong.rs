@@ -33,7 +33,12 @@ pub struct Args {
 pub fn run(a: Args) -> Result<ExitCode> {
     let mechs = args::mechanisms(&a.mechanisms)?;
     let sizes = args::list(&a.sizes, args::size)?;
-    let settings = Settings { duration: a.duration, repetitions: a.repetitions, placement: a.common.placement()? };
+    let settings = Settings {
+        duration: a.duration,
+        repetitions: a.repetitions,
+        placement: a.common.placement()?,
+        macros: Default::default(),
+    };
     let plan = pingpong_grid(&names(&mechs), &sizes);
     execute(&plan, &mechs, &settings, &a.common.out_path("pingpong"))
 }

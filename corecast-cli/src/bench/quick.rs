@@ -1,6 +1,7 @@
 //! `corecast bench quick`: the main job. Fan-out at N = 1, 2, 4 with 64 B and
-//! 64 KiB messages and ping-pong at 64 B, for every mechanism available here,
-//! then one comparison table. Repetitions are shortened when there are many
+//! 64 KiB messages, ping-pong at 64 B, PaxosInside at 64 B requests and the
+//! snapshot gather with 4 nodes and 4 KiB checkpoints, for every mechanism
+//! available here, then one comparison table. Repetitions are shortened when there are many
 //! mechanisms so the whole run stays within about two minutes of timed work
 //! (under three in all on a 2-core machine).
 
@@ -9,15 +10,22 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 use corecast_bench::mechanisms;
-use corecast_bench::suite::plan::{fanout_grid, pingpong_grid};
+use corecast_bench::record::Workload;
+use corecast_bench::suite::plan::{fanout_grid, macro_grid, pingpong_grid};
 use corecast_bench::suite::Settings;
 use corecast_bench::transport::{Availability, Mechanism};
+use corecast_bench::workloads::paxos::LEARNER_COUNT;
 
 use super::session::{execute, names, Common};
 
 const RECEIVERS: [usize; 3] = [1, 2, 4];
 const FANOUT_SIZES: [usize; 2] = [64, 65_536];
 const PINGPONG_SIZE: usize = 64;
+const PAXOS_SIZE: usize = 64;
+const SNAPSHOT_NODES: usize = 4;
+const SNAPSHOT_SIZE: usize = 4096;
+/// Points per mechanism.
+const POINTS: usize = RECEIVERS.len() * FANOUT_SIZES.len() + 3;
 const REPETITIONS: usize = 3;
 /// Timed work the whole run may take; the rest of the 3 minutes is process
 /// start-up, warm-up and slow drains.
@@ -46,8 +54,15 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let ns = names(&mechs);
     let mut plan = fanout_grid(&ns, &RECEIVERS, &FANOUT_SIZES);
     plan.extend(pingpong_grid(&ns, &[PINGPONG_SIZE]));
-    let settings =
-        Settings { duration: phase_length(plan.len()), repetitions: REPETITIONS, placement: a.common.placement()? };
+    plan.extend(macro_grid(Workload::Paxos, &ns, &[LEARNER_COUNT], &[PAXOS_SIZE]));
+    plan.extend(macro_grid(Workload::Snapshot, &ns, &[SNAPSHOT_NODES], &[SNAPSHOT_SIZE]));
+    debug_assert_eq!(plan.len(), ns.len() * POINTS);
+    let settings = Settings {
+        duration: phase_length(plan.len()),
+        repetitions: REPETITIONS,
+        placement: a.common.placement()?,
+        macros: Default::default(),
+    };
     execute(&plan, &mechs, &settings, &a.common.out_path("quick"))
 }
 
@@ -62,8 +77,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sixteen_mechanisms_fit_the_budget() {
-        let points = 16 * (RECEIVERS.len() * FANOUT_SIZES.len() + 1);
+    fn nineteen_mechanisms_fit_the_budget() {
+        let points = 19 * POINTS;
         let d = phase_length(points);
         assert!(d * (points * REPETITIONS) as u32 <= BUDGET + Duration::from_secs(1), "{d:?}");
         assert_eq!(phase_length(7), Duration::from_millis(200));

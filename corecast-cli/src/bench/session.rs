@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use corecast_bench::harness::interrupt;
 use corecast_bench::harness::placement::Placement;
 use corecast_bench::harness::topology::{parse_cpu_list, CpuTopology};
-use corecast_bench::record::{time, Provenance, Unit, Writer};
+use corecast_bench::record::{time, Provenance, Writer};
 use corecast_bench::report::format::human;
 use corecast_bench::report::table;
 use corecast_bench::suite::{run_plan, Ending, Outcome, Point, Progress, Settings, Status};
@@ -90,11 +90,9 @@ pub fn execute(plan: &[Point], mechanisms: &[Box<dyn Mechanism>], settings: &Set
 
 fn progress_line(o: &Outcome, p: &Progress) -> String {
     let what = match &o.status {
-        Status::Measured(rs) => rs
-            .iter()
-            .find(|r| r.unit != Unit::BytesPerSec)
-            .map(|r| format!("{} {}", human(r.value), r.unit.symbol()))
-            .unwrap_or_default(),
+        Status::Measured(rs) => {
+            rs.first().map(|r| format!("{} {}", human(r.value), r.unit.symbol())).unwrap_or_default()
+        }
         Status::Failed(e) => format!("FAILED: {e}"),
         Status::Skipped(w) => format!("skipped: {w}"),
     };

@@ -1,0 +1,180 @@
+//! mem-contend (seed 002, section 2.2): N/2 pairs of processes stream
+//! messages at the same time, each pair pinned near or far per
+//! [`crate::harness::pairs`], so the pairs contend for caches and memory.
+//! Process `2k` sends to `2k + 1`. Each pair runs the fan-out protocol with
+//! one receiver (warm-up, timed phases closed by the end marker, every
+//! payload checked, an acknowledgement at the end); the result is the
+//! aggregate rate of all pairs per phase and each pair's own rate.
+
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::fanout::{default_warmup, Window};
+use super::stream::{end_marker, Expect, Seen};
+use super::wire::{parse, report, te};
+use crate::harness::{payload, run_processes, RunOptions};
+use crate::transport::{Endpoint, Mechanism, PeerId, Topology};
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct ContendParams {
+    /// The CPU pairs, one pair of processes each.
+    pub cpus: Vec<(usize, usize)>,
+    /// Message size in bytes (at least 1).
+    pub size: usize,
+    /// Length of each timed phase.
+    pub duration: Duration,
+    /// Number of timed phases (at least 1).
+    pub repetitions: usize,
+    /// Messages each pair sends before timing.
+    pub warmup: u64,
+}
+
+impl ContendParams {
+    /// Parameters with the fan-out warm-up for `size`.
+    pub fn new(cpus: Vec<(usize, usize)>, size: usize, duration: Duration, repetitions: usize) -> Self {
+        ContendParams { cpus, size, duration, repetitions, warmup: default_warmup(size) }
+    }
+
+    /// Process `i`'s CPU, for [`RunOptions::cpus`].
+    pub fn process_cpus(&self) -> Vec<usize> {
+        self.cpus.iter().flat_map(|&(a, b)| [a, b]).collect()
+    }
+
+    fn topology(&self) -> Topology {
+        let n = 2 * self.cpus.len();
+        let links = (0..n).map(|i| (i, i ^ 1)).collect();
+        Topology { processes: n, max_message_bytes: self.size, links, groups: Vec::new() }
+    }
+}
+
+/// The measurements of one contend point.
+#[derive(Clone, Debug)]
+pub struct ContendResult {
+    /// `windows[k][j]`: pair `k` in phase `j`.
+    pub windows: Vec<Vec<Window>>,
+    /// Message size in bytes.
+    pub size: usize,
+}
+
+impl ContendResult {
+    /// All pairs together, bytes per second, per phase.
+    pub fn aggregate_bytes_per_s(&self) -> Vec<f64> {
+        let phases = self.windows.first().map_or(0, Vec::len);
+        (0..phases).map(|j| self.windows.iter().map(|w| w[j].msgs_per_s()).sum::<f64>() * self.size as f64).collect()
+    }
+
+    /// Each pair's rate over all phases, bytes per second.
+    pub fn pair_bytes_per_s(&self) -> Vec<f64> {
+        let rate = |w: &Vec<Window>| {
+            let (m, s) = w.iter().fold((0u64, 0.0), |(m, s), x| (m + x.messages, s + x.seconds));
+            m as f64 / s.max(1e-9) * self.size as f64
+        };
+        self.windows.iter().map(rate).collect()
+    }
+
+    /// Timed messages over all pairs.
+    pub fn messages(&self) -> u64 {
+        self.windows.iter().flatten().map(|w| w.messages).sum()
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+enum Report {
+    Sent(Vec<u64>),
+    Received(Vec<Window>),
+}
+
+/// Runs one contend point of `mechanism`; `opts.cpus` should be
+/// [`ContendParams::process_cpus`].
+pub fn run(mechanism: &dyn Mechanism, p: &ContendParams, opts: &RunOptions) -> Result<ContendResult, String> {
+    if p.cpus.is_empty() || p.size == 0 || p.repetitions == 0 {
+        return Err("contend needs at least 1 pair, 1 byte and 1 repetition".to_string());
+    }
+    let body = |me: PeerId, ep: &mut dyn Endpoint| -> Result<Vec<u8>, String> {
+        if me.is_multiple_of(2) {
+            report(&Report::Sent(send(ep, me, p)?))
+        } else {
+            report(&Report::Received(receive(ep, me, p)?))
+        }
+    };
+    let reports = run_processes(mechanism, &p.topology(), opts, &body)?;
+    let mut windows = Vec::new();
+    for (k, pair) in reports.chunks(2).enumerate() {
+        let (Report::Sent(sent), Report::Received(got)) = (parse(&pair[0], "sender")?, parse(&pair[1], "receiver")?)
+        else {
+            return Err(format!("pair {k}: reports in the wrong roles"));
+        };
+        if sent.len() != got.len() || sent.iter().zip(&got).any(|(s, w)| *s != w.messages) {
+            return Err(format!("{}: pair {k} sent {sent:?} messages per phase, received {got:?}", mechanism.name()));
+        }
+        windows.push(got);
+    }
+    Ok(ContendResult { windows, size: p.size })
+}
+
+fn send(ep: &mut dyn Endpoint, me: PeerId, p: &ContendParams) -> Result<Vec<u64>, String> {
+    let to = me + 1;
+    let mut buf = vec![0u8; p.size];
+    let mut seq = 0u64;
+    for _ in 0..p.warmup {
+        payload::fill(&mut buf, seq, me as u32);
+        ep.send_to(to, &buf).map_err(te)?;
+        seq += 1;
+    }
+    let stride = (4096 / p.size).clamp(1, 16) as u64;
+    let mut sent = Vec::with_capacity(p.repetitions);
+    for _ in 0..p.repetitions {
+        let end = Instant::now() + p.duration;
+        let mut n = 0u64;
+        loop {
+            payload::fill(&mut buf, seq, me as u32);
+            ep.send_to(to, &buf).map_err(te)?;
+            seq += 1;
+            n += 1;
+            if n.is_multiple_of(stride) && Instant::now() >= end {
+                break;
+            }
+        }
+        end_marker(&mut buf, seq, me as u32);
+        ep.send_to(to, &buf).map_err(te)?;
+        sent.push(n);
+    }
+    ep.recv_any(&mut buf).map_err(te)?;
+    Ok(sent)
+}
+
+fn receive(ep: &mut dyn Endpoint, me: PeerId, p: &ContendParams) -> Result<Vec<Window>, String> {
+    let from = me - 1;
+    let mut buf = vec![0u8; p.size];
+    let mut expect = Expect::new(p.size, from as u32);
+    let mut seq = 0u64;
+    let mut next = |ep: &mut dyn Endpoint, buf: &mut [u8], seq: u64| -> Result<Seen, String> {
+        let got = ep.recv_any(buf).map_err(te)?;
+        if got.from != from {
+            return Err(format!("message {seq} reported as from process {}", got.from));
+        }
+        expect.classify(buf.get(..got.len).ok_or("reported length exceeds the buffer")?, seq)
+    };
+    for _ in 0..p.warmup {
+        if next(ep, &mut buf, seq)? == Seen::End {
+            return Err(format!("end marker during warm-up at message {seq}"));
+        }
+        seq += 1;
+    }
+    let mut windows = Vec::with_capacity(p.repetitions);
+    let mut start = Instant::now();
+    for _ in 0..p.repetitions {
+        let mut n = 0u64;
+        while next(ep, &mut buf, seq)? == Seen::Data {
+            seq += 1;
+            n += 1;
+        }
+        let now = Instant::now();
+        windows.push(Window { messages: n, seconds: (now - start).as_secs_f64() });
+        start = now;
+    }
+    ep.send_to(from, &buf[..1]).map_err(te)?;
+    Ok(windows)
+}

@@ -1,0 +1,120 @@
+//! What the macro-benchmarks share: a small fixed message header, a fast
+//! content digest, a clock comparable across processes, and report parsing.
+
+use serde::Deserialize;
+
+use crate::transport::TransportError;
+
+/// Bytes of [`Header`] at the start of every protocol message.
+pub const HEADER_BYTES: usize = 24;
+
+/// The header of a protocol message: a kind and three numbers whose meaning
+/// the protocol defines (ballot, instance, checkpoint number, timestamp...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    /// Message kind, protocol-defined.
+    pub kind: u32,
+    /// First field (32 bits).
+    pub a: u32,
+    /// Second field.
+    pub b: u64,
+    /// Third field.
+    pub c: u64,
+}
+
+impl Header {
+    /// Writes the header into the first [`HEADER_BYTES`] of `buf`.
+    pub fn write(&self, buf: &mut [u8]) {
+        buf[..4].copy_from_slice(&self.kind.to_le_bytes());
+        buf[4..8].copy_from_slice(&self.a.to_le_bytes());
+        buf[8..16].copy_from_slice(&self.b.to_le_bytes());
+        buf[16..24].copy_from_slice(&self.c.to_le_bytes());
+    }
+
+    /// Reads the header of a received message; a message too short to hold
+    /// one is an error sentence.
+    pub fn read(msg: &[u8]) -> Result<Header, String> {
+        if msg.len() < HEADER_BYTES {
+            return Err(format!("a {}-byte message is shorter than the {HEADER_BYTES}-byte header", msg.len()));
+        }
+        let u32_at = |i: usize| u32::from_le_bytes(msg[i..i + 4].try_into().expect("4 bytes"));
+        let u64_at = |i: usize| u64::from_le_bytes(msg[i..i + 8].try_into().expect("8 bytes"));
+        Ok(Header { kind: u32_at(0), a: u32_at(4), b: u64_at(8), c: u64_at(16) })
+    }
+
+    /// A header-only message.
+    pub fn bytes(&self) -> [u8; HEADER_BYTES] {
+        let mut b = [0u8; HEADER_BYTES];
+        self.write(&mut b);
+        b
+    }
+}
+
+/// A 64-bit digest of `bytes`, a few instructions per 8 bytes, so checking
+/// every delivered value does not cap what large messages can do. Not
+/// cryptographic: it tells honest transport errors apart, which is the job.
+pub fn digest(bytes: &[u8]) -> u64 {
+    let mut h = 0x243F_6A88_85A3_08D3u64 ^ bytes.len() as u64;
+    let mut chunks = bytes.chunks_exact(8);
+    for c in &mut chunks {
+        h = (h ^ u64::from_le_bytes(c.try_into().expect("8 bytes"))).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        h ^= h >> 29;
+    }
+    for &b in chunks.remainder() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+    mix(h)
+}
+
+/// A bijective 64-bit mixer (splitmix64's finaliser).
+pub fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// CLOCK_MONOTONIC in nanoseconds: unlike `Instant`, comparable between the
+/// forked processes of a run (they share the machine's monotonic clock).
+pub fn now_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: ts is a valid timespec for clock_gettime to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// A transport error as the sentence workloads report.
+pub fn te(e: TransportError) -> String {
+    e.to_string()
+}
+
+/// Parses a process's JSON report.
+pub fn parse<T: for<'de> Deserialize<'de>>(bytes: &[u8], who: &str) -> Result<T, String> {
+    serde_json::from_slice(bytes).map_err(|e| format!("bad report from the {who}: {e}"))
+}
+
+/// Serialises a process's report.
+pub fn report<T: serde::Serialize>(value: &T) -> Result<Vec<u8>, String> {
+    serde_json::to_vec(value).map_err(|e| format!("report: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_round_trips_and_digest_sees_changes() {
+        let h = Header { kind: 3, a: 7, b: u64::MAX - 1, c: 42 };
+        let mut buf = vec![0u8; 40];
+        h.write(&mut buf);
+        assert_eq!(Header::read(&buf).unwrap(), h);
+        assert!(Header::read(&buf[..10]).is_err());
+        let d = digest(&buf);
+        for i in [0usize, 17, 39] {
+            let mut c = buf.clone();
+            c[i] ^= 1;
+            assert_ne!(digest(&c), d, "byte {i}");
+        }
+        assert_ne!(digest(&buf[..39]), d);
+        assert!(now_ns() > 0);
+    }
+}
