@@ -20,6 +20,10 @@ fn writable_mapping(tag: &str) -> (usize, usize) {
     (usize::from_str_radix(a, 16).unwrap(), usize::from_str_radix(b, 16).unwrap())
 }
 
+/// Both properties scribble "this process's" mapping by name, so they must
+/// not run at the same time (the test harness runs tests as threads).
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn scribble(tag: &str, writes: &[(usize, u64)]) {
     let (start, end) = writable_mapping(tag);
     for &(off, val) in writes {
@@ -52,6 +56,7 @@ proptest! {
 
     #[test]
     fn receivers_survive_a_hostile_sender_region(w in writes(), before in 0..6u8) {
+        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         let chan = Channel::create(&name(), &cfg()).unwrap();
         let mut rx = chan.receiver().unwrap();
         let mut tx = chan.sender().unwrap();
@@ -71,6 +76,7 @@ proptest! {
 
     #[test]
     fn senders_survive_a_hostile_receiver_region(w in writes()) {
+        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         let chan = Channel::create(&name(), &cfg()).unwrap();
         let _rx = chan.receiver().unwrap();
         let mut tx = chan.sender().unwrap();
