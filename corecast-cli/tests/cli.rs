@@ -44,7 +44,7 @@ fn records(path: &PathBuf) -> Vec<Value> {
 
 /// Checks what every record carries, whatever its workload.
 fn common_fields(r: &Value, workload: &str, command: &str) {
-    assert_eq!(r["schema_version"], 1);
+    assert_eq!(r["schema_version"], corecast_bench::record::SCHEMA_VERSION);
     assert_eq!(r["workload"], workload);
     assert_eq!(r["mechanism"], "pipe");
     let (value, min, median, max) = (f(r, "value"), f(r, "min"), f(r, "median"), f(r, "max"));
@@ -146,6 +146,51 @@ fn bench_pingpong_writes_percentiles_and_placement() {
         assert_eq!(r["placement"]["mode"], "pinned");
         assert_eq!(r["placement"]["process_cpus"], serde_json::json!([0, 0]));
     }
+    std::fs::remove_dir_all(out.parent().unwrap()).unwrap();
+}
+
+#[test]
+fn bench_logp_and_bandwidth_write_their_records() {
+    if !pipe_ready() {
+        return;
+    }
+    let out = tmp("logp");
+    let run = |cmd: &str| {
+        let args =
+            ["bench", cmd, "--mechanisms", "pipe", "--sizes", "64", "--duration", "5ms", "--repetitions", "1", "--out"];
+        let o = corecast(&[&args[..], &[out.to_str().unwrap()]].concat());
+        assert!(o.status.success(), "stderr: {}", text(&o.stderr));
+        text(&o.stdout)
+    };
+    let table = run("logp");
+    assert!(table.contains("RTT/2") && table.contains("pipe 64 B"), "{table}");
+    let table = run("bandwidth");
+    assert!(table.contains("memcpy 64 B") && table.contains("bidirectional"), "{table}");
+    let rs = records(&out);
+    let metrics: Vec<&str> = rs.iter().map(|r| r["metric"].as_str().unwrap()).collect();
+    assert_eq!(
+        metrics,
+        [
+            "rtt_half",
+            "g",
+            "os",
+            "or",
+            "l",
+            "bandwidth_memcpy",
+            "bandwidth_pingpong",
+            "bandwidth_unidirectional",
+            "bandwidth_bidirectional"
+        ]
+    );
+    for r in &rs[..5] {
+        assert_eq!((r["workload"].as_str(), r["unit"].as_str()), (Some("logp"), Some("us")));
+        assert!(r["method"].as_str().is_some_and(|m| !m.is_empty()), "{r}");
+    }
+    for r in &rs[5..] {
+        assert_eq!((r["workload"].as_str(), r["unit"].as_str()), (Some("bandwidth"), Some("MB/s")));
+        assert!(f(r, "value") > 0.0, "{r}");
+    }
+    assert_eq!(rs[5]["mechanism"], "memcpy");
     std::fs::remove_dir_all(out.parent().unwrap()).unwrap();
 }
 

@@ -67,7 +67,7 @@ pub fn pingpong_record(
 }
 
 /// The fields shared by every record of a point; the measured ones are zero.
-fn base(
+pub(crate) fn base(
     prov: &Provenance,
     workload: Workload,
     mechanism: &str,
@@ -93,6 +93,7 @@ fn base(
         count: 0,
         duration_s: 0.0,
         warmup: 0,
+        method: None,
         placement: placement.clone(),
         machine: prov.machine.clone(),
         tool_version: prov.tool_version.clone(),

@@ -8,6 +8,15 @@
 //! over every timed round trip for ping-pong (which adds `p99`). `samples`
 //! are the raw per-repetition values: the slowest receiver's rate in each
 //! phase, or the median RTT/2 of each phase.
+//!
+//! LogP (`logp`) writes `rtt_half`, `g`, `os`, `or` and `l` in `us`, each
+//! with a `method` sentence giving the formula that produced it (seed 004,
+//! section 4.1). Bandwidth (`bandwidth`) writes one record per pattern in
+//! `MB/s` (10^6 bytes per second): `bandwidth_pingpong`,
+//! `bandwidth_unidirectional` and `bandwidth_bidirectional`, plus the
+//! reference `bandwidth_memcpy` under mechanism `memcpy`. Version 2 added
+//! these workloads, metrics, the unit and `method`; version 1 files still
+//! read (they are a subset).
 
 use serde::{Deserialize, Serialize};
 
@@ -15,7 +24,10 @@ use super::machine::Machine;
 use crate::harness::placement::Placement;
 
 /// Version of this schema, written into every record.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// The oldest schema version this tool still reads.
+pub const OLDEST_READABLE_VERSION: u32 = 1;
 
 /// Which workload produced a record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -25,6 +37,10 @@ pub enum Workload {
     Fanout,
     /// Two processes bouncing a message ([`crate::workloads::pingpong`]).
     Pingpong,
+    /// The LogP parameters of a pair ([`crate::workloads::logp`]).
+    Logp,
+    /// The three bandwidths of a pair ([`crate::workloads::bandwidth`]).
+    Bandwidth,
 }
 
 impl Workload {
@@ -33,6 +49,8 @@ impl Workload {
         match self {
             Workload::Fanout => "fanout",
             Workload::Pingpong => "pingpong",
+            Workload::Logp => "logp",
+            Workload::Bandwidth => "bandwidth",
         }
     }
 }
@@ -45,12 +63,35 @@ pub enum Metric {
     Throughput,
     /// Half the round-trip time; lower is better.
     RttHalf,
+    /// LogP gap: steady-state interval between sends on a saturated channel.
+    G,
+    /// LogP send overhead.
+    Os,
+    /// LogP receive overhead.
+    Or,
+    /// LogP latency, `RTT/2 - Os - Or`.
+    L,
+    /// Bandwidth of a ping-pong (one message in flight, both directions in turn).
+    BandwidthPingpong,
+    /// Bandwidth of a one-way stream (the sender waits only for flow control).
+    BandwidthUnidirectional,
+    /// Bandwidth of two opposite streams at once, both counted.
+    BandwidthBidirectional,
+    /// Single-core memcpy bandwidth: the copy limit of this machine.
+    BandwidthMemcpy,
 }
 
 impl Metric {
     /// Whether a larger value is an improvement.
     pub fn higher_is_better(self) -> bool {
-        matches!(self, Metric::Throughput)
+        matches!(
+            self,
+            Metric::Throughput
+                | Metric::BandwidthPingpong
+                | Metric::BandwidthUnidirectional
+                | Metric::BandwidthBidirectional
+                | Metric::BandwidthMemcpy
+        )
     }
 }
 
@@ -66,6 +107,9 @@ pub enum Unit {
     /// Microseconds.
     #[serde(rename = "us")]
     Micros,
+    /// Megabytes (10^6 bytes) per second.
+    #[serde(rename = "MB/s")]
+    MegabytesPerSec,
 }
 
 impl Unit {
@@ -75,6 +119,7 @@ impl Unit {
             Unit::MsgPerSec => "msg/s",
             Unit::BytesPerSec => "B/s",
             Unit::Micros => "us",
+            Unit::MegabytesPerSec => "MB/s",
         }
     }
 }
@@ -117,6 +162,10 @@ pub struct Record {
     pub duration_s: f64,
     /// Warm-up messages or round trips before timing.
     pub warmup: u64,
+    /// How the value was derived, when it is not a direct measurement (LogP:
+    /// the formula, e.g. `L = RTT/2 - Os - Or`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
     /// Where the processes ran.
     pub placement: Placement,
     /// The machine.
@@ -191,6 +240,7 @@ pub(crate) mod tests {
             count: 6,
             duration_s: 0.1,
             warmup: 10,
+            method: None,
             placement: Placement::spread(&[0, 1]),
             machine,
             tool_version: "0.1.0".into(),

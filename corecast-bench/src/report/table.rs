@@ -20,8 +20,17 @@ enum Cell {
     Note(&'static str, usize),
 }
 
-/// Renders the table of `outcomes` (in the order they ran).
+/// Renders the table of `outcomes` (in the order they ran); LogP and
+/// bandwidth points get their own tables ([`super::pair_table`]).
 pub fn render(outcomes: &[Outcome]) -> String {
+    let (pair, main): (Vec<Outcome>, Vec<Outcome>) =
+        outcomes.iter().cloned().partition(|o| matches!(o.point.workload, Workload::Logp | Workload::Bandwidth));
+    let mut out = if main.is_empty() && !pair.is_empty() { String::new() } else { render_main(&main) };
+    out.push_str(&super::pair_table::render(&pair));
+    out
+}
+
+fn render_main(outcomes: &[Outcome]) -> String {
     let mut columns: Vec<Column> = Vec::new();
     let mut rows: Vec<String> = Vec::new();
     let mut cells: BTreeMap<(String, Column), Cell> = BTreeMap::new();
@@ -111,7 +120,7 @@ fn headers(columns: &[Column]) -> Vec<(String, String)> {
         .iter()
         .map(|&(w, n, size)| match w {
             Workload::Fanout => (format!("fanout N={n}"), format_size(size)),
-            Workload::Pingpong => ("pingpong".to_string(), format_size(size)),
+            Workload::Pingpong | Workload::Logp | Workload::Bandwidth => (w.name().to_string(), format_size(size)),
         })
         .collect()
 }
@@ -142,7 +151,7 @@ fn ratios(
             });
             match c.0 {
                 Workload::Fanout => vals.fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v)))),
-                Workload::Pingpong => vals.fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.min(v)))),
+                _ => vals.fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.min(v)))),
             }
         })
         .collect();
@@ -171,7 +180,7 @@ fn ratios(
     grid(out, &others, headers, &body);
 }
 
-fn grid(out: &mut String, rows: &[String], headers: &[(String, String)], body: &[Vec<String>]) {
+pub(crate) fn grid(out: &mut String, rows: &[String], headers: &[(String, String)], body: &[Vec<String>]) {
     let first = rows.iter().map(String::len).chain(["mechanism".len()]).max().unwrap_or(9);
     let widths: Vec<usize> = headers
         .iter()

@@ -30,7 +30,15 @@ impl Point {
                 format!("fanout {} N={} {}", self.mechanism, self.receivers, format_size(self.size))
             }
             Workload::Pingpong => format!("pingpong {} {}", self.mechanism, format_size(self.size)),
+            Workload::Logp => format!("logp {} {}", self.mechanism, format_size(self.size)),
+            Workload::Bandwidth => format!("bandwidth {} {}", self.mechanism, format_size(self.size)),
         }
+    }
+
+    /// Whether this is the memcpy reference of a bandwidth run, which needs
+    /// no mechanism.
+    pub fn is_memcpy_reference(&self) -> bool {
+        self.workload == Workload::Bandwidth && self.mechanism == crate::workloads::memcpy::NAME
     }
 }
 
@@ -50,6 +58,18 @@ impl Settings {
     /// start-up and warm-up), used for the ETA and the watchdog.
     pub fn estimate(&self) -> Duration {
         self.duration * self.repetitions as u32 + Duration::from_millis(150)
+    }
+
+    /// The estimate for one point: LogP times a ping-pong and two sweeps of
+    /// five phases per repetition, bandwidth three runs.
+    pub fn estimate_point(&self, point: &Point) -> Duration {
+        let phases = self.duration * self.repetitions as u32;
+        match point.workload {
+            Workload::Fanout | Workload::Pingpong => self.estimate(),
+            Workload::Bandwidth if point.is_memcpy_reference() => phases,
+            Workload::Logp => phases * 11 + Duration::from_millis(450),
+            Workload::Bandwidth => phases * 3 + Duration::from_millis(450),
+        }
     }
 }
 
@@ -72,6 +92,29 @@ pub fn pingpong_grid(mechanisms: &[String], sizes: &[usize]) -> Vec<Point> {
     for &size in sizes {
         for m in mechanisms {
             v.push(Point { workload: Workload::Pingpong, mechanism: m.clone(), receivers: 1, size });
+        }
+    }
+    v
+}
+
+/// LogP points: every size for every mechanism.
+pub fn logp_grid(mechanisms: &[String], sizes: &[usize]) -> Vec<Point> {
+    pair_grid(Workload::Logp, mechanisms, sizes)
+}
+
+/// Bandwidth points: every size for every mechanism, each size preceded
+/// by its memcpy reference point.
+pub fn bandwidth_grid(mechanisms: &[String], sizes: &[usize]) -> Vec<Point> {
+    let mut with_ref = vec![crate::workloads::memcpy::NAME.to_string()];
+    with_ref.extend(mechanisms.iter().cloned());
+    pair_grid(Workload::Bandwidth, &with_ref, sizes)
+}
+
+fn pair_grid(workload: Workload, mechanisms: &[String], sizes: &[usize]) -> Vec<Point> {
+    let mut v = Vec::new();
+    for &size in sizes {
+        for m in mechanisms {
+            v.push(Point { workload, mechanism: m.clone(), receivers: 1, size });
         }
     }
     v

@@ -1,6 +1,8 @@
 //! `corecast bench …`: the benchmark subcommands.
 
+mod bandwidth;
 mod fanout;
+mod logp;
 mod pingpong;
 mod quick;
 mod session;
@@ -19,6 +21,11 @@ pub enum Bench {
     Fanout(fanout::Args),
     /// Two processes: RTT/2 median, p99 and max.
     Pingpong(pingpong::Args),
+    /// Two processes: LogP parameters RTT/2, g, Os, Or, L (Spin(D) method).
+    Logp(logp::Args),
+    /// Two processes: ping-pong, unidirectional and bidirectional MB/s, and
+    /// single-core memcpy as the reference.
+    Bandwidth(bandwidth::Args),
 }
 
 /// Runs a benchmark subcommand. Exit status: 0 when every point was measured
@@ -28,5 +35,7 @@ pub fn run(b: Bench) -> anyhow::Result<ExitCode> {
         Bench::Quick(a) => quick::run(a),
         Bench::Fanout(a) => fanout::run(a),
         Bench::Pingpong(a) => pingpong::run(a),
+        Bench::Logp(a) => logp::run(a),
+        Bench::Bandwidth(a) => bandwidth::run(a),
     }
 }
