@@ -18,11 +18,13 @@
 use std::fmt;
 use std::io;
 
+use serde::{Deserialize, Serialize};
+
 /// Index of a process in a [`Topology`], `0..processes`.
 pub type PeerId = usize;
 
 /// A one-to-many group: `from` sends each message once to all of `members`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Group {
     /// The only process that sends to this group.
     pub from: PeerId,
@@ -31,7 +33,7 @@ pub struct Group {
 }
 
 /// Who exists and who sends to whom, fixed before the processes start.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Topology {
     /// Number of processes, ids `0..processes`.
     pub processes: usize,

@@ -29,6 +29,13 @@ enum Command {
     Machine(machine::Args),
     /// Show what got faster or slower between two results files.
     Compare(compare::Args),
+    /// Internal: run one MPI rank of a benchmark run (started by mpirun).
+    #[cfg(feature = "mpi")]
+    #[command(name = "internal-mpi-rank", hide = true)]
+    InternalMpiRank {
+        /// The run description written by the parent.
+        spec: std::path::PathBuf,
+    },
 }
 
 fn main() -> std::process::ExitCode {
@@ -38,6 +45,11 @@ fn main() -> std::process::ExitCode {
         Command::Mechanisms(a) => mechanisms::run(a),
         Command::Machine(a) => machine::run(a),
         Command::Compare(a) => compare::run(a),
+        #[cfg(feature = "mpi")]
+        Command::InternalMpiRank { spec } => {
+            let code = corecast_bench::mechanisms::mpi::rank_main(&spec);
+            Ok(std::process::ExitCode::from(code.clamp(0, 255) as u8))
+        }
     };
     match result {
         Ok(code) => code,

@@ -17,12 +17,13 @@ pub mod method {
     /// RTT/2.
     pub const RTT_HALF: &str = "RTT/2: median over every timed round trip of a ping-pong, halved";
     /// g.
-    pub const G: &str = "g = g(0): sending time / sends at the sender, back to back on a saturated channel";
+    pub const G: &str = "g = max(g(0), g_r(0)): interval per message with no spin on a saturated channel, \
+                         timed at the sender (sending back to back) and at the receiver (receiving back to back)";
     /// Os.
     pub const OS: &str = "Os = mean(g(D) - D) over D in {1.25,1.5,2,3}*g(0) with g(D) > g(0); \
                           the sender spins D after each send and times g(D)";
     /// Or.
-    pub const OR: &str = "Or = mean(g_r(D) - D) over D in {1.25,1.5,2,3}*g(0) with g_r(D) > g_r(0); \
+    pub const OR: &str = "Or = mean(g_r(D) - D) over D in {1.25,1.5,2,3}*max(g(0), g_r(0)) with g_r(D) > g_r(0); \
                           the receiver spins D after each receive and times g_r(D)";
     /// L.
     pub const L: &str = "L = RTT/2 - Os - Or";

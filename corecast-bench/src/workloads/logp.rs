@@ -1,16 +1,21 @@
 //! LogP parameters of a pair (SPEC B3; seed 004, section 4.1 and figure 3).
 //!
 //! - `RTT/2` by ping-pong (fragment a): the [`super::pingpong`] workload.
-//! - `g`: the interval between successive sends at the sender once the
-//!   channel is saturated: process 0 sends back to back for a phase and
-//!   divides the phase by the number of sends (fragment b with D = 0).
+//! - `g`: the interval between successive messages once the channel is
+//!   saturated (fragment b with D = 0): process 0 sends back to back for a
+//!   phase and divides it by the number of sends. A sender can outrun its
+//!   receiver into unbounded buffering (MPI's eager protocol queues
+//!   unexpected messages in the receiver's memory), so the saturated gap is
+//!   the larger of that and the receiver's interval when it receives back to
+//!   back from such a sender (g_r(0) of the receiver sweep).
 //! - `Os` by Spin(D) at the sender: process 0 spins D after each send, so
 //!   g(D) = Os + max(Idle, D). Every D used is a multiple > 1 of g(0); since
 //!   Idle = g(0) - Os < g(0), each is past the knee. Of those D with
 //!   g(D) > g(0), Os = mean(g(D) - D).
 //! - `Or` by Spin(D) at the receiver (fragment c): process 0 sends as fast
 //!   as it can, process 1 spins D after each receive and times itself;
-//!   g_r(D) = Or + max(Idle_r, D), Or = mean(g_r(D) - D) the same way.
+//!   g_r(D) = Or + max(Idle_r, D), Or = mean(g_r(D) - D) the same way, with
+//!   D multiples of the larger of g(0) and g_r(0) (measured first).
 //! - `L = RTT/2 - Os - Or`.
 //!
 //! Each repetition sweeps D once, giving one estimate of g, Os and Or; the
@@ -23,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::logp_stream::{Phase, SpinPoint, Stream};
+use super::logp_stream::{SpinPoint, Stream};
 use super::pingpong::{self, PingpongParams, PingpongResult};
 use crate::harness::stats::Summary;
 use crate::harness::{run_job, JobSpec, RunOptions};
@@ -55,16 +60,20 @@ impl LogpParams {
 /// The sender-side sweep is described by the parameters alone.
 pub type SenderSweep = LogpParams;
 
-/// The receiver-side sweep: the phases (D and message count) of every
-/// repetition, chosen by the parent from the sender sweep's g(0).
+/// The receiver-side sweep. The message counts are fixed by the parent (the
+/// sender must know how many to send); the receiver picks each D itself,
+/// [`FACTORS`] times the larger of `g0_us` and its own g_r(0).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ReceiverSweep {
     /// Message size in bytes.
     pub size: usize,
     /// Messages received before timing.
     pub warmup_messages: u64,
-    /// `reps[r]`: the phases of repetition `r`, D = 0 first.
-    pub reps: Vec<Vec<Phase>>,
+    /// g(0) of the sender sweep, in microseconds.
+    pub g0_us: f64,
+    /// `reps[r]`: message counts of the phases of repetition `r`, D = 0
+    /// first, then one per factor.
+    pub reps: Vec<Vec<u64>>,
 }
 
 /// The measurements of one LogP point.
@@ -79,9 +88,11 @@ pub struct LogpResult {
 }
 
 impl LogpResult {
-    /// g(0) of each repetition, in microseconds.
+    /// g of each repetition: the larger of g(0) at the sender and g_r(0) at
+    /// the receiver, in microseconds.
     pub fn g_us(&self) -> Vec<f64> {
-        self.sender.iter().filter_map(|r| r.first().map(|p| p.g_us)).collect()
+        let first = |r: &Vec<SpinPoint>| r.first().map(|p| p.g_us);
+        self.sender.iter().zip(&self.receiver).filter_map(|(s, r)| Some(first(s)?.max(first(r)?))).collect()
     }
 
     /// Os of each repetition, in microseconds.
@@ -116,8 +127,8 @@ pub fn run(mechanism: &dyn Mechanism, p: &LogpParams, opts: &RunOptions) -> Resu
     let (sender, sent): (Vec<Vec<SpinPoint>>, u64) = parse(&reports[0], "sender")?;
     check_count(mechanism, sent, parse(&reports[1], "receiver")?)?;
     let g0 = Summary::of(&sender.iter().map(|r| r[0].g_us).collect::<Vec<_>>()).ok_or("no sweep")?.median;
-    let reps = (0..p.repetitions).map(|_| receiver_phases(g0, p.duration)).collect();
-    let sweep = ReceiverSweep { size: p.size, warmup_messages: p.warmup_messages, reps };
+    let reps = (0..p.repetitions).map(|_| receiver_counts(g0, p.duration)).collect();
+    let sweep = ReceiverSweep { size: p.size, warmup_messages: p.warmup_messages, g0_us: g0, reps };
     let reports = run_job(mechanism, &topo, opts, &JobSpec::LogpReceiver(sweep))?;
     let (receiver, got): (Vec<Vec<SpinPoint>>, u64) = parse(&reports[1], "receiver")?;
     check_count(mechanism, parse(&reports[0], "sender")?, got)?;
@@ -128,14 +139,12 @@ pub fn run(mechanism: &dyn Mechanism, p: &LogpParams, opts: &RunOptions) -> Resu
     Ok(r)
 }
 
-/// D = 0 and each factor of g(0), each phase about `duration` long.
-fn receiver_phases(g0_us: f64, duration: Duration) -> Vec<Phase> {
+/// Message counts for D = 0 and each factor of g(0), each phase about
+/// `duration` long when the receiver keeps up with g(0).
+fn receiver_counts(g0_us: f64, duration: Duration) -> Vec<u64> {
     let g0_ns = (g0_us * 1e3).max(1.0);
-    let phase = |d_ns: f64| {
-        let messages = (duration.as_nanos() as f64 / (d_ns + g0_ns)).clamp(16.0, 10_000_000.0) as u64;
-        Phase { d_ns: d_ns as u64, messages }
-    };
-    std::iter::once(phase(0.0)).chain(FACTORS.iter().map(|f| phase(f * g0_ns))).collect()
+    let count = |f: f64| (duration.as_nanos() as f64 / ((f + 1.0) * g0_ns)).clamp(16.0, 10_000_000.0) as u64;
+    std::iter::once(count(0.0)).chain(FACTORS.iter().map(|&f| count(f))).collect()
 }
 
 fn check_count(m: &dyn Mechanism, sent: u64, got: u64) -> Result<(), String> {
@@ -180,7 +189,7 @@ pub fn sender_body(p: &SenderSweep, me: PeerId, ep: &mut dyn Endpoint) -> Result
 pub fn receiver_body(p: &ReceiverSweep, me: PeerId, ep: &mut dyn Endpoint) -> Result<Vec<u8>, String> {
     let stream = Stream::new(p.size);
     if me == 0 {
-        let total: u64 = p.warmup_messages + p.reps.iter().flatten().map(|ph| ph.messages).sum::<u64>();
+        let total: u64 = p.warmup_messages + p.reps.iter().flatten().sum::<u64>();
         let mut tx = stream.sender(ep);
         tx.burst(total)?;
         return report(&tx.finish()?);
@@ -190,17 +199,22 @@ pub fn receiver_body(p: &ReceiverSweep, me: PeerId, ep: &mut dyn Endpoint) -> Re
         rx.next_data()?;
     }
     let mut reps = Vec::with_capacity(p.reps.len());
-    for phases in &p.reps {
-        let mut points = Vec::with_capacity(phases.len());
-        for ph in phases {
-            let d = Duration::from_nanos(ph.d_ns);
+    for counts in &p.reps {
+        let mut points: Vec<SpinPoint> = Vec::with_capacity(counts.len());
+        for (k, &messages) in counts.iter().enumerate() {
+            let d = match (k, points.first()) {
+                (0, _) | (_, None) => Duration::ZERO,
+                (k, Some(p0)) => {
+                    Duration::from_secs_f64(FACTORS[(k - 1) % FACTORS.len()] * p.g0_us.max(p0.g_us) * 1e-6)
+                }
+            };
             let t0 = Instant::now();
             let mut overrun = false;
-            for _ in 0..ph.messages {
+            for _ in 0..messages {
                 overrun |= rx.next_data_spin(d)?;
             }
-            let g_us = t0.elapsed().as_secs_f64() * 1e6 / ph.messages as f64;
-            points.push(SpinPoint { d_us: d.as_secs_f64() * 1e6, g_us, overrun: overrun && ph.d_ns > 0 });
+            let g_us = t0.elapsed().as_secs_f64() * 1e6 / messages.max(1) as f64;
+            points.push(SpinPoint { d_us: d.as_secs_f64() * 1e6, g_us, overrun });
         }
         reps.push(points);
     }
@@ -228,11 +242,9 @@ mod tests {
     }
 
     #[test]
-    fn receiver_phases_scale_with_g0() {
-        let ph = receiver_phases(10.0, Duration::from_millis(10));
-        assert_eq!(ph.len(), 1 + FACTORS.len());
-        assert_eq!((ph[0].d_ns, ph[0].messages), (0, 1000));
-        assert_eq!(ph[4].d_ns, 30_000);
-        assert_eq!(ph[4].messages, 250);
+    fn receiver_counts_scale_with_g0() {
+        let c = receiver_counts(10.0, Duration::from_millis(10));
+        assert_eq!(c.len(), 1 + FACTORS.len());
+        assert_eq!((c[0], c[4]), (1000, 250));
     }
 }

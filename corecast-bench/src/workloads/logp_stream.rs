@@ -16,15 +16,6 @@ use super::stream::Seen;
 use crate::harness::payload;
 use crate::transport::Endpoint;
 
-/// One phase of the receiver sweep.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Phase {
-    /// The spin after each receive, in nanoseconds.
-    pub d_ns: u64,
-    /// Messages timed in the phase.
-    pub messages: u64,
-}
-
 /// One measured point g(D) of a sweep.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SpinPoint {
