@@ -263,3 +263,23 @@ fn compare_lists_what_got_faster_and_slower() {
     assert!(s.lines().any(|l| l.starts_with("slower") && l.contains(" b ") && l.contains("x0.50")), "{s}");
     std::fs::remove_dir_all(old.parent().unwrap()).unwrap();
 }
+
+/// The binary is its own MPI rank program: a tiny ping-pong and fan-out
+/// over MPI end to end (feature `mpi`, Open MPI installed).
+#[cfg(feature = "mpi")]
+#[test]
+fn bench_runs_mpi_ranks_under_mpirun() {
+    let out = tmp("mpi");
+    let path = out.to_str().unwrap();
+    let common = ["--sizes", "64", "--duration", "5ms", "--repetitions", "1", "--out", path];
+    let o = corecast(&[&["bench", "pingpong", "--mechanisms", "mpi"][..], &common].concat());
+    assert!(o.status.success(), "stderr: {}", text(&o.stderr));
+    let o = corecast(&[&["bench", "fanout", "--mechanisms", "mpi-bcast", "--receivers", "2"][..], &common].concat());
+    assert!(o.status.success(), "stderr: {}", text(&o.stderr));
+    let rs = records(&out);
+    let got: Vec<(&str, &str)> =
+        rs.iter().map(|r| (r["mechanism"].as_str().unwrap(), r["workload"].as_str().unwrap())).collect();
+    assert_eq!(got, [("mpi", "pingpong"), ("mpi-bcast", "fanout"), ("mpi-bcast", "fanout")]);
+    assert!(rs.iter().all(|r| f(r, "value") > 0.0));
+    std::fs::remove_dir_all(out.parent().unwrap()).unwrap();
+}

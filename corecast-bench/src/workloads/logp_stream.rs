@@ -23,8 +23,8 @@ pub struct SpinPoint {
     pub d_us: f64,
     /// The mean interval per message at that D, in microseconds.
     pub g_us: f64,
-    /// Whether checking a message ever took longer than D (the point then
-    /// includes checking time and is not used).
+    /// Whether checking took longer than D for more than a tenth of the
+    /// messages (the point then includes checking time and is not used).
     pub overrun: bool,
 }
 
