@@ -5,7 +5,9 @@
 //! and back and forth between two processes. Used by `tests/conformance.rs`
 //! for every mechanism, so a mechanism cannot join the suite without it.
 
-use crate::harness::{payload, run_processes, RunOptions};
+use serde::{Deserialize, Serialize};
+
+use crate::harness::{payload, run_job, JobSpec, RunOptions};
 use crate::transport::{Endpoint, Group, Mechanism, PeerId, Topology};
 
 /// The largest size the suite sends: 1 MiB or the mechanism's own limit.
@@ -43,94 +45,144 @@ pub fn check_mechanism(m: &dyn Mechanism) -> Result<(), String> {
     Ok(())
 }
 
+/// One check, as data so that it runs over every launcher ([`JobSpec`]).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+pub enum Check {
+    /// Process 0 sends to a group of `receivers`; all get everything in order.
+    FanOut {
+        /// Group size.
+        receivers: usize,
+        /// Message size in bytes.
+        size: usize,
+    },
+    /// `senders` processes send to process 0, which checks per-sender order.
+    ManyToOne {
+        /// Number of senders.
+        senders: usize,
+        /// Message size in bytes.
+        size: usize,
+    },
+    /// Processes 0 and 1 bounce each message back, both checking it.
+    PingPong {
+        /// Message size in bytes.
+        size: usize,
+    },
+}
+
+impl Check {
+    /// The topology the check runs on.
+    pub fn topology(&self) -> Topology {
+        match *self {
+            Check::FanOut { receivers, size } => Topology::fan_out(receivers, size),
+            Check::ManyToOne { senders, size } => Topology {
+                processes: senders + 1,
+                max_message_bytes: size,
+                links: (1..=senders).flat_map(|s| [(s, 0), (0, s)]).collect(),
+                groups: Vec::<Group>::new(),
+            },
+            Check::PingPong { size } => Topology::pair(size),
+        }
+    }
+
+    /// Runs the check over `m`.
+    pub fn run(&self, m: &dyn Mechanism) -> Result<(), String> {
+        run_job(m, &self.topology(), &RunOptions::default(), &JobSpec::Conformance(*self)).map(|_| ())
+    }
+
+    /// Process `me`'s part of the check.
+    pub fn body(&self, me: PeerId, ep: &mut dyn Endpoint) -> Result<Vec<u8>, String> {
+        match *self {
+            Check::FanOut { receivers, size } => fan_out_body(me, ep, receivers, size),
+            Check::ManyToOne { senders, size } => many_to_one_body(me, ep, senders, size),
+            Check::PingPong { size } => ping_pong_body(me, ep, size),
+        }
+        .map(|()| Vec::new())
+    }
+}
+
 /// One sender, `receivers` receivers: every receiver gets every message, in order.
 pub fn fan_out(m: &dyn Mechanism, receivers: usize, size: usize) -> Result<(), String> {
-    let topo = Topology::fan_out(receivers, size);
-    let n = count_for(size);
-    let body = move |me: PeerId, ep: &mut dyn Endpoint| -> Result<Vec<u8>, String> {
-        let mut buf = vec![0u8; size];
-        if me == 0 {
-            for seq in 0..n {
-                payload::fill(&mut buf, seq, 0);
-                ep.send_group(0, &buf).map_err(|e| e.to_string())?;
-            }
-            // Wait for every receiver's acknowledgement so no one exits early.
-            for _ in 0..receivers {
-                ep.recv_any(&mut buf).map_err(|e| e.to_string())?;
-            }
-        } else {
-            for seq in 0..n {
-                let got = ep.recv_any(&mut buf).map_err(|e| e.to_string())?;
-                if got.from != 0 {
-                    return Err(format!("message {seq} reported as from {}", got.from));
-                }
-                payload::check(&buf[..got.len], size, seq, 0)?;
-            }
-            ep.send_to(0, &[1]).map_err(|e| e.to_string())?;
-        }
-        Ok(Vec::new())
-    };
-    run_processes(m, &topo, &RunOptions::default(), &body).map(|_| ())
+    Check::FanOut { receivers, size }.run(m)
 }
 
 /// `senders` processes send to process 0, which checks per-sender order and
 /// that `from` is right.
 pub fn many_to_one(m: &dyn Mechanism, senders: usize, size: usize) -> Result<(), String> {
-    let topo = Topology {
-        processes: senders + 1,
-        max_message_bytes: size,
-        links: (1..=senders).flat_map(|s| [(s, 0), (0, s)]).collect(),
-        groups: Vec::<Group>::new(),
-    };
-    let n = count_for(size);
-    let body = move |me: PeerId, ep: &mut dyn Endpoint| -> Result<Vec<u8>, String> {
-        let mut buf = vec![0u8; size];
-        if me == 0 {
-            let mut next = vec![0u64; senders + 1];
-            for _ in 0..n * senders as u64 {
-                let got = ep.recv_any(&mut buf).map_err(|e| e.to_string())?;
-                if got.from == 0 || got.from > senders {
-                    return Err(format!("message reported as from {}", got.from));
-                }
-                payload::check(&buf[..got.len], size, next[got.from], got.from as u32)?;
-                next[got.from] += 1;
-            }
-            for s in 1..=senders {
-                ep.send_to(s, &[1]).map_err(|e| e.to_string())?;
-            }
-        } else {
-            for seq in 0..n {
-                payload::fill(&mut buf, seq, me as u32);
-                ep.send_to(0, &buf).map_err(|e| e.to_string())?;
-            }
-            ep.recv_any(&mut buf).map_err(|e| e.to_string())?;
-        }
-        Ok(Vec::new())
-    };
-    run_processes(m, &topo, &RunOptions::default(), &body).map(|_| ())
+    Check::ManyToOne { senders, size }.run(m)
 }
 
 /// Two processes bounce each message back; both sides check every byte.
 pub fn ping_pong(m: &dyn Mechanism, size: usize) -> Result<(), String> {
-    let topo = Topology::pair(size);
-    let n = count_for(size).min(50);
-    let body = move |me: PeerId, ep: &mut dyn Endpoint| -> Result<Vec<u8>, String> {
-        let mut buf = vec![0u8; size];
-        let peer = 1 - me;
+    Check::PingPong { size }.run(m)
+}
+
+fn fan_out_body(me: PeerId, ep: &mut dyn Endpoint, receivers: usize, size: usize) -> Result<(), String> {
+    let n = count_for(size);
+    let mut buf = vec![0u8; size];
+    if me == 0 {
         for seq in 0..n {
-            if me == 0 {
-                payload::fill(&mut buf, seq, 0);
-                ep.send_to(peer, &buf).map_err(|e| e.to_string())?;
-                let got = ep.recv_any(&mut buf).map_err(|e| e.to_string())?;
-                payload::check(&buf[..got.len], size, seq, 1)?;
-            } else {
-                let got = ep.recv_any(&mut buf).map_err(|e| e.to_string())?;
-                payload::check(&buf[..got.len], size, seq, 0)?;
-                payload::fill(&mut buf, seq, 1);
-                ep.send_to(peer, &buf).map_err(|e| e.to_string())?;
-            }
+            payload::fill(&mut buf, seq, 0);
+            ep.send_group(0, &buf).map_err(|e| e.to_string())?;
         }
-        Ok(Vec::new())
-    };
-    run_processes(m, &topo, &RunOptions::default(), &body).map(|_| ())
+        // Wait for every receiver's acknowledgement so no one exits early.
+        for _ in 0..receivers {
+            ep.recv_any(&mut buf).map_err(|e| e.to_string())?;
+        }
+    } else {
+        for seq in 0..n {
+            let got = ep.recv_any(&mut buf).map_err(|e| e.to_string())?;
+            if got.from != 0 {
+                return Err(format!("message {seq} reported as from {}", got.from));
+            }
+            payload::check(&buf[..got.len], size, seq, 0)?;
+        }
+        ep.send_to(0, &[1]).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+fn many_to_one_body(me: PeerId, ep: &mut dyn Endpoint, senders: usize, size: usize) -> Result<(), String> {
+    let n = count_for(size);
+    let mut buf = vec![0u8; size];
+    if me == 0 {
+        let mut next = vec![0u64; senders + 1];
+        for _ in 0..n * senders as u64 {
+            let got = ep.recv_any(&mut buf).map_err(|e| e.to_string())?;
+            if got.from == 0 || got.from > senders {
+                return Err(format!("message reported as from {}", got.from));
+            }
+            payload::check(&buf[..got.len], size, next[got.from], got.from as u32)?;
+            next[got.from] += 1;
+        }
+        for s in 1..=senders {
+            ep.send_to(s, &[1]).map_err(|e| e.to_string())?;
+        }
+    } else {
+        for seq in 0..n {
+            payload::fill(&mut buf, seq, me as u32);
+            ep.send_to(0, &buf).map_err(|e| e.to_string())?;
+        }
+        ep.recv_any(&mut buf).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+fn ping_pong_body(me: PeerId, ep: &mut dyn Endpoint, size: usize) -> Result<(), String> {
+    let n = count_for(size).min(50);
+    let mut buf = vec![0u8; size];
+    let peer = 1 - me;
+    for seq in 0..n {
+        if me == 0 {
+            payload::fill(&mut buf, seq, 0);
+            ep.send_to(peer, &buf).map_err(|e| e.to_string())?;
+            let got = ep.recv_any(&mut buf).map_err(|e| e.to_string())?;
+            payload::check(&buf[..got.len], size, seq, 1)?;
+        } else {
+            let got = ep.recv_any(&mut buf).map_err(|e| e.to_string())?;
+            payload::check(&buf[..got.len], size, seq, 0)?;
+            payload::fill(&mut buf, seq, 1);
+            ep.send_to(peer, &buf).map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(())
 }

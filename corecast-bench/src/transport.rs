@@ -18,11 +18,13 @@
 use std::fmt;
 use std::io;
 
+use serde::{Deserialize, Serialize};
+
 /// Index of a process in a [`Topology`], `0..processes`.
 pub type PeerId = usize;
 
 /// A one-to-many group: `from` sends each message once to all of `members`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Group {
     /// The only process that sends to this group.
     pub from: PeerId,
@@ -31,7 +33,7 @@ pub struct Group {
 }
 
 /// Who exists and who sends to whom, fixed before the processes start.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Topology {
     /// Number of processes, ids `0..processes`.
     pub processes: usize,
@@ -147,6 +149,26 @@ pub trait Mechanism: Send + Sync {
     /// Creates whatever the processes of `topology` need, in the parent,
     /// before they are forked.
     fn prepare(&self, topology: &Topology) -> Result<Box<dyn Prepared>, TransportError>;
+    /// `Some` when this mechanism's processes are not forked by the harness
+    /// but started by an outside launcher (MPI ranks by `mpirun`); such a
+    /// mechanism runs workloads only through [`crate::harness::job::run_job`].
+    fn launcher(&self) -> Option<&dyn Launcher> {
+        None
+    }
+}
+
+/// Starts the processes of one run itself and returns their reports in id
+/// order, exactly like [`crate::harness::run_processes`] does for forked
+/// processes. The job is data, not a closure, so that a program started by
+/// someone else (an MPI rank) can rebuild and run the same workload code.
+pub trait Launcher: Send + Sync {
+    /// Runs `job` in `topology.processes` processes under `options`.
+    fn launch(
+        &self,
+        topology: &Topology,
+        options: &crate::harness::RunOptions,
+        job: &crate::harness::job::JobSpec,
+    ) -> Result<Vec<Vec<u8>>, String>;
 }
 
 /// The state a mechanism created for one run, inherited by every forked

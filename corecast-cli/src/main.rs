@@ -37,6 +37,13 @@ enum Command {
     /// Fault injection: random channels, kills, stalls and hostile writers;
     /// checks nothing is lost, duplicated, reordered, hung or leaked.
     Torture(torture::Args),
+    /// Internal: run one MPI rank of a benchmark run (started by mpirun).
+    #[cfg(feature = "mpi")]
+    #[command(name = "internal-mpi-rank", hide = true)]
+    InternalMpiRank {
+        /// The run description written by the parent.
+        spec: std::path::PathBuf,
+    },
 }
 
 fn main() -> std::process::ExitCode {
@@ -48,6 +55,11 @@ fn main() -> std::process::ExitCode {
         Command::Compare(a) => compare::run(a),
         Command::Channel(c) => channel::run(c),
         Command::Torture(a) => torture::run(a),
+        #[cfg(feature = "mpi")]
+        Command::InternalMpiRank { spec } => {
+            let code = corecast_bench::mechanisms::mpi::rank_main(&spec);
+            Ok(std::process::ExitCode::from(code.clamp(0, 255) as u8))
+        }
     };
     match result {
         Ok(code) => code,

@@ -44,7 +44,7 @@ fn records(path: &PathBuf) -> Vec<Value> {
 
 /// Checks what every record carries, whatever its workload.
 fn common_fields(r: &Value, workload: &str, command: &str) {
-    assert_eq!(r["schema_version"], 1);
+    assert_eq!(r["schema_version"], corecast_bench::record::SCHEMA_VERSION);
     assert_eq!(r["workload"], workload);
     assert_eq!(r["mechanism"], "pipe");
     let (value, min, median, max) = (f(r, "value"), f(r, "min"), f(r, "median"), f(r, "max"));
@@ -185,6 +185,50 @@ fn bench_paxos_kills_the_acceptor_and_records_the_takeover() {
     }
     assert_eq!((rs[0]["metric"].as_str(), rs[0]["unit"].as_str()), (Some("throughput"), Some("decisions/s")));
     assert_eq!((rs[1]["metric"].as_str(), rs[1]["unit"].as_str()), (Some("takeover"), Some("us")));
+}
+
+#[test]
+fn bench_logp_and_bandwidth_write_their_records() {
+    if !pipe_ready() {
+        return;
+    }
+    let out = tmp("logp");
+    let run = |cmd: &str| {
+        let args =
+            ["bench", cmd, "--mechanisms", "pipe", "--sizes", "64", "--duration", "5ms", "--repetitions", "1", "--out"];
+        let o = corecast(&[&args[..], &[out.to_str().unwrap()]].concat());
+        assert!(o.status.success(), "stderr: {}", text(&o.stderr));
+        text(&o.stdout)
+    };
+    let table = run("logp");
+    assert!(table.contains("RTT/2") && table.contains("pipe 64 B"), "{table}");
+    let table = run("bandwidth");
+    assert!(table.contains("memcpy 64 B") && table.contains("bidirectional"), "{table}");
+    let rs = records(&out);
+    let metrics: Vec<&str> = rs.iter().map(|r| r["metric"].as_str().unwrap()).collect();
+    assert_eq!(
+        metrics,
+        [
+            "rtt_half",
+            "g",
+            "os",
+            "or",
+            "l",
+            "bandwidth_memcpy",
+            "bandwidth_pingpong",
+            "bandwidth_unidirectional",
+            "bandwidth_bidirectional"
+        ]
+    );
+    for r in &rs[..5] {
+        assert_eq!((r["workload"].as_str(), r["unit"].as_str()), (Some("logp"), Some("us")));
+        assert!(r["method"].as_str().is_some_and(|m| !m.is_empty()), "{r}");
+    }
+    for r in &rs[5..] {
+        assert_eq!((r["workload"].as_str(), r["unit"].as_str()), (Some("bandwidth"), Some("MB/s")));
+        assert!(f(r, "value") > 0.0, "{r}");
+    }
+    assert_eq!(rs[5]["mechanism"], "memcpy");
     std::fs::remove_dir_all(out.parent().unwrap()).unwrap();
 }
 
@@ -256,4 +300,24 @@ fn compare_lists_what_got_faster_and_slower() {
     assert!(s.lines().any(|l| l.starts_with("faster") && l.contains(" a ") && l.contains("x2.00")), "{s}");
     assert!(s.lines().any(|l| l.starts_with("slower") && l.contains(" b ") && l.contains("x0.50")), "{s}");
     std::fs::remove_dir_all(old.parent().unwrap()).unwrap();
+}
+
+/// The binary is its own MPI rank program: a tiny ping-pong and fan-out
+/// over MPI end to end (feature `mpi`, Open MPI installed).
+#[cfg(feature = "mpi")]
+#[test]
+fn bench_runs_mpi_ranks_under_mpirun() {
+    let out = tmp("mpi");
+    let path = out.to_str().unwrap();
+    let common = ["--sizes", "64", "--duration", "5ms", "--repetitions", "1", "--out", path];
+    let o = corecast(&[&["bench", "pingpong", "--mechanisms", "mpi"][..], &common].concat());
+    assert!(o.status.success(), "stderr: {}", text(&o.stderr));
+    let o = corecast(&[&["bench", "fanout", "--mechanisms", "mpi-bcast", "--receivers", "2"][..], &common].concat());
+    assert!(o.status.success(), "stderr: {}", text(&o.stderr));
+    let rs = records(&out);
+    let got: Vec<(&str, &str)> =
+        rs.iter().map(|r| (r["mechanism"].as_str().unwrap(), r["workload"].as_str().unwrap())).collect();
+    assert_eq!(got, [("mpi", "pingpong"), ("mpi-bcast", "fanout"), ("mpi-bcast", "fanout")]);
+    assert!(rs.iter().all(|r| f(r, "value") > 0.0));
+    std::fs::remove_dir_all(out.parent().unwrap()).unwrap();
 }

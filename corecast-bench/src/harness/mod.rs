@@ -1,6 +1,7 @@
 //! Running processes, placing them on cores, and checking payloads.
 
 pub mod interrupt;
+pub mod job;
 pub mod pairs;
 pub mod payload;
 pub mod placement;
@@ -8,6 +9,7 @@ pub mod spawn;
 pub mod stats;
 pub mod topology;
 
+pub use job::{run_job, JobSpec};
 pub use spawn::{run_processes, RunOptions};
 
 /// Pins the calling process to one CPU.

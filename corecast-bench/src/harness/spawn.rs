@@ -46,6 +46,13 @@ pub fn run_processes(
     body: &Body<'_>,
 ) -> Result<Vec<Vec<u8>>, String> {
     topology.validate().map_err(|e| e.to_string())?;
+    if mechanism.launcher().is_some() {
+        return Err(format!(
+            "{}: its processes are started by an outside launcher, so it runs workloads only through \
+             harness::job::run_job (a JobSpec), not a closure",
+            mechanism.name()
+        ));
+    }
     let mut prepared = mechanism.prepare(topology).map_err(|e| format!("{}: prepare failed: {e}", mechanism.name()))?;
     let mut children = Vec::new();
     let mut result = Ok(());

@@ -6,6 +6,7 @@ pub mod corecast;
 mod fragment;
 pub mod iceoryx2;
 pub mod mempipe;
+pub mod mpi;
 pub mod pipe;
 pub mod posix_mq;
 pub mod shm_util;
@@ -41,6 +42,8 @@ pub fn all() -> Vec<Box<dyn crate::transport::Mechanism>> {
         Box::new(corecast::Corecast::ADAPTIVE),
         Box::new(corecast::Corecast::SPIN),
         Box::new(corecast::Corecast::SLEEP),
+        Box::new(mpi::Mpi::point_to_point()),
+        Box::new(mpi::Mpi::bcast()),
     ]
 }
 

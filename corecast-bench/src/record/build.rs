@@ -119,6 +119,7 @@ pub fn base(
         count: 0,
         duration_s: 0.0,
         warmup: 0,
+        method: None,
         placement: placement.clone(),
         machine: prov.machine.clone(),
         tool_version: prov.tool_version.clone(),

@@ -7,7 +7,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use super::schema::{Record, SCHEMA_VERSION};
+use super::schema::{Record, OLDEST_READABLE_VERSION, SCHEMA_VERSION};
 
 /// Why a results file could not be written or read.
 #[derive(Debug)]
@@ -111,8 +111,12 @@ pub fn parse(text: &str, path: &Path) -> Result<Vec<Record>, RecordError> {
         let err = |detail: String| RecordError::Parse { path: path.to_path_buf(), line: i + 1, detail };
         let v: serde_json::Value = serde_json::from_str(line).map_err(|e| err(e.to_string()))?;
         match v.get("schema_version").and_then(serde_json::Value::as_u64) {
-            Some(n) if n == u64::from(SCHEMA_VERSION) => {}
-            Some(n) => return Err(err(format!("schema version {n}, this tool reads {SCHEMA_VERSION}"))),
+            Some(n) if (u64::from(OLDEST_READABLE_VERSION)..=u64::from(SCHEMA_VERSION)).contains(&n) => {}
+            Some(n) => {
+                return Err(err(format!(
+                    "schema version {n}, this tool reads {OLDEST_READABLE_VERSION} to {SCHEMA_VERSION}"
+                )))
+            }
             None => return Err(err("no schema_version".to_string())),
         }
         out.push(serde_json::from_value(v).map_err(|e| err(e.to_string()))?);

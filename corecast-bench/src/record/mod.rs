@@ -3,6 +3,7 @@
 //! comparison of two result sets.
 
 pub mod build;
+pub mod build_pair;
 pub mod compare;
 pub mod jsonl;
 pub mod machine;

@@ -21,6 +21,14 @@
 //! nodes, pairs, workers, mappers), `params` holds the other parameters and
 //! `notes` says anything a reader must know (how a failure was detected,
 //! placements that coincide).
+//! LogP (`logp`) writes `rtt_half`, `g`, `os`, `or` and `l` in `us`, each
+//! with a `method` sentence giving the formula that produced it (seed 004,
+//! section 4.1). Bandwidth (`bandwidth`) writes one record per pattern in
+//! `MB/s` (10^6 bytes per second): `bandwidth_pingpong`,
+//! `bandwidth_unidirectional` and `bandwidth_bidirectional`, plus the
+//! reference `bandwidth_memcpy` under mechanism `memcpy`. Version 2 added
+//! these workloads, metrics, the unit and `method`; version 1 files still
+//! read (they are a subset).
 
 use serde::{Deserialize, Serialize};
 
@@ -28,7 +36,10 @@ use super::machine::Machine;
 use crate::harness::placement::Placement;
 
 /// Version of this schema, written into every record.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// The oldest schema version this tool still reads.
+pub const OLDEST_READABLE_VERSION: u32 = 1;
 
 /// Which workload produced a record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -55,6 +66,10 @@ pub enum Workload {
     Pi,
     /// MapReduce word count ([`crate::workloads::wordcount`]).
     Wordcount,
+    /// The LogP parameters of a pair ([`crate::workloads::logp`]).
+    Logp,
+    /// The three bandwidths of a pair ([`crate::workloads::bandwidth`]).
+    Bandwidth,
 }
 
 impl Workload {
@@ -70,6 +85,8 @@ impl Workload {
             Workload::ContendFar => "contend-far",
             Workload::Pi => "pi",
             Workload::Wordcount => "wordcount",
+            Workload::Logp => "logp",
+            Workload::Bandwidth => "bandwidth",
         }
     }
 }
@@ -99,12 +116,36 @@ pub enum Metric {
     PairThroughput,
     /// Wall time of a whole computation; lower is better.
     WallTime,
+    /// LogP gap: steady-state interval between sends on a saturated channel.
+    G,
+    /// LogP send overhead.
+    Os,
+    /// LogP receive overhead.
+    Or,
+    /// LogP latency, `RTT/2 - Os - Or`.
+    L,
+    /// Bandwidth of a ping-pong (one message in flight, both directions in turn).
+    BandwidthPingpong,
+    /// Bandwidth of a one-way stream (the sender waits only for flow control).
+    BandwidthUnidirectional,
+    /// Bandwidth of two opposite streams at once, both counted.
+    BandwidthBidirectional,
+    /// Single-core memcpy bandwidth: the copy limit of this machine.
+    BandwidthMemcpy,
 }
 
 impl Metric {
     /// Whether a larger value is an improvement.
     pub fn higher_is_better(self) -> bool {
-        matches!(self, Metric::Throughput | Metric::PairThroughput)
+        matches!(
+            self,
+            Metric::Throughput
+                | Metric::PairThroughput
+                | Metric::BandwidthPingpong
+                | Metric::BandwidthUnidirectional
+                | Metric::BandwidthBidirectional
+                | Metric::BandwidthMemcpy
+        )
     }
 }
 
@@ -126,6 +167,9 @@ pub enum Unit {
     /// Consensus decisions per second.
     #[serde(rename = "decisions/s")]
     DecisionsPerSec,
+    /// Megabytes (10^6 bytes) per second.
+    #[serde(rename = "MB/s")]
+    MegabytesPerSec,
 }
 
 impl Unit {
@@ -137,6 +181,7 @@ impl Unit {
             Unit::Micros => "us",
             Unit::Millis => "ms",
             Unit::DecisionsPerSec => "decisions/s",
+            Unit::MegabytesPerSec => "MB/s",
         }
     }
 }
@@ -183,6 +228,10 @@ pub struct Record {
     pub duration_s: f64,
     /// Warm-up messages or round trips before timing.
     pub warmup: u64,
+    /// How the value was derived, when it is not a direct measurement (LogP:
+    /// the formula, e.g. `L = RTT/2 - Os - Or`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
     /// Where the processes ran.
     pub placement: Placement,
     /// The machine.
@@ -263,6 +312,7 @@ pub(crate) mod tests {
             count: 6,
             duration_s: 0.1,
             warmup: 10,
+            method: None,
             placement: Placement::spread(&[0, 1]),
             machine,
             tool_version: "0.1.0".into(),

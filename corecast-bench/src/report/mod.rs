@@ -1,4 +1,5 @@
 //! Reports for humans.
 
 pub mod format;
+pub mod pair_table;
 pub mod table;

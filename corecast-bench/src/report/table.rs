@@ -24,11 +24,20 @@ enum Cell {
 
 /// Whether the headline metric of `w` is better when higher.
 fn higher_is_better(w: Workload) -> bool {
-    matches!(w, Workload::Fanout | Workload::Paxos | Workload::ContendNear | Workload::ContendFar)
+    matches!(w, Workload::Fanout | Workload::Paxos | Workload::ContendNear | Workload::ContendFar | Workload::Bandwidth)
 }
 
-/// Renders the table of `outcomes` (in the order they ran).
+/// Renders the table of `outcomes` (in the order they ran); LogP and
+/// bandwidth points get their own tables ([`super::pair_table`]).
 pub fn render(outcomes: &[Outcome]) -> String {
+    let (pair, main): (Vec<Outcome>, Vec<Outcome>) =
+        outcomes.iter().cloned().partition(|o| matches!(o.point.workload, Workload::Logp | Workload::Bandwidth));
+    let mut out = if main.is_empty() && !pair.is_empty() { String::new() } else { render_main(&main) };
+    out.push_str(&super::pair_table::render(&pair));
+    out
+}
+
+fn render_main(outcomes: &[Outcome]) -> String {
     let mut columns: Vec<Column> = Vec::new();
     let mut rows: Vec<String> = Vec::new();
     let mut cells: BTreeMap<(String, Column), Cell> = BTreeMap::new();
@@ -133,7 +142,7 @@ fn headers(columns: &[Column]) -> Vec<(String, String)> {
         .iter()
         .map(|&(w, n, size)| match w {
             Workload::Fanout => (format!("fanout N={n}"), format_size(size)),
-            Workload::Pingpong => ("pingpong".to_string(), format_size(size)),
+            Workload::Pingpong | Workload::Logp | Workload::Bandwidth => (w.name().to_string(), format_size(size)),
             Workload::Detect => ("detect".to_string(), format_size(size)),
             Workload::Paxos => ("paxos".to_string(), format_size(size)),
             Workload::Snapshot => (format!("snapshot n={n}"), format_size(size)),
@@ -203,7 +212,7 @@ fn ratios(
     grid(out, &others, headers, &body);
 }
 
-fn grid(out: &mut String, rows: &[String], headers: &[(String, String)], body: &[Vec<String>]) {
+pub(crate) fn grid(out: &mut String, rows: &[String], headers: &[(String, String)], body: &[Vec<String>]) {
     let first = rows.iter().map(String::len).chain(["mechanism".len()]).max().unwrap_or(9);
     let widths: Vec<usize> = headers
         .iter()

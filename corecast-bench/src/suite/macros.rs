@@ -42,6 +42,7 @@ pub fn processes(point: &Point, m: &MacroSettings) -> usize {
         Workload::ContendNear | Workload::ContendFar => 2 * point.receivers,
         Workload::Wordcount => point.receivers + m.reducers,
         Workload::Fanout | Workload::Pingpong | Workload::Pi | Workload::Detect => point.receivers + 1,
+        Workload::Logp | Workload::Bandwidth => 2,
     }
 }
 
@@ -67,7 +68,9 @@ pub fn run(
         Workload::ContendNear | Workload::ContendFar => run_contend(m, point, settings, prov, opts),
         Workload::Pi => run_pi(m, point, settings, prov, placement, opts),
         Workload::Wordcount => run_wordcount(Some(m), point, settings, prov, placement, opts),
-        Workload::Fanout | Workload::Pingpong | Workload::Detect => Err("not a macro-benchmark".to_string()),
+        Workload::Fanout | Workload::Pingpong | Workload::Detect | Workload::Logp | Workload::Bandwidth => {
+            Err("not a macro-benchmark".to_string())
+        }
     };
     match result {
         Ok(records) => Status::Measured(records),

@@ -43,7 +43,15 @@ impl Point {
             Workload::Wordcount => {
                 format!("wordcount {} mappers={} {}", self.mechanism, self.receivers, format_size(self.size))
             }
+            Workload::Logp => format!("logp {} {}", self.mechanism, format_size(self.size)),
+            Workload::Bandwidth => format!("bandwidth {} {}", self.mechanism, format_size(self.size)),
         }
+    }
+
+    /// Whether this is the memcpy reference of a bandwidth run, which needs
+    /// no mechanism.
+    pub fn is_memcpy_reference(&self) -> bool {
+        self.workload == Workload::Bandwidth && self.mechanism == crate::workloads::memcpy::NAME
     }
 }
 
@@ -99,6 +107,26 @@ impl Settings {
     pub fn estimate(&self) -> Duration {
         self.duration * self.repetitions as u32 + Duration::from_millis(150)
     }
+
+    /// The estimate for one point: LogP times a ping-pong and two sweeps of
+    /// five phases per repetition, bandwidth three runs.
+    pub fn estimate_point(&self, point: &Point) -> Duration {
+        let phases = self.duration * self.repetitions as u32;
+        match point.workload {
+            Workload::Fanout | Workload::Pingpong => self.estimate(),
+            // Detection and the macro-benchmarks size their own runs.
+            Workload::Detect
+            | Workload::Paxos
+            | Workload::Snapshot
+            | Workload::ContendNear
+            | Workload::ContendFar
+            | Workload::Pi
+            | Workload::Wordcount => self.estimate(),
+            Workload::Bandwidth if point.is_memcpy_reference() => phases,
+            Workload::Logp => phases * 11 + Duration::from_millis(450),
+            Workload::Bandwidth => phases * 3 + Duration::from_millis(450),
+        }
+    }
 }
 
 /// Fan-out points: every receiver count and size for every mechanism.
@@ -133,6 +161,29 @@ pub fn macro_grid(workload: Workload, mechanisms: &[String], counts: &[usize], s
             for m in mechanisms {
                 v.push(Point { workload, mechanism: m.clone(), receivers, size });
             }
+        }
+    }
+    v
+}
+
+/// LogP points: every size for every mechanism.
+pub fn logp_grid(mechanisms: &[String], sizes: &[usize]) -> Vec<Point> {
+    pair_grid(Workload::Logp, mechanisms, sizes)
+}
+
+/// Bandwidth points: every size for every mechanism, each size preceded
+/// by its memcpy reference point.
+pub fn bandwidth_grid(mechanisms: &[String], sizes: &[usize]) -> Vec<Point> {
+    let mut with_ref = vec![crate::workloads::memcpy::NAME.to_string()];
+    with_ref.extend(mechanisms.iter().cloned());
+    pair_grid(Workload::Bandwidth, &with_ref, sizes)
+}
+
+fn pair_grid(workload: Workload, mechanisms: &[String], sizes: &[usize]) -> Vec<Point> {
+    let mut v = Vec::new();
+    for &size in sizes {
+        for m in mechanisms {
+            v.push(Point { workload, mechanism: m.clone(), receivers: 1, size });
         }
     }
     v

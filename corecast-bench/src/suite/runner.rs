@@ -10,10 +10,13 @@ use super::plan::{Point, Settings};
 use crate::harness::interrupt;
 use crate::harness::RunOptions;
 use crate::record::build::{fanout_records, pingpong_record};
+use crate::record::build_pair::{bandwidth_records, logp_records, memcpy_record};
 use crate::record::{Provenance, Record, Workload};
 use crate::transport::{Availability, Mechanism};
 use crate::workloads::fanout::{self, FanoutParams};
+use crate::workloads::logp::{self, LogpParams};
 use crate::workloads::pingpong::{self, PingpongParams};
+use crate::workloads::{bandwidth, memcpy};
 
 /// What happened to one point.
 #[derive(Clone, Debug)]
@@ -68,7 +71,6 @@ pub fn run_plan<E>(
     mut on_done: impl FnMut(&Outcome, &Progress) -> Result<(), E>,
 ) -> Result<Ending, E> {
     let start = Instant::now();
-    let per_point = settings.estimate();
     let mut estimated_done = Duration::ZERO;
     for (i, point) in plan.iter().enumerate() {
         if interrupt::requested() {
@@ -77,13 +79,14 @@ pub fn run_plan<E>(
         let status = match mechanisms.iter().find(|m| m.name() == point.mechanism) {
             Some(m) => run_point(&**m, point, settings, prov),
             None if super::macros::is_baseline(point) => super::macros::run_baseline(point, settings, prov),
+            None if point.is_memcpy_reference() => run_memcpy(point, settings, prov),
             None => Status::Skipped(format!("no mechanism named `{}`", point.mechanism)),
         };
         if !matches!(status, Status::Skipped(_)) {
-            estimated_done += per_point;
+            estimated_done += settings.estimate_point(point);
         }
         let elapsed = start.elapsed();
-        let left = per_point * plan[i + 1..].len() as u32;
+        let left: Duration = plan[i + 1..].iter().map(|p| settings.estimate_point(p)).sum();
         let scale = if estimated_done.is_zero() { 1.0 } else { elapsed.as_secs_f64() / estimated_done.as_secs_f64() };
         let eta = left.mul_f64(scale.clamp(0.2, 20.0));
         let progress = Progress { done: i + 1, total: plan.len(), elapsed, eta };
@@ -104,11 +107,10 @@ pub fn run_point(m: &dyn Mechanism, point: &Point, settings: &Settings, prov: &P
     }
     let processes = super::macros::processes(point, &settings.macros);
     let placement = settings.placement.for_processes(processes);
-    let opts = RunOptions {
-        watchdog: settings.estimate() * 4 + Duration::from_secs(60),
-        cpus: placement.run_cpus(),
-        ..RunOptions::default()
-    };
+    // Each run of a point (LogP and bandwidth make several) gets the whole
+    // point's estimate, with room for a loaded machine.
+    let watchdog = settings.estimate_point(point) * 4 + Duration::from_secs(60);
+    let opts = RunOptions { watchdog, cpus: placement.run_cpus(), ..RunOptions::default() };
     let _deferred = interrupt::Deferred::new();
     let name = m.name();
     if !matches!(point.workload, Workload::Fanout | Workload::Pingpong) {
@@ -126,10 +128,33 @@ pub fn run_point(m: &dyn Mechanism, point: &Point, settings: &Settings, prov: &P
         // Detection times are corecast's own measurement (`bench detect`),
         // not a point of the mechanism grid.
         Workload::Detect => Err("detection is measured by `corecast bench detect`, not by the grid".to_string()),
+        Workload::Logp => {
+            let p = LogpParams::new(point.size, settings.duration, settings.repetitions);
+            logp::run(m, &p, &opts).map(|r| logp_records(prov, name, &p, &r, &placement))
+        }
+        Workload::Bandwidth => {
+            let p = FanoutParams::new(1, point.size, settings.duration, settings.repetitions);
+            bandwidth::run(m, &p, &opts).map(|r| bandwidth_records(prov, name, &p, &r, &placement))
+        }
         _ => Err(format!("{} is not a fan-out or ping-pong point", point.describe())),
     };
     match result {
         Ok(records) => Status::Measured(records),
+        Err(e) => Status::Failed(e),
+    }
+}
+
+/// Measures the memcpy reference of one size, on the placement's first CPU
+/// when pinned.
+fn run_memcpy(point: &Point, settings: &Settings, prov: &Provenance) -> Status {
+    let placement = settings.placement.for_processes(1);
+    let cpu = placement.run_cpus().first().copied();
+    let _deferred = interrupt::Deferred::new();
+    match memcpy::run(point.size, settings.duration, settings.repetitions, cpu) {
+        Ok(r) => match memcpy_record(prov, point.size, settings.duration.as_secs_f64(), &r, &placement) {
+            Some(rec) => Status::Measured(vec![rec]),
+            None => Status::Failed("memcpy: no phase was timed".to_string()),
+        },
         Err(e) => Status::Failed(e),
     }
 }

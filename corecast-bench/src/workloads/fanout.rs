@@ -17,11 +17,11 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::stream::{end_marker, Expect, Seen};
-use crate::harness::{payload, run_processes, RunOptions};
+use crate::harness::{payload, run_job, JobSpec, RunOptions};
 use crate::transport::{Endpoint, Mechanism, PeerId, Topology};
 
 /// What to run.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct FanoutParams {
     /// Number of receivers N (at least 1).
     pub receivers: usize,
@@ -116,47 +116,87 @@ struct ReceiverReport {
 pub fn run(mechanism: &dyn Mechanism, p: &FanoutParams, opts: &RunOptions) -> Result<FanoutResult, String> {
     p.validate()?;
     let topo = Topology::fan_out(p.receivers, p.size);
-    let body = |me: PeerId, ep: &mut dyn Endpoint| -> Result<Vec<u8>, String> {
-        let json = if me == 0 {
-            serde_json::to_vec(&SenderReport { sent: send(ep, p)? })
-        } else {
-            serde_json::to_vec(&ReceiverReport { windows: receive(ep, p)? })
-        };
-        json.map_err(|e| format!("report: {e}"))
-    };
-    let reports = run_processes(mechanism, &topo, opts, &body)?;
+    let reports = run_job(mechanism, &topo, opts, &JobSpec::Fanout(p.clone()))?;
     let sent: SenderReport = parse(&reports[0], "sender")?;
     let mut windows = Vec::with_capacity(p.receivers);
     for (r, rep) in reports.iter().enumerate().skip(1) {
-        let got: ReceiverReport = parse(rep, "receiver")?;
-        if got.windows.len() != sent.sent.len() {
-            return Err(format!("receiver {r} reported {} phases", got.windows.len()));
-        }
-        for (k, (w, &s)) in got.windows.iter().zip(&sent.sent).enumerate() {
-            if w.messages != s {
-                return Err(format!(
-                    "{}: receiver {r} got {} messages in phase {k}, the sender sent {s}",
-                    mechanism.name(),
-                    w.messages
-                ));
-            }
-        }
-        windows.push(got.windows);
+        windows.push(receiver_windows(mechanism.name(), rep, r, &sent.sent)?);
     }
     Ok(FanoutResult { size: p.size, windows })
+}
+
+/// The body of process `me` ([`JobSpec::Fanout`]).
+pub fn body(p: &FanoutParams, me: PeerId, ep: &mut dyn Endpoint) -> Result<Vec<u8>, String> {
+    let report = if me == 0 { sender_report(ep, p, Dest::Group(0), p.receivers) } else { receiver_report(ep, p, 0) };
+    report?.map_err(|e| format!("report: {e}"))
+}
+
+/// Where a stream goes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Dest {
+    /// To a group, with [`Endpoint::send_group`].
+    Group(usize),
+    /// To one peer, with [`Endpoint::send_to`].
+    Peer(PeerId),
+}
+
+/// Streams as process `me` and serialises what it sent.
+pub(crate) fn sender_report(
+    ep: &mut dyn Endpoint,
+    p: &FanoutParams,
+    dest: Dest,
+    receivers: usize,
+) -> Result<serde_json::Result<Vec<u8>>, String> {
+    Ok(serde_json::to_vec(&SenderReport { sent: send(ep, p, dest, receivers)? }))
+}
+
+/// Receives the stream from `from` and serialises the windows.
+pub(crate) fn receiver_report(
+    ep: &mut dyn Endpoint,
+    p: &FanoutParams,
+    from: PeerId,
+) -> Result<serde_json::Result<Vec<u8>>, String> {
+    Ok(serde_json::to_vec(&ReceiverReport { windows: receive(ep, p, from)? }))
+}
+
+/// What the sender's report says it sent in each phase.
+pub(crate) fn sent_per_phase(report: &[u8]) -> Result<Vec<u64>, String> {
+    parse::<SenderReport>(report, "sender").map(|s| s.sent)
+}
+
+/// A receiver's windows, checked against what its sender sent.
+pub(crate) fn receiver_windows(mechanism: &str, report: &[u8], r: PeerId, sent: &[u64]) -> Result<Vec<Window>, String> {
+    let got: ReceiverReport = parse(report, "receiver")?;
+    if got.windows.len() != sent.len() {
+        return Err(format!("receiver {r} reported {} phases", got.windows.len()));
+    }
+    for (k, (w, &s)) in got.windows.iter().zip(sent).enumerate() {
+        if w.messages != s {
+            return Err(format!(
+                "{mechanism}: receiver {r} got {} messages in phase {k}, the sender sent {s}",
+                w.messages
+            ));
+        }
+    }
+    Ok(got.windows)
 }
 
 fn parse<T: for<'de> Deserialize<'de>>(bytes: &[u8], who: &str) -> Result<T, String> {
     serde_json::from_slice(bytes).map_err(|e| format!("bad {who} report: {e}"))
 }
 
-/// The sender: warm-up, timed phases each closed by a marker, then the acks.
-fn send(ep: &mut dyn Endpoint, p: &FanoutParams) -> Result<Vec<u64>, String> {
+/// The sender: warm-up, timed phases each closed by a marker, then one ack
+/// from each of `receivers`. Payloads carry the sender id 0.
+fn send(ep: &mut dyn Endpoint, p: &FanoutParams, dest: Dest, receivers: usize) -> Result<Vec<u64>, String> {
     let mut buf = vec![0u8; p.size];
     let mut seq = 0u64;
+    let put = |ep: &mut dyn Endpoint, buf: &[u8]| match dest {
+        Dest::Group(g) => ep.send_group(g, buf).map_err(|e| e.to_string()),
+        Dest::Peer(to) => ep.send_to(to, buf).map_err(|e| e.to_string()),
+    };
     for _ in 0..p.warmup_messages {
         payload::fill(&mut buf, seq, 0);
-        ep.send_group(0, &buf).map_err(|e| e.to_string())?;
+        put(ep, &buf)?;
         seq += 1;
     }
     // Read the clock every `stride` sends: cheap next to a send of this size.
@@ -168,7 +208,7 @@ fn send(ep: &mut dyn Endpoint, p: &FanoutParams) -> Result<Vec<u64>, String> {
         let mut until_clock = stride;
         loop {
             payload::fill(&mut buf, seq, 0);
-            ep.send_group(0, &buf).map_err(|e| e.to_string())?;
+            put(ep, &buf)?;
             seq += 1;
             n += 1;
             until_clock -= 1;
@@ -180,29 +220,30 @@ fn send(ep: &mut dyn Endpoint, p: &FanoutParams) -> Result<Vec<u64>, String> {
             }
         }
         end_marker(&mut buf, seq, 0);
-        ep.send_group(0, &buf).map_err(|e| e.to_string())?;
+        put(ep, &buf)?;
         sent.push(n);
     }
-    let mut acked = vec![false; p.receivers + 1];
-    for _ in 0..p.receivers {
+    let mut acked: Vec<PeerId> = Vec::with_capacity(receivers);
+    for _ in 0..receivers {
         let got = ep.recv_any(&mut buf).map_err(|e| e.to_string())?;
-        match acked.get_mut(got.from) {
-            Some(a) if got.from != 0 && !*a => *a = true,
-            _ => return Err(format!("unexpected message from process {} at the end", got.from)),
+        if acked.contains(&got.from) {
+            return Err(format!("unexpected message from process {} at the end", got.from));
         }
+        acked.push(got.from);
     }
     Ok(sent)
 }
 
-/// A receiver: checks every message, times each phase up to its marker.
-fn receive(ep: &mut dyn Endpoint, p: &FanoutParams) -> Result<Vec<Window>, String> {
+/// A receiver of the stream from `from`: checks every message, times each
+/// phase up to its marker, and acknowledges to `from` at the end.
+fn receive(ep: &mut dyn Endpoint, p: &FanoutParams, from: PeerId) -> Result<Vec<Window>, String> {
     let mut buf = vec![0u8; p.size];
     let mut expect = Expect::new(p.size, 0);
     let mut seq = 0u64;
     let mut next = |ep: &mut dyn Endpoint, buf: &mut [u8], seq: u64| -> Result<Seen, String> {
         let got = ep.recv_any(buf).map_err(|e| e.to_string())?;
-        if got.from != 0 {
-            return Err(format!("message {seq} reported as from process {}", got.from));
+        if got.from != from {
+            return Err(format!("message {seq} reported as from process {}, expected {from}", got.from));
         }
         let msg = buf.get(..got.len).ok_or("reported length exceeds the buffer")?;
         expect.classify(msg, seq)
@@ -225,7 +266,7 @@ fn receive(ep: &mut dyn Endpoint, p: &FanoutParams) -> Result<Vec<Window>, Strin
         windows.push(Window { messages: n, seconds: (now - start).as_secs_f64() });
         start = now;
     }
-    ep.send_to(0, &[1]).map_err(|e| e.to_string())?;
+    ep.send_to(from, &[1]).map_err(|e| e.to_string())?;
     Ok(windows)
 }
 

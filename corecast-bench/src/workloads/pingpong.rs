@@ -14,14 +14,14 @@ use serde::{Deserialize, Serialize};
 
 use super::stream::{end_marker, first_byte, Expect, Seen};
 use crate::harness::stats::Summary;
-use crate::harness::{payload, run_processes, RunOptions};
+use crate::harness::{payload, run_job, JobSpec, RunOptions};
 use crate::transport::{Endpoint, Mechanism, PeerId, Topology};
 
 /// At most this many round trips are timed per phase (bounds memory).
 const MAX_SAMPLES_PER_PHASE: usize = 4_000_000;
 
 /// What to run.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct PingpongParams {
     /// Message size in bytes (at least 1).
     pub size: usize,
@@ -58,11 +58,7 @@ pub fn run(mechanism: &dyn Mechanism, p: &PingpongParams, opts: &RunOptions) -> 
         return Err("ping-pong needs at least 1 byte and 1 repetition".to_string());
     }
     let topo = Topology::pair(p.size);
-    let body = |me: PeerId, ep: &mut dyn Endpoint| -> Result<Vec<u8>, String> {
-        let json = if me == 0 { serde_json::to_vec(&ping(ep, p)?) } else { serde_json::to_vec(&pong(ep, p.size)?) };
-        json.map_err(|e| format!("report: {e}"))
-    };
-    let reports = run_processes(mechanism, &topo, opts, &body)?;
+    let reports = run_job(mechanism, &topo, opts, &JobSpec::Pingpong(p.clone()))?;
     let result: PingpongResult =
         serde_json::from_slice(&reports[0]).map_err(|e| format!("bad report from process 0: {e}"))?;
     let echoed: u64 = serde_json::from_slice(&reports[1]).map_err(|e| format!("bad report from process 1: {e}"))?;
@@ -74,6 +70,12 @@ pub fn run(mechanism: &dyn Mechanism, p: &PingpongParams, opts: &RunOptions) -> 
         ));
     }
     Ok(result)
+}
+
+/// The body of process `me` ([`JobSpec::Pingpong`]).
+pub fn body(p: &PingpongParams, me: PeerId, ep: &mut dyn Endpoint) -> Result<Vec<u8>, String> {
+    let json = if me == 0 { serde_json::to_vec(&ping(ep, p)?) } else { serde_json::to_vec(&pong(ep, p.size)?) };
+    json.map_err(|e| format!("report: {e}"))
 }
 
 /// Process 0: one round trip per message, each timed; the echo must be the

@@ -1,8 +1,10 @@
 //! `corecast bench …`: the benchmark subcommands.
 
+mod bandwidth;
 mod contend;
 mod detect;
 mod fanout;
+mod logp;
 mod paxos;
 mod pi;
 mod pingpong;
@@ -38,6 +40,11 @@ pub enum Bench {
     Pi(pi::Args),
     /// MapReduce word count over each mechanism and with threads: wall time.
     Wordcount(wordcount::Args),
+    /// Two processes: LogP parameters RTT/2, g, Os, Or, L (Spin(D) method).
+    Logp(logp::Args),
+    /// Two processes: ping-pong, unidirectional and bidirectional MB/s, and
+    /// single-core memcpy as the reference.
+    Bandwidth(bandwidth::Args),
 }
 
 /// Runs a benchmark subcommand. Exit status: 0 when every point was measured
@@ -53,5 +60,7 @@ pub fn run(b: Bench) -> anyhow::Result<ExitCode> {
         Bench::Contend(a) => contend::run(a),
         Bench::Pi(a) => pi::run(a),
         Bench::Wordcount(a) => wordcount::run(a),
+        Bench::Logp(a) => logp::run(a),
+        Bench::Bandwidth(a) => bandwidth::run(a),
     }
 }

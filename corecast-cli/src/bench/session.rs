@@ -57,7 +57,7 @@ pub fn execute(plan: &[Point], mechanisms: &[Box<dyn Mechanism>], settings: &Set
     eprintln!(
         "corecast: {} points, about {} (Ctrl-C stops after the current point); {}; records -> {}",
         plan.len(),
-        clock(settings.estimate() * plan.len() as u32),
+        clock(plan.iter().map(|p| settings.estimate_point(p)).sum()),
         settings.placement.describe(),
         out.display()
     );

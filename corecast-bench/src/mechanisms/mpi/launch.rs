@@ -1,0 +1,188 @@
+//! The parent's side: start the ranks with `mpirun`, wait under the
+//! watchdog, collect the reports.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::RANK_SUBCOMMAND;
+use crate::harness::{JobSpec, RunOptions};
+use crate::transport::{Availability, Launcher, PeerId, Topology};
+
+/// Everything a rank needs, written by the parent for `mpirun`'s ranks.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct RankSpec {
+    /// Group sends with MPI_Bcast (`mpi-bcast`) rather than a loop of sends.
+    pub bcast: bool,
+    /// The processes and links; rank `i` is process `i`.
+    pub topology: Topology,
+    /// What each rank runs.
+    pub job: JobSpec,
+    /// Rank `i` pins itself to `cpus[i % len]`; empty: no pinning.
+    pub cpus: Vec<usize>,
+    /// Where rank `i` writes `rank-i`: a status byte (0 ok) and its report.
+    pub out_dir: PathBuf,
+}
+
+/// The `mpirun` to use: `$CORECAST_MPIRUN` or `mpirun` on the PATH.
+pub fn mpirun() -> String {
+    std::env::var("CORECAST_MPIRUN").unwrap_or_else(|_| "mpirun".to_string())
+}
+
+/// Available when `mpirun --version` runs.
+pub fn availability() -> Availability {
+    match Command::new(mpirun()).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status() {
+        Ok(s) if s.success() => Availability::Available,
+        _ => Availability::Unavailable(format!(
+            "`{} --version` does not run: install Open MPI (`bash scripts/install-mpi.sh`)",
+            mpirun()
+        )),
+    }
+}
+
+/// Checks that `MPI_Bcast` can serve the topology's groups: a member must
+/// enter the broadcast to receive, so it cannot also wait for
+/// point-to-point messages or another group's broadcasts.
+pub fn check_bcast_topology(t: &Topology) -> Result<(), String> {
+    for (i, g) in t.groups.iter().enumerate() {
+        for &m in &g.members {
+            let other_groups = t.groups.iter().filter(|h| h.members.contains(&m)).count() > 1;
+            if other_groups || t.links.iter().any(|&(_, to)| to == m) {
+                return Err(format!(
+                    "mpi-bcast: process {m} of group {i} also receives point-to-point or from another group; \
+                     MPI_Bcast needs every member to enter the broadcast, so it cannot wait for both (use `mpi`)"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Starts ranks with `mpirun`.
+pub struct Mpirun {
+    /// Whether group sends are broadcasts.
+    pub bcast: bool,
+}
+
+impl Launcher for Mpirun {
+    fn launch(&self, topology: &Topology, options: &RunOptions, job: &JobSpec) -> Result<Vec<Vec<u8>>, String> {
+        if self.bcast {
+            check_bcast_topology(topology)?;
+        }
+        let dir = run_dir().map_err(|e| format!("mpi: creating a run directory: {e}"))?;
+        let result = self.run_in(&dir, topology, options, job);
+        let _ = std::fs::remove_dir_all(&dir);
+        result
+    }
+}
+
+impl Mpirun {
+    fn run_in(
+        &self,
+        dir: &Path,
+        topology: &Topology,
+        options: &RunOptions,
+        job: &JobSpec,
+    ) -> Result<Vec<Vec<u8>>, String> {
+        let spec = RankSpec {
+            bcast: self.bcast,
+            topology: topology.clone(),
+            job: job.clone(),
+            cpus: options.cpus.clone(),
+            out_dir: dir.to_path_buf(),
+        };
+        let spec_path = dir.join("spec.json");
+        let json = serde_json::to_vec(&spec).map_err(|e| format!("mpi: {e}"))?;
+        std::fs::write(&spec_path, json).map_err(|e| format!("mpi: writing {}: {e}", spec_path.display()))?;
+        let exe = std::env::current_exe().map_err(|e| format!("mpi: finding this program: {e}"))?;
+        let log_path = dir.join("mpirun.log");
+        let log = std::fs::File::create(&log_path).map_err(|e| format!("mpi: {e}"))?;
+        let log2 = log.try_clone().map_err(|e| format!("mpi: {e}"))?;
+        let mut child = std::os::unix::process::CommandExt::process_group(
+            Command::new(mpirun())
+                // Ranks may outnumber cores; corecast pins (or not) itself.
+                .args(["--oversubscribe", "--bind-to", "none", "-np"])
+                .arg(topology.processes.to_string())
+                .arg(exe)
+                .arg(RANK_SUBCOMMAND)
+                .arg(&spec_path)
+                // Open MPI refuses root without these (documented settings).
+                .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+                .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+                .stdin(Stdio::null())
+                .stdout(log)
+                .stderr(log2),
+            0,
+        )
+        .spawn()
+        .map_err(|e| format!("mpi: starting {}: {e}", mpirun()))?;
+        let deadline = Instant::now() + options.watchdog;
+        let status = loop {
+            match child.try_wait().map_err(|e| format!("mpi: waiting for mpirun: {e}"))? {
+                Some(s) => break s,
+                None if Instant::now() >= deadline => {
+                    // SAFETY: signals the process group of the mpirun this
+                    // function started (process_group(0) made it the leader).
+                    unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
+                    let _ = child.wait();
+                    return Err(format!("mpi: watchdog expired after {:?}; mpirun killed", options.watchdog));
+                }
+                None => std::thread::sleep(Duration::from_millis(2)),
+            }
+        };
+        let mut reports = Vec::with_capacity(topology.processes);
+        for rank in 0..topology.processes {
+            match read_report(dir, rank) {
+                Some(Ok(r)) => reports.push(r),
+                Some(Err(e)) => return Err(format!("mpi: process {rank} failed: {e}")),
+                None => {
+                    let said = std::fs::read_to_string(&log_path).unwrap_or_default();
+                    let tail: Vec<&str> = said.lines().rev().take(8).collect();
+                    let tail: Vec<&str> = tail.into_iter().rev().collect();
+                    return Err(format!(
+                        "mpi: process {rank} left no report (mpirun {status}); mpirun said: {}",
+                        tail.join(" | ")
+                    ));
+                }
+            }
+        }
+        Ok(reports)
+    }
+}
+
+fn read_report(dir: &Path, rank: PeerId) -> Option<Result<Vec<u8>, String>> {
+    let bytes = std::fs::read(dir.join(format!("rank-{rank}"))).ok()?;
+    match bytes.split_first() {
+        Some((0, rest)) => Some(Ok(rest.to_vec())),
+        Some((_, rest)) => Some(Err(String::from_utf8_lossy(rest).into_owned())),
+        None => None,
+    }
+}
+
+fn run_dir() -> std::io::Result<PathBuf> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("corecast-mpi-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::Group;
+
+    #[test]
+    fn bcast_needs_members_that_only_receive_the_broadcast() {
+        assert!(check_bcast_topology(&Topology::fan_out(3, 64)).is_ok());
+        let mut t = Topology::fan_out(2, 64);
+        t.links.push((0, 1));
+        assert!(check_bcast_topology(&t).unwrap_err().contains("process 1"));
+        let mut t = Topology::fan_out(2, 64);
+        t.groups.push(Group { from: 2, members: vec![1] });
+        assert!(check_bcast_topology(&t).is_err());
+    }
+}

@@ -1,0 +1,74 @@
+//! The rank's side: what `corecast internal-mpi-rank <spec>` runs in each
+//! process `mpirun` starts.
+
+use std::io::Write;
+use std::path::Path;
+
+use mpi::traits::Communicator;
+
+use super::endpoint::MpiEndpoint;
+use super::launch::RankSpec;
+use super::RANK_SUBCOMMAND;
+
+/// Runs a rank when this program was started as one (`argv[1]` is the rank
+/// subcommand); returns its exit status, or `None` for a normal start.
+/// For programs without a command-line parser (test binaries).
+pub fn run_rank_if_asked() -> Option<i32> {
+    let args: Vec<String> = std::env::args().collect();
+    match args.get(1).map(String::as_str) {
+        Some(RANK_SUBCOMMAND) => Some(match args.get(2) {
+            Some(spec) => rank_main(Path::new(spec)),
+            None => {
+                eprintln!("{RANK_SUBCOMMAND}: the spec file argument is missing");
+                2
+            }
+        }),
+        _ => None,
+    }
+}
+
+/// Runs this process's rank of the run described in `spec_path`: the job's
+/// body over an MPI endpoint; writes `rank-<i>` (status byte, report) to the
+/// run directory. A failing rank aborts the MPI job after writing its
+/// report, so its peers do not wait forever.
+pub fn rank_main(spec_path: &Path) -> i32 {
+    let spec: RankSpec = match std::fs::read(spec_path)
+        .map_err(|e| e.to_string())
+        .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
+    {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{RANK_SUBCOMMAND}: reading {}: {e}", spec_path.display());
+            return 2;
+        }
+    };
+    let Some(universe) = mpi::initialize() else {
+        eprintln!("{RANK_SUBCOMMAND}: MPI was already initialised");
+        return 2;
+    };
+    let world = universe.world();
+    let me = world.rank() as usize;
+    let outcome = if world.size() as usize != spec.topology.processes {
+        Err(format!("started with {} ranks, the run has {} processes", world.size(), spec.topology.processes))
+    } else {
+        if !spec.cpus.is_empty() {
+            // A failed pin is not fatal: the record's placement says what was asked.
+            let _ = crate::harness::pin_to_cpu(spec.cpus[me % spec.cpus.len()]);
+        }
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut ep = MpiEndpoint::new(&world, me, &spec.topology, spec.bcast).map_err(|e| e.to_string())?;
+            spec.job.body(me, &mut ep)
+        }))
+        .unwrap_or_else(|_| Err("panicked".to_string()))
+    };
+    let (tag, bytes) = match &outcome {
+        Ok(b) => (0u8, b.as_slice()),
+        Err(e) => (1u8, e.as_bytes()),
+    };
+    let path = spec.out_dir.join(format!("rank-{me}"));
+    let written = std::fs::File::create(&path).and_then(|mut f| f.write_all(&[tag]).and_then(|_| f.write_all(bytes)));
+    if written.is_err() || outcome.is_err() {
+        world.abort(1);
+    }
+    0
+}

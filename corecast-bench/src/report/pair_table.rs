@@ -1,0 +1,92 @@
+//! The tables of the pair workloads: one row per (mechanism, size), one
+//! column per metric. LogP in microseconds (RTT/2, g, Os, Or, L), bandwidth
+//! in MB/s (ping-pong, unidirectional, bidirectional, and the memcpy
+//! reference in its own rows). Failures and skips are numbered notes.
+
+use std::fmt::Write as _;
+
+use super::format::sig3;
+use super::table::grid;
+use crate::record::{Metric, Workload};
+use crate::suite::plan::format_size;
+use crate::suite::{Outcome, Status};
+
+const LOGP: [(Metric, &str); 5] =
+    [(Metric::RttHalf, "RTT/2"), (Metric::G, "g"), (Metric::Os, "Os"), (Metric::Or, "Or"), (Metric::L, "L")];
+const BANDWIDTH: [(Metric, &str); 4] = [
+    (Metric::BandwidthPingpong, "ping-pong"),
+    (Metric::BandwidthUnidirectional, "unidirectional"),
+    (Metric::BandwidthBidirectional, "bidirectional"),
+    (Metric::BandwidthMemcpy, "memcpy"),
+];
+
+/// Renders the LogP and bandwidth tables of `outcomes`; empty when there
+/// are none.
+pub fn render(outcomes: &[Outcome]) -> String {
+    let mut out = String::new();
+    let mut notes = Vec::new();
+    let logp = "logp: microseconds (median over repetitions); L = RTT/2 - Os - Or; Os, Or by Spin(D)";
+    one(&mut out, &mut notes, outcomes, Workload::Logp, &LOGP, logp);
+    let bw = "bandwidth: MB/s (10^6 B/s, median); memcpy is one core copying the message";
+    one(&mut out, &mut notes, outcomes, Workload::Bandwidth, &BANDWIDTH, bw);
+    for (i, n) in notes.iter().enumerate() {
+        let _ = writeln!(out, "[{}] {n}", i + 1);
+    }
+    out
+}
+
+fn one(
+    out: &mut String,
+    notes: &mut Vec<String>,
+    outcomes: &[Outcome],
+    w: Workload,
+    metrics: &[(Metric, &str)],
+    legend: &str,
+) {
+    let mine: Vec<&Outcome> = outcomes.iter().filter(|o| o.point.workload == w).collect();
+    if mine.is_empty() {
+        return;
+    }
+    let shown: Vec<&(Metric, &str)> = metrics
+        .iter()
+        .filter(|(m, _)| {
+            mine.iter().any(|o| matches!(&o.status, Status::Measured(rs) if rs.iter().any(|r| r.metric == *m)))
+        })
+        .collect();
+    let headers: Vec<(String, String)> = shown.iter().map(|(_, h)| (h.to_string(), String::new())).collect();
+    let mut rows = Vec::new();
+    let mut body = Vec::new();
+    for o in mine {
+        rows.push(format!("{} {}", o.point.mechanism, format_size(o.point.size)));
+        let cells = match &o.status {
+            Status::Measured(rs) => shown
+                .iter()
+                .map(|(m, _)| rs.iter().find(|r| r.metric == *m).map_or("-".to_string(), |r| sig3(r.value)))
+                .collect(),
+            Status::Failed(e) => note_cells(notes, "FAILED", &o.point.describe(), e, shown.len()),
+            Status::Skipped(why) => note_cells(notes, "skipped", &o.point.describe(), why, shown.len()),
+        };
+        body.push(cells);
+    }
+    let _ = writeln!(out, "\n{legend}");
+    if shown.is_empty() {
+        // Nothing measured: one column for the notes.
+        let headers = vec![("result".to_string(), String::new())];
+        let body: Vec<Vec<String>> = body.into_iter().map(|c| c.into_iter().take(1).collect()).collect();
+        grid(out, &rows, &headers, &body);
+    } else {
+        grid(out, &rows, &headers, &body);
+    }
+}
+
+fn note_cells(notes: &mut Vec<String>, what: &str, point: &str, why: &str, n: usize) -> Vec<String> {
+    let text = format!("{point}: {why}");
+    let k = match notes.iter().position(|x| *x == text) {
+        Some(i) => i + 1,
+        None => {
+            notes.push(text);
+            notes.len()
+        }
+    };
+    vec![format!("{what} [{k}]"); n.max(1)]
+}

@@ -1,0 +1,92 @@
+//! MPI conformance and workloads over `mpirun` (feature `mpi`). This test
+//! binary has its own `main` because it is also the rank program: the
+//! launcher re-runs the current executable under `mpirun` with the rank
+//! subcommand. Tiny sizes and durations: behaviour, never speed.
+
+use std::time::Duration;
+
+use corecast_bench::conformance::{self, check_mechanism};
+use corecast_bench::harness::RunOptions;
+use corecast_bench::mechanisms::by_name;
+use corecast_bench::mechanisms::mpi::run_rank_if_asked;
+use corecast_bench::transport::{Availability, Mechanism, Topology};
+use corecast_bench::workloads::{bandwidth, fanout, logp, pingpong};
+
+const SHORT: Duration = Duration::from_millis(5);
+
+fn mechanism(name: &str) -> Box<dyn Mechanism> {
+    let m = by_name(name).unwrap_or_else(|| panic!("{name} is not registered"));
+    if let Availability::Unavailable(why) = m.availability() {
+        panic!("{name} is unavailable with the mpi feature on: {why} (run scripts/install-mpi.sh)");
+    }
+    m
+}
+
+fn conformance_mpi() {
+    check_mechanism(&*mechanism("mpi")).unwrap_or_else(|e| panic!("mpi fails conformance: {e}"));
+}
+
+fn conformance_mpi_bcast() {
+    check_mechanism(&*mechanism("mpi-bcast")).unwrap_or_else(|e| panic!("mpi-bcast fails conformance: {e}"));
+}
+
+fn bcast_refuses_members_that_also_receive_point_to_point() {
+    let m = mechanism("mpi-bcast");
+    let mut t = Topology::fan_out(2, 8);
+    t.links.push((0, 1));
+    let job = corecast_bench::harness::JobSpec::Conformance(conformance::Check::FanOut { receivers: 2, size: 8 });
+    let e = corecast_bench::harness::run_job(&*m, &t, &RunOptions::default(), &job).unwrap_err();
+    assert!(e.contains("MPI_Bcast needs every member"), "{e}");
+}
+
+fn workloads_run_over_mpi() {
+    let opts = RunOptions::default();
+    for name in ["mpi", "mpi-bcast"] {
+        let m = mechanism(name);
+        for (n, size) in [(1usize, 1usize), (3, 4096), (2, 1 << 20)] {
+            let mut p = fanout::FanoutParams::new(n, size, SHORT, 2);
+            p.warmup_messages = 4;
+            let r = fanout::run(&*m, &p, &opts).unwrap_or_else(|e| panic!("{name} fan-out N={n} {size} B: {e}"));
+            assert!(r.slowest_msgs_per_s().iter().all(|&x| x > 0.0));
+        }
+        let r = pingpong::run(&*m, &pingpong::PingpongParams::new(64, SHORT, 2), &opts)
+            .unwrap_or_else(|e| panic!("{name} ping-pong: {e}"));
+        assert!(r.rtt_half_us.median > 0.0);
+    }
+    let m = mechanism("mpi");
+    let mut p = logp::LogpParams::new(64, SHORT, 1);
+    p.warmup_messages = 20;
+    let r = logp::run(&*m, &p, &opts).unwrap_or_else(|e| panic!("mpi logp: {e}"));
+    assert!(!r.os_us().is_empty() && !r.or_us().is_empty());
+    let mut p = fanout::FanoutParams::new(1, 1 << 20, SHORT, 1);
+    p.warmup_messages = 2;
+    let r = bandwidth::run(&*m, &p, &opts).unwrap_or_else(|e| panic!("mpi bandwidth: {e}"));
+    assert!(r.bidirectional[0] > 0.0 && r.unidirectional[0] > 0.0);
+}
+
+fn main() {
+    if let Some(code) = run_rank_if_asked() {
+        std::process::exit(code);
+    }
+    let tests: [(&str, fn()); 4] = [
+        ("conformance_mpi", conformance_mpi),
+        ("conformance_mpi_bcast", conformance_mpi_bcast),
+        (
+            "bcast_refuses_members_that_also_receive_point_to_point",
+            bcast_refuses_members_that_also_receive_point_to_point,
+        ),
+        ("workloads_run_over_mpi", workloads_run_over_mpi),
+    ];
+    let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let mut failed = 0;
+    for (name, test) in tests {
+        if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
+            continue;
+        }
+        let ok = std::panic::catch_unwind(test).is_ok();
+        println!("test {name} ... {}", if ok { "ok" } else { "FAILED" });
+        failed += usize::from(!ok);
+    }
+    println!("test result: {}. {failed} failed", if failed == 0 { "ok" } else { "FAILED" });
+    std::process::exit(i32::from(failed > 0));
+}
