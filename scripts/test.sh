@@ -1,17 +1,28 @@
 #!/usr/bin/env bash
-# The project's test command (README): formatting, lints, every test, and
-# the loom model of the ring protocol. CI runs exactly this.
+# The project's test command (README): formatting, lints, every test, the
+# loom model of the ring protocol, and the MPI mechanism (installing Open
+# MPI first when it is missing). CI runs exactly this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+if ! dpkg -s openmpi-bin libopenmpi-dev libclang-dev >/dev/null 2>&1; then
+  echo "== installing Open MPI (for the mpi feature)"
+  bash scripts/install-mpi.sh
+fi
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 
-echo "== cargo clippy (all targets, warnings are errors)"
+echo "== cargo clippy (all targets, warnings are errors; with and without MPI)"
 cargo clippy --workspace --all-targets -- -D warnings
+cargo clippy --workspace --all-targets --features corecast-bench/mpi,corecast-cli/mpi -- -D warnings
 
 echo "== cargo test"
 cargo test --workspace
+
+echo "== MPI mechanisms (mpirun launches the ranks)"
+cargo test -p corecast-bench --features mpi --test mpi
+cargo test -p corecast-cli --features mpi --test cli
 
 echo "== loom model of the ring protocol (exhaustive interleavings)"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p corecast --lib --release loom_model

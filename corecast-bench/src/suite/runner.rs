@@ -113,7 +113,7 @@ pub fn run_point(m: &dyn Mechanism, point: &Point, settings: &Settings, prov: &P
     let opts = RunOptions { watchdog, cpus: placement.run_cpus(), ..RunOptions::default() };
     let _deferred = interrupt::Deferred::new();
     let name = m.name();
-    if !matches!(point.workload, Workload::Fanout | Workload::Pingpong) {
+    if !matches!(point.workload, Workload::Fanout | Workload::Pingpong | Workload::Logp | Workload::Bandwidth) {
         return super::macros::run(m, point, settings, prov, &placement, &opts);
     }
     let result = match point.workload {
