@@ -21,6 +21,7 @@
 //! killed leaves everything.
 
 mod endpoint;
+mod setup;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
