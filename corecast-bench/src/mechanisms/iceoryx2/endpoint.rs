@@ -108,7 +108,7 @@ impl Ice {
     /// Hands over one waiting message, if any: the first subscriber in
     /// round-robin order that has one names the sender, and that sender's
     /// oldest message over any of its services goes first.
-    fn try_recv(&mut self, buf: &mut [u8]) -> Result<Option<Received>, TransportError> {
+    pub(super) fn try_recv(&mut self, buf: &mut [u8]) -> Result<Option<Received>, TransportError> {
         let n = self.inbound.len();
         for k in 0..n {
             let i = (self.next + k) % n;

@@ -31,6 +31,11 @@ use crate::transport::{PeerId, TransportError};
 /// Bytes of subscriber buffer per connection; the slot count follows from it.
 const BUFFER_BYTES: usize = 8 << 20;
 
+/// Subscriber queue length, in samples, for messages of up to `max_bytes`.
+pub(super) fn queue_len(max_bytes: usize) -> usize {
+    (BUFFER_BYTES / max_bytes.max(1)).clamp(4, 256)
+}
+
 type PubSub = publish_subscribe::PortFactory<ipc::Service, [u8], Seq>;
 
 /// A publish-subscribe service of the run: its name, sender and receivers,
@@ -84,7 +89,7 @@ impl<'r> Setup<'r> {
         for &(a, b) in &topo.links {
             services.push(Service { name: format!("{}link/{a}-{b}", run.tag), from: a, members: vec![b], group: None });
         }
-        let buffer = (BUFFER_BYTES / topo.max_message_bytes.max(1)).clamp(4, 256);
+        let buffer = queue_len(topo.max_message_bytes);
         let deadline = Instant::now() + SETUP_TIMEOUT;
         let mut s = Setup {
             run,
