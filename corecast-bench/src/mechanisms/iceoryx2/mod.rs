@@ -21,6 +21,9 @@
 //! killed leaves everything.
 
 mod endpoint;
+mod setup;
+#[cfg(test)]
+mod stage_tests;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -72,9 +75,7 @@ impl Mechanism for Iceoryx2 {
 
     fn prepare(&self, topology: &Topology) -> Result<Box<dyn Prepared>, TransportError> {
         topology.validate()?;
-        let tag = format!("iox2cc{}_{}_", std::process::id(), RUNS.fetch_add(1, Ordering::Relaxed));
-        let root = std::env::temp_dir().join(format!("corecast-{tag}"));
-        Ok(Box::new(Run { name: self.name(), wait: self.wait, topology: topology.clone(), tag, root }))
+        Ok(Box::new(Run::new(self, topology)))
     }
 }
 
@@ -88,6 +89,15 @@ struct Run {
     tag: String,
     /// iceoryx2's root directory for this run (node and service records).
     root: PathBuf,
+}
+
+impl Run {
+    /// Fresh names for one run of `m` over a validated `topology`.
+    fn new(m: &Iceoryx2, topology: &Topology) -> Run {
+        let tag = format!("iox2cc{}_{}_", std::process::id(), RUNS.fetch_add(1, Ordering::Relaxed));
+        let root = std::env::temp_dir().join(format!("corecast-{tag}"));
+        Run { name: m.name(), wait: m.wait, topology: topology.clone(), tag, root }
+    }
 }
 
 impl Prepared for Run {
@@ -172,7 +182,7 @@ mod tests {
     use crate::transport::Endpoint;
 
     /// The tests look at every run of this process, so they run one at a time.
-    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    pub(super) static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
     /// Everything runs of this test process left, by the names `prepare`
     /// picks, in /dev/shm, the temporary directory and iceoryx2's default root.
