@@ -25,6 +25,9 @@ pub struct Receiver {
     next: u64,
     /// Epoch of our membership entry: a change means we were evicted.
     epoch: u32,
+    /// An in-place message changed under its borrow (we were evicted and
+    /// overtaken): every later call reports it.
+    poisoned: bool,
     senders: Vec<Option<SenderPeer>>,
     /// Once-per-arming bookkeeping for senders' space-wait words.
     notified: Notified,
@@ -64,6 +67,7 @@ impl Receiver {
         let epoch = link.membership.receiver(reply.index as usize).epoch.load(Ordering::Acquire);
         let mut rx = Receiver {
             epoch,
+            poisoned: false,
             senders: (0..g.max_senders).map(|_| None).collect(),
             notified: Notified::new(g.max_senders as usize),
             wake,
@@ -192,15 +196,19 @@ impl Receiver {
         buf[..len].copy_from_slice(src);
         // Only an evicted receiver can be overtaken; if the stamp changed
         // while we copied, the bytes may be torn: never return them.
-        let region = &self.senders[sender].as_ref().expect("located in a mapped region").region;
-        let g = self.link.membership.geometry;
-        if ring::probe(region.slot(self.next), self.next, g.slots.into(), g.slot_bytes) != Ok(Probe::Ready(len as u32))
-        {
-            self.check_membership()?;
-            return Err(RecvError::Overrun { expected: self.next });
-        }
+        self.verify_slot(sender, len)?;
         self.consume();
         Ok(len)
+    }
+
+    /// `Ok` if the slot of `self.next` still holds what was located.
+    fn verify_slot(&self, sender: usize, len: usize) -> Result<(), RecvError> {
+        let region = &self.senders[sender].as_ref().expect("located in a mapped region").region;
+        if ring::still_published(region.slot(self.next), self.next, len as u32) {
+            return Ok(());
+        }
+        self.check_membership()?;
+        Err(RecvError::Overrun { expected: self.next })
     }
 
     /// Fails with `Evicted` once a sender has evicted this receiver.
@@ -243,6 +251,9 @@ impl Receiver {
 
     /// Finds the next message, skipping voids; `WouldBlock` when none is ready.
     fn ready(&mut self) -> Result<(usize, usize), RecvError> {
+        if self.poisoned {
+            return Err(RecvError::Evicted);
+        }
         self.check_membership()?;
         loop {
             // Sender states are read *before* probing: a sender publishes
@@ -450,6 +461,17 @@ impl Message<'_> {
     pub fn sender(&self) -> usize {
         self.sender
     }
+
+    /// Confirms that the bytes read so far were intact. A message borrowed
+    /// in place cannot change while its receiver is a live member; it can
+    /// only be overwritten once a sender has evicted the receiver (R8). Call
+    /// this after reading and before acting on what was read, when that
+    /// matters: it fails with [`RecvError::Evicted`] if the slot changed.
+    /// (Dropping a message whose slot changed also makes the receiver's
+    /// next call fail with `Evicted`, so nothing is ever lost silently.)
+    pub fn verify(&self) -> Result<(), RecvError> {
+        self.rx.verify_slot(self.sender, self.len).map_err(|_| RecvError::Evicted)
+    }
 }
 
 impl std::ops::Deref for Message<'_> {
@@ -461,6 +483,9 @@ impl std::ops::Deref for Message<'_> {
 
 impl Drop for Message<'_> {
     fn drop(&mut self) {
+        if self.rx.verify_slot(self.sender, self.len).is_err() {
+            self.rx.poisoned = true;
+        }
         self.rx.consume();
     }
 }

@@ -22,6 +22,8 @@
 use crate::layout::{Cursor, SlotHeader};
 use crate::sync::{AtomicU64, Ordering};
 
+/// Being written by the sender that holds the number: not readable yet.
+pub(crate) const KIND_WRITING: u64 = 0;
 /// A message with content.
 pub(crate) const KIND_PUBLISHED: u64 = 1;
 /// A number that carries no message (a dropped loan, or a claim whose
@@ -75,8 +77,27 @@ pub(crate) fn probe(slot: &SlotHeader, seq: u64, slots: u64, slot_bytes: u32) ->
             Ok(Probe::Ready(len))
         }
         KIND_VOID => Ok(Probe::Void),
+        KIND_WRITING => Ok(Probe::Absent),
         k => Err(format!("message {seq} has unknown slot kind {k}")),
     }
+}
+
+/// Marks `slot` as being rewritten for number `seq`, *before* any payload
+/// byte changes (the writer half of a seqlock): a reader that was
+/// overtaken (only an evicted receiver can be) and copies while the sender
+/// rewrites the slot then sees the stamp change in [`still_published`].
+/// The Release fence keeps the payload writes after this store.
+pub(crate) fn begin_write(slot: &SlotHeader, seq: u64) {
+    slot.stamp.store(stamp(seq, KIND_WRITING), Ordering::Relaxed);
+    crate::sync::fence(Ordering::Release);
+}
+
+/// Whether `slot` still holds number `seq` published with `len` bytes,
+/// after the caller read the payload (the reader half of the seqlock: the
+/// Acquire fence keeps those reads before this load).
+pub(crate) fn still_published(slot: &SlotHeader, seq: u64, len: u32) -> bool {
+    crate::sync::fence(Ordering::Acquire);
+    slot.stamp.load(Ordering::Relaxed) == stamp(seq, KIND_PUBLISHED) && slot.len.load(Ordering::Relaxed) == len
 }
 
 /// Publishes number `seq` in `slot`. The payload must be written before;
@@ -188,6 +209,7 @@ mod loom_model {
                 let room = |s: u64| s < self.cursor.next.load(Ordering::Acquire) + self.r;
                 if let Claim::Won(s) = try_claim(&self.next, &self.inflight[me], room) {
                     let i = (s % self.r) as usize;
+                    begin_write(&self.regions[me].slots[i], s);
                     // Payload = the number, so a stale or torn read shows.
                     // SAFETY: loom checks this claim: holding `s` makes the slot ours.
                     self.regions[me].payload[i].with_mut(|p| unsafe { *p = s * 10 + me as u64 });
@@ -210,6 +232,7 @@ mod loom_model {
                             // before our cursor passes it.
                             let v = reg.payload[i].with(|p| unsafe { *p });
                             assert_eq!(v, seq * 10 + j as u64, "read a stale or foreign payload");
+                            assert!(still_published(&reg.slots[i], seq, 8), "a live reader is never overtaken");
                             advance(&self.cursor, seq + 1);
                             return v;
                         }

@@ -278,7 +278,10 @@ impl Sender {
             return Err(e.into());
         }
         match claim {
-            Claim::Won(seq) => Ok(seq),
+            Claim::Won(seq) => {
+                ring::begin_write(self.region.slot(seq), seq);
+                Ok(seq)
+            }
             Claim::Full(_) => Err(SendError::WouldBlock),
         }
     }

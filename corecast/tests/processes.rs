@@ -265,3 +265,30 @@ fn a_stalled_receiver_is_reported_late_then_evicted() {
     assert_eq!(exit, Exit::Code(0));
     assert_eq!(report.lines().next(), Some("Err(Evicted)"), "an evicted receiver is told, never silently skipped");
 }
+
+#[test]
+fn an_in_place_read_overtaken_after_eviction_is_never_accepted_silently() {
+    let name = unique("inplace-evict");
+    let cfg = ChannelConfig { deadline: Some(Duration::from_millis(50)), ..config(4, 16, 1, 2) };
+    let chan = Channel::create(&name, &cfg).unwrap();
+    let mut rx = chan.receiver().unwrap();
+    let mut tx = chan.sender().unwrap();
+    for i in 0..4u8 {
+        tx.send(&[i; 16]).unwrap();
+    }
+    let msg = rx.recv_in_place().unwrap();
+    assert_eq!(&*msg, &[0u8; 16]);
+    msg.verify().expect("intact while we are a member");
+    // The borrow holds message 0; the sender reports us late, evicts us and
+    // reuses the slot under the borrow.
+    let late = match tx.send(&[4; 16]) {
+        Err(SendError::ReceiversLate(late)) => late,
+        other => panic!("expected a late report, got {other:?}"),
+    };
+    tx.evict(&late[0]).unwrap();
+    tx.send(&[4; 16]).unwrap();
+    assert!(matches!(msg.verify(), Err(RecvError::Evicted)), "the overwritten borrow is reported");
+    drop(msg);
+    let mut buf = [0u8; 16];
+    assert!(matches!(rx.try_recv(&mut buf), Err(RecvError::Evicted)));
+}

@@ -32,9 +32,12 @@ pub fn run(name: &str, round: u32, plan: &ReceiverPlan, log: &mut Log) -> i32 {
     let how = loop {
         let t0 = Instant::now();
         let got = if rng.chance(plan.in_place_p) {
-            rx.recv_in_place_timeout(BOUND).map(|m| {
+            rx.recv_in_place_timeout(BOUND).and_then(|m| {
                 let seq = m.sequence();
-                (seq, payload::verify(&m, round), payload::hash(&m), m.len())
+                let read = (seq, payload::verify(&m, round), payload::hash(&m), m.len());
+                // What was read in place counts only if it was intact.
+                m.verify()?;
+                Ok(read)
             })
         } else {
             rx.recv_timeout(&mut buf, BOUND).map(|n| {
