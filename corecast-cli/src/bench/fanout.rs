@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use anyhow::Result;
 use corecast_bench::suite::plan::fanout_grid;
-use corecast_bench::suite::Settings;
 
 use super::session::{execute, names, Common};
 use crate::args;
@@ -38,12 +37,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let mechs = args::mechanisms(&a.mechanisms)?;
     let receivers = args::list(&a.receivers, args::count)?;
     let sizes = args::list(&a.sizes, args::size)?;
-    let settings = Settings {
-        duration: a.duration,
-        repetitions: a.repetitions,
-        placement: a.common.placement()?,
-        macros: Default::default(),
-    };
+    let settings = a.common.settings(a.duration, a.repetitions)?;
     let plan = fanout_grid(&names(&mechs), &receivers, &sizes);
     execute(&plan, &mechs, &settings, &a.common.out_path("fanout"))
 }

@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use anyhow::Result;
 use corecast_bench::suite::plan::logp_grid;
-use corecast_bench::suite::Settings;
 
 use super::session::{execute, names, Common};
 use crate::args;
@@ -34,12 +33,7 @@ pub struct Args {
 pub fn run(a: Args) -> Result<ExitCode> {
     let mechs = args::mechanisms(&a.mechanisms)?;
     let sizes = args::list(&a.sizes, args::size)?;
-    let settings = Settings {
-        duration: a.duration,
-        repetitions: a.repetitions,
-        placement: a.common.placement()?,
-        macros: Default::default(),
-    };
+    let settings = a.common.settings(a.duration, a.repetitions)?;
     let plan = logp_grid(&names(&mechs), &sizes);
     execute(&plan, &mechs, &settings, &a.common.out_path("logp"))
 }

@@ -40,6 +40,11 @@ impl Common {
         }
     }
 
+    /// Settings for a grid of fan-out-like points (no macro options).
+    pub fn settings(&self, duration: std::time::Duration, repetitions: usize) -> Result<Settings> {
+        Ok(Settings { duration, repetitions, placement: self.placement()?, macros: Default::default() })
+    }
+
     /// The results file: `--out` or results/<time>-<command>.jsonl.
     pub fn out_path(&self, command: &str) -> PathBuf {
         self.out

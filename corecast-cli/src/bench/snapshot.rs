@@ -7,7 +7,6 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 use corecast_bench::record::Workload;
 use corecast_bench::suite::plan::macro_grid;
-use corecast_bench::suite::Settings;
 
 use super::session::{execute, names, Common};
 use crate::args;
@@ -45,12 +44,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     if let Some(s) = sizes.iter().find(|&&s| s < corecast_bench::workloads::snapshot::MIN_CHECKPOINT_BYTES) {
         bail!("checkpoints must be at least 16 bytes (got {s})");
     }
-    let settings = Settings {
-        duration: a.duration,
-        repetitions: a.repetitions,
-        placement: a.common.placement()?,
-        macros: Default::default(),
-    };
+    let settings = a.common.settings(a.duration, a.repetitions)?;
     let plan = macro_grid(Workload::Snapshot, &names(&mechs), &nodes, &sizes);
     execute(&plan, &mechs, &settings, &a.common.out_path("snapshot"))
 }
