@@ -484,7 +484,10 @@ impl std::ops::Deref for Message<'_> {
 impl Drop for Message<'_> {
     fn drop(&mut self) {
         if self.rx.verify_slot(self.sender, self.len).is_err() {
+            // Not delivered: `next_sequence` stays at this message, the first
+            // one the evicted receiver did not get intact.
             self.rx.poisoned = true;
+            return;
         }
         self.rx.consume();
     }

@@ -289,6 +289,7 @@ fn an_in_place_read_overtaken_after_eviction_is_never_accepted_silently() {
     tx.send(&[4; 16]).unwrap();
     assert!(matches!(msg.verify(), Err(RecvError::Evicted)), "the overwritten borrow is reported");
     drop(msg);
+    assert_eq!(rx.next_sequence(), 0, "the overwritten message does not count as delivered");
     let mut buf = [0u8; 16];
     assert!(matches!(rx.try_recv(&mut buf), Err(RecvError::Evicted)));
 }
