@@ -298,18 +298,34 @@ impl Receiver {
     fn locate(&self) -> Result<Option<Found>, RecvError> {
         let g = self.link.membership.geometry;
         let n = self.senders.len();
+        let probe = |j: usize| -> Result<Option<Probe>, RecvError> {
+            let Some(SenderPeer { region, .. }) = &self.senders[j] else { return Ok(None) };
+            let p = ring::probe(region.slot(self.next), self.next, g.slots.into(), g.slot_bytes);
+            p.map(Some).map_err(RecvError::Corrupt)
+        };
         let mut newer = None;
         for k in 0..n {
             let j = (self.hint + k) % n;
-            let Some(SenderPeer { region, .. }) = &self.senders[j] else { continue };
-            match ring::probe(region.slot(self.next), self.next, g.slots.into(), g.slot_bytes)
-                .map_err(RecvError::Corrupt)?
-            {
-                Probe::Ready(len) => return Ok(Some(Found::Ready { sender: j, len: len as usize })),
-                Probe::Void => return Ok(None),
-                Probe::Newer(s) => newer = Some(s),
-                Probe::Absent => {}
+            let found = match probe(j)? {
+                Some(Probe::Ready(len)) => Some(Found::Ready { sender: j, len: len as usize }),
+                Some(Probe::Void) => None,
+                Some(Probe::Newer(s)) => {
+                    newer = Some(s);
+                    continue;
+                }
+                Some(Probe::Absent) | None => continue,
+            };
+            // Exactly one sender can win a number; a second region claiming
+            // it is a hostile sender trying to replace another's message.
+            for other in (k + 1..n).map(|k2| (self.hint + k2) % n) {
+                if matches!(probe(other)?, Some(Probe::Ready(_) | Probe::Void)) {
+                    return Err(RecvError::Corrupt(format!(
+                        "senders {j} and {other} both published number {}",
+                        self.next
+                    )));
+                }
             }
+            return Ok(found);
         }
         if newer.is_some() {
             return Err(RecvError::Overrun { expected: self.next });

@@ -90,3 +90,52 @@ proptest! {
         let _ = tx.try_send(b"y");
     }
 }
+
+/// Every writable mapping of this process whose name contains `tag`.
+fn writable_mappings(tag: &str) -> Vec<(usize, usize)> {
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    maps.lines()
+        .filter(|l| l.contains(tag) && l.split_whitespace().nth(1) == Some("rw-s"))
+        .map(|l| {
+            let (a, b) = l.split_whitespace().next().unwrap().split_once('-').unwrap();
+            (usize::from_str_radix(a, 16).unwrap(), usize::from_str_radix(b, 16).unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn a_sender_forging_another_senders_number_is_reported() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let cfg = ChannelConfig { max_senders: 2, ..cfg() };
+    let chan = Channel::create(&name(), &cfg).unwrap();
+    let mut rx = chan.receiver().unwrap();
+    let mut honest = chan.sender().unwrap();
+    let _forger = chan.sender().unwrap();
+    honest.send(b"the real message").unwrap();
+    // Find number 0's published stamp, (0 + 1) << 2 | 1, and its length,
+    // in the honest region; copy both to the same place in the forger's.
+    let regions = writable_mappings("corecast-sender");
+    assert_eq!(regions.len(), 2);
+    let find = |start: usize| {
+        (0..4096).step_by(8).find(|off| {
+            // SAFETY: reads inside our own mapping, which is larger than 4 KiB.
+            unsafe {
+                std::ptr::read_volatile((start + off) as *const u64) == 5
+                    && std::ptr::read_volatile((start + off + 8) as *const u32) == 16
+            }
+        })
+    };
+    let (real, off) = regions.iter().find_map(|r| find(r.0).map(|o| (r.0, o))).expect("the published stamp");
+    let forger = regions.iter().map(|r| r.0).find(|&s| s != real).unwrap();
+    // SAFETY: the forger writes its own writable mapping (legitimately mapped).
+    unsafe {
+        std::ptr::write_volatile((forger + off + 16) as *mut [u8; 16], *b"a forged message");
+        std::ptr::write_volatile((forger + off + 8) as *mut u32, 16);
+        std::ptr::write_volatile((forger + off) as *mut u64, 5);
+    }
+    let mut buf = [0u8; 48];
+    match rx.try_recv(&mut buf) {
+        Err(corecast::RecvError::Corrupt(why)) => assert!(why.contains("both published number 0"), "{why}"),
+        other => panic!("a second claimant must be reported, got {other:?}"),
+    }
+}
