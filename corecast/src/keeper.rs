@@ -413,6 +413,7 @@ impl Keeper {
             // Already gone or replaced: nothing to do, and not an error.
             return proto::OK;
         }
+        self.membership.header().flags.fetch_or(FLAG_EVICTED_EVER, Ordering::SeqCst);
         e.state.store(STATE_EVICTED, Ordering::SeqCst);
         // Wake it wherever it waits, so it learns at once.
         if let Some(r) = self.receivers[i].take() {

@@ -111,6 +111,10 @@ pub(crate) struct MembershipHeader {
 }
 
 pub(crate) const FLAG_DESTROYED: u32 = 1;
+/// Set (before the receiver's state changes) the first time a receiver is
+/// evicted: from then on senders mark slots as being rewritten before
+/// writing them, so an overtaken (evicted) reader can tell (`ring::begin_write`).
+pub(crate) const FLAG_EVICTED_EVER: u32 = 2;
 
 /// One member slot in the membership region. Single writer: the keeper.
 #[repr(C, align(64))]

@@ -96,6 +96,13 @@ impl Membership {
         self.header().generation.0.load(Ordering::SeqCst)
     }
 
+    /// Whether a receiver was ever evicted. Read after the claim: a sender
+    /// that saw an eviction in its room check (Acquire on the state) sees
+    /// this flag, which the keeper set before the state.
+    pub(crate) fn evicted_ever(&self) -> bool {
+        self.header().flags.load(Ordering::Acquire) & FLAG_EVICTED_EVER != 0
+    }
+
     pub(crate) fn destroyed(&self) -> bool {
         self.header().flags.load(Ordering::Acquire) & FLAG_DESTROYED != 0
     }

@@ -279,7 +279,12 @@ impl Sender {
         }
         match claim {
             Claim::Won(seq) => {
-                ring::begin_write(self.region.slot(seq), seq);
+                // Only an evicted receiver can be overtaken; until one has
+                // been, the extra store would cost a cache-line transfer per
+                // message for nothing (a spinning receiver polls this line).
+                if self.link.membership.evicted_ever() {
+                    ring::begin_write(self.region.slot(seq), seq);
+                }
                 Ok(seq)
             }
             Claim::Full(_) => Err(SendError::WouldBlock),

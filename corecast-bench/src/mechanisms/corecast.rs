@@ -35,7 +35,7 @@ impl Corecast {
     pub const ADAPTIVE: Corecast = Corecast {
         name: "corecast",
         describe: "corecast channels, default adaptive waiting (spin, yield, futex sleep)",
-        wait: WaitStrategy::Adaptive { spin: Duration::from_micros(5), yield_for: Duration::from_micros(50) },
+        wait: WaitStrategy::Adaptive { spin: Duration::from_micros(5), yield_for: Duration::from_micros(200) },
     };
     /// Busy-polling endpoints.
     pub const SPIN: Corecast = Corecast {

@@ -109,7 +109,7 @@ pub fn run_point(m: &dyn Mechanism, point: &Point, settings: &Settings, prov: &P
     let placement = settings.placement.for_processes(processes);
     // Each run of a point (LogP and bandwidth make several) gets the whole
     // point's estimate, with room for a loaded machine.
-    let watchdog = settings.estimate_point(point) * 4 + Duration::from_secs(60);
+    let watchdog = settings.estimate_point(point) * 4 + Duration::from_secs(20);
     let opts = RunOptions { watchdog, cpus: placement.run_cpus(), ..RunOptions::default() };
     let _deferred = interrupt::Deferred::new();
     let name = m.name();
