@@ -365,25 +365,43 @@ impl Receiver {
 
     /// Sleeps on every sender's doorbell and the membership generation.
     fn sleep(&mut self, budget: Duration) -> Result<(), RecvError> {
-        let gen_word = &self.link.membership.header().generation.0;
-        let mut words = vec![(gen_word, gen_word.load(Ordering::SeqCst))];
-        for s in self.senders.iter().flatten() {
-            let bell = &s.region.header().doorbell.0;
-            words.push((bell, bell.load(Ordering::SeqCst)));
-        }
-        let flag = &self.region.header().sleeping.0;
-        self.armer.arm(flag, Arm::FUTEX);
-        // Pairs with the sender's fence in `Sender::publish`.
-        fence(Ordering::SeqCst);
-        let ready = !matches!(self.locate(), Ok(Some(Found::NotYet)));
-        if !ready && words[0].1 == gen_word.load(Ordering::SeqCst) {
+        let values = self.sleep_values();
+        let idle = self.arm_futex(&values);
+        if idle {
+            let words: Vec<_> = self.sleep_words().into_iter().zip(values).collect();
             let r = futex::wait_any(&words, budget);
-            Armer::disarm(flag);
+            self.disarm_futex();
             r.map_err(|e| RecvError::Io { op: "futex wait", source: e.into() })?;
         } else {
-            Armer::disarm(flag);
+            self.disarm_futex();
         }
         Ok(())
+    }
+
+    /// The futex words a sleeping receiver waits on: the membership
+    /// generation first, then every sender's doorbell.
+    fn sleep_words(&self) -> Vec<&crate::sync::AtomicU32> {
+        let mut words = vec![&self.link.membership.header().generation.0];
+        words.extend(self.senders.iter().flatten().map(|s| &s.region.header().doorbell.0));
+        words
+    }
+
+    fn sleep_values(&self) -> Vec<u32> {
+        self.sleep_words().iter().map(|w| w.load(Ordering::SeqCst)).collect()
+    }
+
+    /// Arms this receiver's sleep word (futex mode) and checks again;
+    /// `true` if it is still idle and may sleep on `values` (taken before).
+    fn arm_futex(&mut self, values: &[u32]) -> bool {
+        self.armer.arm(&self.region.header().sleeping.0, Arm::FUTEX);
+        // Pairs with the sender's fence in `Sender::publish`.
+        fence(Ordering::SeqCst);
+        matches!(self.locate(), Ok(Some(Found::NotYet)))
+            && values.first() == Some(&self.link.membership.header().generation.0.load(Ordering::SeqCst))
+    }
+
+    fn disarm_futex(&self) {
+        Armer::disarm(&self.region.header().sleeping.0);
     }
 
     fn refresh(&mut self) -> Result<(), ChannelError> {
@@ -424,10 +442,44 @@ struct SenderPeer {
 /// Waits until one of `receivers` has a message ready (or a state to
 /// report, such as [`RecvError::AllSendersGone`]: drop such a receiver from
 /// the set, or it is reported ready every time), for at most `timeout`
-/// (`None`: forever). Returns its index, or `None` on timeout. Sleeps in
-/// `poll(2)` on their wake fds: no spinning.
+/// (`None`: forever). Returns its index, or `None` on timeout.
+///
+/// Sleeps in one `futex_waitv` on every receiver's doorbells, so a sender
+/// wakes all of them with its usual single `FUTEX_WAKE`; beyond the
+/// kernel's 128 futexes per call it sleeps in `poll(2)` on their wake fds.
 pub fn wait_any(receivers: &mut [&mut Receiver], timeout: Option<Duration>) -> Result<Option<usize>, RecvError> {
     let deadline = timeout.map(|t| Instant::now() + t);
+    let words: usize = receivers.iter().map(|rx| rx.sleep_words().len()).sum();
+    if words > 128 {
+        return wait_any_fds(receivers, deadline);
+    }
+    loop {
+        if let Some(i) = receivers.iter_mut().position(|rx| !matches!(rx.ready(), Err(RecvError::WouldBlock))) {
+            return Ok(Some(i));
+        }
+        let Some(budget) = sleep_budget(deadline) else { return Ok(None) };
+        let values: Vec<Vec<u32>> = receivers.iter().map(|rx| rx.sleep_values()).collect();
+        let mut idle = true;
+        for (rx, v) in receivers.iter_mut().zip(&values) {
+            idle &= rx.arm_futex(v);
+        }
+        let r = if idle {
+            let words: Vec<_> = receivers
+                .iter()
+                .zip(&values)
+                .flat_map(|(rx, v)| rx.sleep_words().into_iter().zip(v.iter().copied()))
+                .collect();
+            futex::wait_any(&words, budget)
+        } else {
+            Ok(futex::Woken::Changed)
+        };
+        receivers.iter().for_each(|rx| rx.disarm_futex());
+        r.map_err(|e| RecvError::Io { op: "futex wait", source: e.into() })?;
+    }
+}
+
+/// `wait_any` for more futexes than one `futex_waitv` takes.
+fn wait_any_fds(receivers: &mut [&mut Receiver], deadline: Option<Instant>) -> Result<Option<usize>, RecvError> {
     for rx in receivers.iter_mut() {
         rx.wake_fd();
     }

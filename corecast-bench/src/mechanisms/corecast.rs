@@ -148,7 +148,8 @@ impl Prepared for PreparedCorecast {
             links.push(if linked { Some(attach_sender(&open(&name)?, 1, self.wait)?) } else { None });
         }
         let max = self.topology.max_message_bytes;
-        Ok(Box::new(CorecastEndpoint { me, receivers, groups, links, next_rx: 0, max }))
+        let gone = vec![false; receivers.len()];
+        Ok(Box::new(CorecastEndpoint { me, receivers, gone, groups, links, next_rx: 0, max }))
     }
 
     fn cleanup(&mut self) {
@@ -171,6 +172,8 @@ fn attach_sender(chan: &Channel, receivers: usize, wait: WaitStrategy) -> Result
 struct CorecastEndpoint {
     me: PeerId,
     receivers: Vec<Receiver>,
+    /// Per inbound channel: its senders were all gone at the last try.
+    gone: Vec<bool>,
     groups: Vec<Option<Sender>>,
     links: Vec<Option<Sender>>,
     next_rx: usize,
@@ -197,7 +200,10 @@ impl CorecastEndpoint {
             // (fan-in channels: one peer can ack and leave before another
             // joins). The suite's protocols decide when to stop, so wait.
             Err(RecvError::AllSendersGone) => {
-                std::thread::sleep(Duration::from_micros(100));
+                self.gone[k] = true;
+                if block {
+                    std::thread::sleep(Duration::from_micros(100));
+                }
                 return Ok(None);
             }
             Err(e) => return Err(err("receive", e)),
@@ -242,9 +248,9 @@ impl Endpoint for CorecastEndpoint {
                 }
             },
             n => {
-                // Several inbound channels: poll them in turn, backing off to
-                // short sleeps (waiting on several channels in the kernel is
-                // the event-loop work of the robustness issue).
+                // Several inbound channels: try them in turn, spin and yield
+                // a little (messages often follow each other closely), then
+                // sleep in `corecast::wait_any` on their wake fds.
                 let mut idle = 0u32;
                 loop {
                     for _ in 0..n {
@@ -257,8 +263,28 @@ impl Endpoint for CorecastEndpoint {
                     idle += 1;
                     match idle {
                         0..=64 => std::hint::spin_loop(),
-                        65..=256 => std::thread::yield_now(),
-                        _ => std::thread::sleep(Duration::from_micros(20)),
+                        65..=512 => std::thread::yield_now(),
+                        _ => {
+                            // A channel whose senders are all gone would wake
+                            // the wait at once: leave it out; it is tried
+                            // again above after every wake or timeout.
+                            let gone = &self.gone;
+                            let mut live: Vec<&mut Receiver> = self
+                                .receivers
+                                .iter_mut()
+                                .enumerate()
+                                .filter(|(k, _)| !gone[*k])
+                                .map(|(_, r)| r)
+                                .collect();
+                            if live.is_empty() {
+                                std::thread::sleep(Duration::from_millis(1));
+                            } else {
+                                corecast::wait_any(&mut live, Some(Duration::from_millis(100)))
+                                    .map_err(|e| err("wait", e))?;
+                            }
+                            self.gone.iter_mut().for_each(|g| *g = false);
+                            idle = 0;
+                        }
                     }
                 }
             }
