@@ -192,6 +192,13 @@ pub trait Endpoint {
     /// Blocks until a message from any peer arrives and copies it into `buf`,
     /// which holds at least `max_message_bytes`.
     fn recv_any(&mut self, buf: &mut [u8]) -> Result<Received, TransportError>;
+    /// Whether `peer` (which this process sends to) is still alive, for
+    /// mechanisms that learn of a crash from the kernel without sending:
+    /// `Some(false)` once it is known dead. `None`: this mechanism cannot
+    /// tell without a timeout (the default).
+    fn peer_alive(&mut self, _peer: PeerId) -> Option<bool> {
+        None
+    }
 }
 
 /// Why a mechanism operation failed.

@@ -63,6 +63,21 @@ fn paxos_backup_takes_over_without_losing_a_decision() {
 }
 
 #[test]
+fn corecast_takeover_uses_the_crash_notification() {
+    // With a 60 s timeout, only the keeper's notification can make the
+    // leader switch: no timing is assumed, the timeout is a hang guard.
+    let m = mechanisms::by_name("corecast").unwrap();
+    let mut p = paxos::PaxosParams::new(64, SHORT, 1);
+    p.window = 4;
+    p.warmup = 10;
+    p.kill_after = Some(30);
+    p.takeover_timeout = Duration::from_secs(60);
+    let r = paxos::run(&*m, &p, &opts()).unwrap();
+    let t = r.takeover.expect("a takeover");
+    assert_eq!(t.detection, paxos::Detection::CrashNotification, "{t:?}");
+}
+
+#[test]
 fn snapshot_gets_one_checkpoint_per_node() {
     each(|m| {
         for (nodes, ckpt) in [(2usize, 128usize), (4, 4096)] {

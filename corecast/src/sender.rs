@@ -101,6 +101,16 @@ impl Sender {
         self.region.geometry.slot_bytes as usize
     }
 
+    /// How many receivers are attached and live now, as the channel's keeper
+    /// records them: a receiver that dies leaves this count as soon as the
+    /// kernel closes its connection (no message needs to be sent to notice).
+    pub fn live_receivers(&self) -> usize {
+        let m = &self.link.membership;
+        (0..m.geometry.max_receivers as usize)
+            .filter(|&i| m.receiver(i).state.load(Ordering::Acquire) == STATE_LIVE)
+            .count()
+    }
+
     /// This sender's index among the channel's senders.
     pub fn index(&self) -> usize {
         self.index

@@ -239,6 +239,12 @@ impl Endpoint for CorecastEndpoint {
         send_on(tx.ok_or_else(|| TransportError::Topology(format!("{me} does not send to group {group}")))?, me, msg)
     }
 
+    /// The link channel to `peer` has `peer` as its only receiver, so the
+    /// keeper's membership record says whether it is alive (R7).
+    fn peer_alive(&mut self, peer: PeerId) -> Option<bool> {
+        self.links.get(peer).and_then(Option::as_ref).map(|tx| tx.live_receivers() > 0)
+    }
+
     fn recv_any(&mut self, buf: &mut [u8]) -> Result<Received, TransportError> {
         match self.receivers.len() {
             0 => Err(TransportError::Topology(format!("nobody sends to {}", self.me))),

@@ -121,6 +121,10 @@ fn run_paxos(
     if let (Some(t), Some(n)) = (&r.takeover, p.kill_after) {
         let how = match t.detection {
             Detection::SendError => "a failed send (the transport reported the acceptor gone)".to_string(),
+            Detection::CrashNotification => format!(
+                "the transport's crash notification (corecast's keeper saw the acceptor's connection close), checked on each {} ms tick",
+                paxos::TICK.as_millis()
+            ),
             Detection::Timeout => format!(
                 "the leader's timeout ({} ms without progress, checked every {} ms; no crash notification reached the leader first)",
                 p.takeover_timeout.as_millis(),

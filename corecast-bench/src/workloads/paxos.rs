@@ -27,7 +27,8 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::paxos_roles::{self as roles, Detection, LeaderReport, LearnerReport, DONE, LEARNED, REQUEST};
+pub use super::paxos_roles::Detection;
+use super::paxos_roles::{self as roles, LeaderReport, LearnerReport, DONE, LEARNED, REQUEST};
 use super::wire::{digest, now_ns, parse, report, te, Header, HEADER_BYTES};
 use crate::harness::{payload, run_processes, RunOptions};
 use crate::transport::{Endpoint, Group, Mechanism, PeerId, Topology};

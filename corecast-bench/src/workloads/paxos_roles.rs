@@ -26,6 +26,9 @@ pub enum Detection {
     SendError,
     /// No progress for the takeover timeout while instances were pending.
     Timeout,
+    /// The transport reported the acceptor dead without being sent to
+    /// ([`crate::transport::Endpoint::peer_alive`]; corecast's keeper).
+    CrashNotification,
 }
 
 /// What the leader reports.
@@ -96,7 +99,10 @@ pub(crate) fn leader(ep: &mut dyn Endpoint, p: &PaxosParams) -> Result<LeaderRep
             }
             (CLIENT, DONE) => break,
             (TICKER, TICK) => {
-                if active == PRIMARY && requests > 0 && last_progress.elapsed() > p.takeover_timeout {
+                if active == PRIMARY && p.kill_after.is_some() && ep.peer_alive(PRIMARY) == Some(false) {
+                    (ballot, active) = (2, BACKUP);
+                    takeover(&mut log, requests, ep, Detection::CrashNotification)?;
+                } else if active == PRIMARY && requests > 0 && last_progress.elapsed() > p.takeover_timeout {
                     (ballot, active) = (2, BACKUP);
                     takeover(&mut log, requests, ep, Detection::Timeout)?;
                 }
