@@ -239,7 +239,6 @@ fn send(ep: &mut dyn Endpoint, p: &FanoutParams, dest: Dest, receivers: usize) -
 fn receive(ep: &mut dyn Endpoint, p: &FanoutParams, from: PeerId) -> Result<Vec<Window>, String> {
     let mut buf = vec![0u8; p.size];
     let mut expect = Expect::new(p.size, 0);
-    let mut seq = 0u64;
     let mut next = |ep: &mut dyn Endpoint, buf: &mut [u8], seq: u64| -> Result<Seen, String> {
         let got = ep.recv_any(buf).map_err(|e| e.to_string())?;
         if got.from != from {
@@ -248,24 +247,8 @@ fn receive(ep: &mut dyn Endpoint, p: &FanoutParams, from: PeerId) -> Result<Vec<
         let msg = buf.get(..got.len).ok_or("reported length exceeds the buffer")?;
         expect.classify(msg, seq)
     };
-    for _ in 0..p.warmup_messages {
-        if next(ep, &mut buf, seq)? == Seen::End {
-            return Err(format!("end marker during warm-up at message {seq}"));
-        }
-        seq += 1;
-    }
-    let mut windows = Vec::with_capacity(p.repetitions);
-    let mut start = Instant::now();
-    for _ in 0..p.repetitions {
-        let mut n = 0u64;
-        while next(ep, &mut buf, seq)? == Seen::Data {
-            seq += 1;
-            n += 1;
-        }
-        let now = Instant::now();
-        windows.push(Window { messages: n, seconds: (now - start).as_secs_f64() });
-        start = now;
-    }
+    let (windows, _) =
+        super::stream::timed_windows(|seq| next(ep, &mut buf, seq), p.warmup_messages, p.repetitions, 0)?;
     ep.send_to(from, &[1]).map_err(|e| e.to_string())?;
     Ok(windows)
 }

@@ -69,6 +69,36 @@ impl Expect {
     }
 }
 
+/// The receiving side of a stream: `warmup` messages, then `repetitions`
+/// timed windows, each ended by an end marker. `next(seq)` receives and
+/// classifies message `seq`. Returns the windows and the next number.
+pub fn timed_windows(
+    mut next: impl FnMut(u64) -> Result<Seen, String>,
+    warmup: u64,
+    repetitions: usize,
+    mut seq: u64,
+) -> Result<(Vec<super::fanout::Window>, u64), String> {
+    for _ in 0..warmup {
+        if next(seq)? == Seen::End {
+            return Err(format!("end marker during warm-up at message {seq}"));
+        }
+        seq += 1;
+    }
+    let mut windows = Vec::with_capacity(repetitions);
+    let mut start = std::time::Instant::now();
+    for _ in 0..repetitions {
+        let mut n = 0u64;
+        while next(seq)? == Seen::Data {
+            seq += 1;
+            n += 1;
+        }
+        let now = std::time::Instant::now();
+        windows.push(super::fanout::Window { messages: n, seconds: (now - start).as_secs_f64() });
+        start = now;
+    }
+    Ok((windows, seq))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
