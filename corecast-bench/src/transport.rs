@@ -32,6 +32,15 @@ pub struct Group {
     pub members: Vec<PeerId>,
 }
 
+/// The members of group `group` when `me` is its sender: what a mechanism
+/// without a native one-to-many send sends to one by one.
+pub fn group_members(groups: &[Group], me: PeerId, group: usize) -> Result<Vec<PeerId>, TransportError> {
+    match groups.get(group) {
+        Some(g) if g.from == me => Ok(g.members.clone()),
+        _ => Err(TransportError::Topology(format!("process {me} sends to no group {group}"))),
+    }
+}
+
 /// Who exists and who sends to whom, fixed before the processes start.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Topology {

@@ -260,9 +260,8 @@ impl Endpoint for CmaEndpoint {
     }
 
     fn send_group(&mut self, group: usize, msg: &[u8]) -> Result<(), TransportError> {
-        let g = self.groups.get(group).filter(|g| g.from == self.me).cloned();
-        let g = g.ok_or_else(|| TransportError::Topology(format!("process {} sends to no group {group}", self.me)))?;
-        self.send_many(&g.members, msg)
+        let members = crate::transport::group_members(&self.groups, self.me, group)?;
+        self.send_many(&members, msg)
     }
 
     fn recv_any(&mut self, buf: &mut [u8]) -> Result<Received, TransportError> {

@@ -381,9 +381,7 @@ impl Endpoint for UmpEndpoint {
     }
 
     fn send_group(&mut self, group: usize, msg: &[u8]) -> Result<(), TransportError> {
-        let g = self.groups.get(group).filter(|g| g.from == self.me).cloned();
-        let g = g.ok_or_else(|| TransportError::Topology(format!("process {} sends to no group {group}", self.me)))?;
-        for m in g.members {
+        for m in crate::transport::group_members(&self.groups, self.me, group)? {
             self.send_one(m, msg)?;
         }
         Ok(())
