@@ -121,18 +121,33 @@ pub fn render(s: &ChannelStatus, rate: Option<f64>) -> String {
         let _ = write!(out, "  ({} msg/s)", human(r));
     }
     out.push('\n');
-    let _ = writeln!(out, "{:<9} {:>5} {:>8} {:<8} {:>12} {:>10}", "role", "index", "pid", "state", "cursor", "lag");
+    if !s.keeper_alive {
+        let _ = writeln!(out, "KEEPER GONE: the channel is closed (crashes can no longer be detected)");
+    }
+    if s.tampered != 0 {
+        let _ = writeln!(out, "sequencer tampered with and repaired {} time(s) by the keeper", s.tampered);
+    }
+    let late = c.deadline.unwrap_or(Duration::MAX);
+    let _ = writeln!(
+        out,
+        "{:<9} {:>5} {:>8} {:<8} {:>12} {:>10} {:>12} {:>7}",
+        "role", "index", "pid", "state", "cursor", "lag", "oldest unread", "voided"
+    );
     for m in &s.members {
         let opt = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
         let role = if m.member.is_sender { "sender" } else { "receiver" };
+        let unread =
+            m.unread_for.map_or("-".to_string(), |d| format!("{d:.0?}{}", if d >= late { " LATE" } else { "" }));
         let _ = writeln!(
             out,
-            "{role:<9} {:>5} {:>8} {:<8} {:>12} {:>10}",
+            "{role:<9} {:>5} {:>8} {:<8} {:>12} {:>10} {:>12} {:>7}",
             m.member.index,
             m.member.pid,
             m.member.state,
             opt(m.cursor),
-            opt(m.lag)
+            opt(m.lag),
+            unread,
+            m.voided.map_or("-".to_string(), |v| v.to_string())
         );
     }
     if s.members.is_empty() {
@@ -155,6 +170,8 @@ pub fn to_json(s: &ChannelStatus) -> Value {
                 "state": m.member.state,
                 "cursor": m.cursor,
                 "lag": m.lag,
+                "unread_for_ms": m.unread_for.map(|d| d.as_millis() as u64),
+                "voided": m.voided,
             })
         })
         .collect();
@@ -167,6 +184,8 @@ pub fn to_json(s: &ChannelStatus) -> Value {
         "max_receivers": c.max_receivers,
         "deadline_ms": c.deadline.map(|d| d.as_millis() as u64),
         "sent": s.sent,
+        "tampered": s.tampered,
+        "keeper_alive": s.keeper_alive,
         "members": members,
     })
 }

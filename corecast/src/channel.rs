@@ -4,7 +4,7 @@ use std::os::fd::AsRawFd;
 
 use crate::error::ChannelError;
 use crate::layout::{Geometry, STATE_DEAD, STATE_EVICTED, STATE_FREE, STATE_LEFT, STATE_LIVE};
-use crate::link::{channel_dir, path_of, Link};
+use crate::link::{channel_dir, check_dir, identity, path_of, unlink_if, Link};
 use crate::proto::{self, Op};
 use crate::receiver::Receiver;
 use crate::region::ReceiverRegion;
@@ -66,7 +66,8 @@ pub struct MemberInfo {
     pub index: usize,
     /// Process id the kernel reported when it attached.
     pub pid: u32,
-    /// `"live"`, `"left"`, `"dead"` or `"evicted"`.
+    /// `"live"`, `"left"`, `"dead"`, `"evicted"` (a receiver a sender
+    /// evicted) or `"excluded"` (a sender that corrupted its own region).
     pub state: &'static str,
 }
 
@@ -79,6 +80,12 @@ pub struct MemberStatus {
     pub cursor: Option<u64>,
     /// Receivers: messages sent that it has not read yet.
     pub lag: Option<u64>,
+    /// Receivers: how long its oldest unread message has been published
+    /// (as of the keeper's last look); late past the deadline (R8).
+    pub unread_for: Option<std::time::Duration>,
+    /// Senders: messages the keeper voided because this sender held them
+    /// unpublished past the deadline or died holding them.
+    pub voided: Option<u32>,
 }
 
 /// A snapshot of a channel for `corecast channel inspect` and `watch`.
@@ -94,6 +101,11 @@ pub struct ChannelStatus {
     pub sent: u64,
     /// Every member slot ever used, with progress for live receivers.
     pub members: Vec<MemberStatus>,
+    /// How often the keeper found the shared sequencer tampered with by a
+    /// sender and repaired it.
+    pub tampered: u32,
+    /// Whether the keeper is alive (a killed keeper closes the channel).
+    pub keeper_alive: bool,
 }
 
 /// A handle on a named channel. The channel lives while any handle,
@@ -121,6 +133,9 @@ impl Channel {
             // Shared by every user, like /tmp: sticky and world-writable.
             let _ = rustix::fs::chmod(&dir, rustix::fs::Mode::from_raw_mode(0o1777));
         }
+        // Whoever made it, it must be safe now (it may have been made by
+        // another user a moment ago).
+        check_dir(&dir)?;
         let listener = match sock::listen(&path) {
             Ok(l) => l,
             Err(rustix::io::Errno::ADDRINUSE) => {
@@ -138,12 +153,17 @@ impl Channel {
         };
         rustix::fs::chmod(&path, rustix::fs::Mode::from_raw_mode(config.mode))
             .map_err(ChannelError::io("set the channel's mode"))?;
+        // The keeper touches the name only while it is still this socket
+        // file: after a destroy, the name may belong to a new channel.
+        let Some(id) = identity(&path) else {
+            return Err(ChannelError::Corrupt("the channel's name vanished as it was created".into()));
+        };
         let keeper_path = path.clone();
         let started = process::spawn_keeper(listener.as_raw_fd(), move || {
-            crate::keeper::run(listener, keeper_path, geometry, deadline_ms)
+            crate::keeper::run(listener, keeper_path, id, geometry, deadline_ms)
         });
         if let Err(e) = started {
-            let _ = rustix::fs::unlink(&path);
+            unlink_if(&path, Some(id));
             return Err(ChannelError::Io { op: "start the channel keeper", source: e.into() });
         }
         Ok(Channel { link: Link::connect(name)? })
@@ -218,6 +238,7 @@ impl Channel {
             .filter_map(|(is_sender, index, e)| {
                 let state = match e.state.load(Ordering::Acquire) {
                     STATE_FREE => return None,
+                    _ if is_sender && e.excluded.load(Ordering::Relaxed) != 0 => "excluded",
                     STATE_LIVE => "live",
                     STATE_LEFT => "left",
                     STATE_DEAD => "dead",
@@ -240,13 +261,20 @@ impl Channel {
             cursors.insert(*i as usize, region.header().cursor.0.next.load(Ordering::Acquire));
         }
         let sent = reply.seq;
+        let ms = self.link.membership.header();
         let members = self
             .members()
             .into_iter()
             .map(|m| {
                 let cursor = (!m.is_sender && m.state == "live").then(|| cursors.get(&m.index).copied()).flatten();
                 let lag = cursor.map(|c| sent.saturating_sub(c));
-                MemberStatus { member: m, cursor, lag }
+                let (unread_for, voided) = if m.is_sender {
+                    (None, Some(self.link.membership.sender(m.index).voided.load(Ordering::Relaxed)))
+                } else {
+                    let ms = self.link.membership.receiver(m.index).unread_ms.load(Ordering::Relaxed);
+                    (cursor.map(|_| std::time::Duration::from_millis(u64::from(ms))), None)
+                };
+                MemberStatus { member: m, cursor, lag, unread_for, voided }
             })
             .collect();
         Ok(ChannelStatus {
@@ -255,6 +283,8 @@ impl Channel {
             keeper_pid: self.keeper_pid(),
             sent,
             members,
+            tampered: ms.tampered.load(Ordering::Relaxed),
+            keeper_alive: self.link.membership.keeper_alive(),
         })
     }
 
@@ -289,6 +319,9 @@ fn deadline_ms(d: Option<std::time::Duration>) -> Result<u32, ChannelError> {
 /// gone (every participant, keeper included, was killed). Returns the
 /// names removed. Live channels are not touched.
 pub fn clean() -> Vec<String> {
+    if check_dir(&channel_dir()).is_err() {
+        return Vec::new();
+    }
     let Ok(dir) = std::fs::read_dir(channel_dir()) else { return Vec::new() };
     let mut removed: Vec<String> = dir
         .flatten()
@@ -302,6 +335,9 @@ pub fn clean() -> Vec<String> {
 /// Names of the channels alive now. Leftovers of dead channels found on the
 /// way are removed (R10).
 pub fn list() -> Vec<String> {
+    if check_dir(&channel_dir()).is_err() {
+        return Vec::new();
+    }
     let Ok(dir) = std::fs::read_dir(channel_dir()) else { return Vec::new() };
     let mut names: Vec<String> =
         dir.flatten().filter_map(|e| e.file_name().into_string().ok()).filter(|n| Link::connect(n).is_ok()).collect();

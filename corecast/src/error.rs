@@ -29,6 +29,27 @@ pub enum ChannelError {
     /// A peer (keeper or shared region) broke the protocol or the layout;
     /// the sentence says what was read and why it is invalid.
     Corrupt(String),
+    /// The directory that holds channel names ([`crate::channel_dir`]) is
+    /// not safe: another user could replace a channel's name in it.
+    UnsafeDirectory {
+        /// The directory.
+        path: std::path::PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// The process answering at the channel's name is not run by the
+    /// user who owns the name: an impostor bound it.
+    UntrustedKeeper {
+        /// The channel's name.
+        name: String,
+        /// Owner of the name (the socket file).
+        owner_uid: u32,
+        /// User the kernel reports for the process answering.
+        keeper_uid: u32,
+    },
+    /// The channel's keeper died (it was killed): nobody can attach, and
+    /// crashes and stalls of members can no longer be detected.
+    KeeperGone,
     /// A system call failed.
     Io {
         /// What corecast was doing.
@@ -78,6 +99,18 @@ pub enum SendError {
     },
     /// The channel was destroyed.
     Destroyed,
+    /// This sender held number `seq` (a loan, or a send stalled mid-copy)
+    /// unpublished past the channel's deadline, so the keeper voided it:
+    /// every receiver skipped it and this message was not sent. The sender
+    /// may send again.
+    ClaimVoided {
+        /// The number that was voided.
+        seq: u64,
+    },
+    /// The channel's keeper died: the channel is closed for sending (no
+    /// crash or stall could be detected any more). Messages already sent
+    /// stay readable.
+    KeeperGone,
     /// Shared state read from a peer is invalid.
     Corrupt(String),
     /// A system call failed.
@@ -116,6 +149,10 @@ pub enum RecvError {
     /// channel's deadline; no message after [`crate::Receiver::next_sequence`]
     /// will be delivered to it. Attach a new receiver to continue.
     Evicted,
+    /// The channel's keeper died and every message published before was
+    /// received: without it no sender's crash could be told, so the
+    /// receiver stops here rather than wait forever.
+    KeeperGone,
     /// Shared state written by a peer is invalid; the sentence says what.
     Corrupt(String),
     /// A system call failed.
@@ -130,7 +167,12 @@ pub enum RecvError {
 impl fmt::Display for ChannelError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::InvalidName(n) => write!(f, "invalid channel name {n:?}: use 1-64 characters without '/' or NUL"),
+            Self::InvalidName(n) => {
+                write!(
+                    f,
+                    "invalid channel name {n:?}: use 1-64 characters without '/', control characters or a leading '.'"
+                )
+            }
             Self::InvalidConfig(why) => write!(f, "invalid channel configuration: {why}"),
             Self::AlreadyExists(n) => write!(f, "channel {n:?} already exists"),
             Self::NotFound(n) => write!(f, "no channel named {n:?} is alive"),
@@ -139,6 +181,14 @@ impl fmt::Display for ChannelError {
                 write!(f, "channel {name:?} already has its maximum of {max} {role}s")
             }
             Self::Corrupt(why) => write!(f, "channel state is corrupt: {why}"),
+            Self::UnsafeDirectory { path, why } => {
+                write!(f, "channel directory {} is unsafe: {why}", path.display())
+            }
+            Self::UntrustedKeeper { name, owner_uid, keeper_uid } => write!(
+                f,
+                "channel {name:?} is owned by uid {owner_uid} but answered by a process of uid {keeper_uid}: refused"
+            ),
+            Self::KeeperGone => write!(f, "the channel's keeper process is gone (killed)"),
             Self::Io { op, source } => write!(f, "{op} failed: {source}"),
         }
     }
@@ -160,6 +210,10 @@ impl fmt::Display for SendError {
                 write!(f, "a {bytes}-byte message exceeds the channel's {max_bytes}-byte slots")
             }
             Self::Destroyed => write!(f, "the channel was destroyed"),
+            Self::ClaimVoided { seq } => {
+                write!(f, "message {seq} was held unpublished past the channel's deadline and voided: not sent")
+            }
+            Self::KeeperGone => write!(f, "the channel's keeper process is gone: the channel is closed"),
             Self::Corrupt(why) => write!(f, "channel state is corrupt: {why}"),
             Self::Io { op, source } => write!(f, "{op} failed: {source}"),
         }
@@ -178,6 +232,7 @@ impl fmt::Display for RecvError {
             }
             Self::Destroyed => write!(f, "the channel was destroyed"),
             Self::Evicted => write!(f, "this receiver was evicted for falling behind past the channel's deadline"),
+            Self::KeeperGone => write!(f, "the channel's keeper process is gone and every published message was read"),
             Self::Corrupt(why) => write!(f, "channel state is corrupt: {why}"),
             Self::Io { op, source } => write!(f, "{op} failed: {source}"),
         }
@@ -208,6 +263,7 @@ impl From<ChannelError> for SendError {
     fn from(e: ChannelError) -> Self {
         match e {
             ChannelError::Io { op, source } => SendError::Io { op, source },
+            ChannelError::KeeperGone => SendError::KeeperGone,
             other => SendError::Corrupt(other.to_string()),
         }
     }
@@ -217,6 +273,7 @@ impl From<ChannelError> for RecvError {
     fn from(e: ChannelError) -> Self {
         match e {
             ChannelError::Io { op, source } => RecvError::Io { op, source },
+            ChannelError::KeeperGone => RecvError::KeeperGone,
             other => RecvError::Corrupt(other.to_string()),
         }
     }

@@ -4,7 +4,7 @@
 //! | region       | written by            | mapped read-only by     |
 //! |--------------|-----------------------|-------------------------|
 //! | membership   | the keeper            | every member            |
-//! | sequencer    | senders (claims)      | never given to receivers|
+//! | sequencer    | senders (`next` only) | never given to receivers|
 //! | sender `j`   | sender `j`            | receivers, the keeper   |
 //! | receiver `i` | receiver `i`          | senders, the keeper     |
 //!
@@ -17,7 +17,7 @@
 use crate::sync::{AtomicU32, AtomicU64};
 
 /// Bumped whenever any region's layout changes.
-pub(crate) const LAYOUT_VERSION: u32 = 1;
+pub(crate) const LAYOUT_VERSION: u32 = 2;
 /// Alignment and padding unit for hot fields.
 pub(crate) const LINE: usize = 128;
 
@@ -89,7 +89,7 @@ impl Geometry {
     }
 
     pub(crate) fn sequencer_bytes(&self) -> usize {
-        std::mem::size_of::<SequencerHeader>() + self.max_senders as usize * std::mem::size_of::<Line<AtomicU64>>()
+        std::mem::size_of::<SequencerHeader>()
     }
 }
 
@@ -105,6 +105,19 @@ pub(crate) struct MembershipHeader {
     /// R8: how long a receiver may hold back a blocked sender, in ms;
     /// 0 = no deadline. Changed by the keeper on request.
     pub(crate) deadline_ms: AtomicU32,
+    /// The keeper's robust futex word: `FUTEX_WAITERS | keeper tid` while
+    /// it lives. When the keeper dies (even by SIGKILL) the kernel sets
+    /// `FUTEX_OWNER_DIED` here and wakes a waiter (see `sys::robust`), so
+    /// members learn of it without polling. Written only by the kernel
+    /// after the keeper's initial store.
+    pub(crate) keeper_lock: AtomicU32,
+    /// How many times the keeper found the sequencer tampered with (a
+    /// number nobody claimed, `next` moved backwards or beyond what any
+    /// honest claim can reach) and repaired it.
+    pub(crate) tampered: AtomicU32,
+    /// Every number below this was claimed, as the keeper last saw `next`:
+    /// a sender offered a lower number knows the sequencer was rewound.
+    pub(crate) floor: AtomicU64,
     /// Futex word bumped (and woken) on every membership change; every
     /// member sleeps on it too, so joins, leaves and deaths wake them.
     pub(crate) generation: Line<AtomicU32>,
@@ -128,6 +141,16 @@ pub(crate) struct MemberEntry {
     /// Receivers: first sequence number the receiver is owed;
     /// `START_PENDING` while the keeper is still computing it.
     pub(crate) start: AtomicU64,
+    /// Receivers: how long (ms, as of the keeper's last look) the oldest
+    /// message it has not read has been published (R8 lateness, seen
+    /// whether or not a sender is blocked).
+    pub(crate) unread_ms: AtomicU32,
+    /// Senders: claims the keeper voided because this sender held them
+    /// unpublished past the deadline, or because it died holding them.
+    pub(crate) voided: AtomicU32,
+    /// Senders: the region's header failed validation; the sender is
+    /// excluded (its numbers are voided) and the channel goes on.
+    pub(crate) excluded: AtomicU32,
 }
 
 pub(crate) const STATE_FREE: u32 = 0;
@@ -138,8 +161,12 @@ pub(crate) const STATE_DEAD: u32 = 3;
 pub(crate) const STATE_EVICTED: u32 = 4;
 pub(crate) const START_PENDING: u64 = u64::MAX;
 
-/// Sequencer region header. Writers: the senders (and the keeper, which
-/// only reads it). Never handed to a receiver, so it needs no write seal.
+/// Sequencer region header. Writers: the senders and the keeper (which
+/// repairs it). Never handed to a receiver. The one shared word several
+/// parties write, so nothing read from it is trusted: senders check it
+/// against the keeper's `floor` and their own last claim, and the keeper
+/// checks it against the receivers' cursors and the senders' claims
+/// (`keeper::audit`).
 #[repr(C)]
 pub(crate) struct SequencerHeader {
     pub(crate) magic: u64,
@@ -147,9 +174,6 @@ pub(crate) struct SequencerHeader {
     pub(crate) max_senders: u32,
     /// Next sequence number to claim. Claimed by compare-exchange.
     pub(crate) next: Line<AtomicU64>,
-    // Followed by `max_senders` lines of `inflight`: sender j stores S+1
-    // before trying to claim S and 0 once S is published or the try failed,
-    // so the keeper can void a claim whose sender died.
 }
 
 /// Sender region header. Single writer: its sender.
@@ -166,6 +190,12 @@ pub(crate) struct SenderHeader {
     /// futex, or on its event fd); receivers that advance their cursor wake
     /// it (futex on their own cursor word, or a write to its event fd).
     pub(crate) space_waiting: Line<AtomicU32>,
+    /// The number this sender is claiming or holds, plus one (0: none). It
+    /// is stored before the claim's compare-exchange and cleared after the
+    /// publish, in the sender's own sealed region, so the keeper can tell
+    /// whose a number is: a dead or stalled sender's claim is voided, and a
+    /// number nobody claims is a hole in the sequencer.
+    pub(crate) claim: Line<AtomicU64>,
 }
 
 /// Slot header; the payload follows it. Single writer: the region's sender.
@@ -226,6 +256,7 @@ const _: () = {
     use std::mem::{align_of, size_of};
     assert!(size_of::<SlotHeader>() == 16);
     assert!(size_of::<MemberEntry>() == 64);
+    assert!(size_of::<MembershipHeader>() == 256);
     assert!(align_of::<Line<AtomicU32>>() == LINE);
     assert!(size_of::<MembershipHeader>().is_multiple_of(LINE));
     assert!(size_of::<SenderHeader>().is_multiple_of(LINE));

@@ -17,11 +17,12 @@ pub fn channel_dir() -> PathBuf {
 }
 
 pub(crate) fn check_name(name: &str) -> Result<(), ChannelError> {
+    // Control characters (a newline, an escape sequence) would forge lines
+    // or terminal output in `channel list` and logs.
     let ok = !name.is_empty()
         && name.len() <= 64
-        && name != "."
-        && name != ".."
         && !name.contains(['/', '\0'])
+        && !name.chars().any(char::is_control)
         && !name.starts_with('.');
     if ok {
         Ok(())
@@ -32,7 +33,55 @@ pub(crate) fn check_name(name: &str) -> Result<(), ChannelError> {
 
 pub(crate) fn path_of(name: &str) -> Result<PathBuf, ChannelError> {
     check_name(name)?;
-    Ok(channel_dir().join(name))
+    let dir = channel_dir();
+    check_dir(&dir)?;
+    Ok(dir.join(name))
+}
+
+/// Refuses a channel directory another user could use to replace names:
+/// it must be a real directory (not a symbolic link) owned by this user or
+/// by root, and if others may write it, sticky (as `/tmp`), so that only a
+/// name's owner can remove or replace that name.
+pub(crate) fn check_dir(dir: &std::path::Path) -> Result<(), ChannelError> {
+    let unsafe_dir = |why: String| ChannelError::UnsafeDirectory { path: dir.to_path_buf(), why };
+    let st = match rustix::fs::lstat(dir) {
+        Ok(st) => st,
+        Err(Errno::NOENT) => return Ok(()),
+        Err(e) => return Err(ChannelError::Io { op: "stat the channel directory", source: e.into() }),
+    };
+    let me = rustix::process::geteuid().as_raw();
+    if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::Directory {
+        return Err(unsafe_dir("it is not a directory (a symbolic link or another file stands there)".into()));
+    }
+    if st.st_uid != me && st.st_uid != 0 {
+        return Err(unsafe_dir(format!(
+            "it is owned by uid {}, not by this user ({me}) or root: its owner could replace any channel's name; \
+             remove it, or have root create it with mode 1777",
+            st.st_uid
+        )));
+    }
+    if st.st_mode & 0o022 != 0 && st.st_mode & 0o1000 == 0 {
+        return Err(unsafe_dir(format!(
+            "mode {:o} lets others write it without the sticky bit: they could replace any channel's name",
+            st.st_mode & 0o7777
+        )));
+    }
+    Ok(())
+}
+
+/// The device and inode of the file at `path` (not following links): what
+/// identifies one channel's name among its successors under the same name.
+pub(crate) fn identity(path: &std::path::Path) -> Option<(u64, u64)> {
+    rustix::fs::lstat(path).ok().map(|st| (st.st_dev, st.st_ino))
+}
+
+/// Removes `path` only if it is still the file `id` (see [`identity`]).
+/// There is a window between the check and the unlink, but only the name's
+/// owner can replace it in that window (the directory is sticky).
+pub(crate) fn unlink_if(path: &std::path::Path, id: Option<(u64, u64)>) {
+    if id.is_some() && identity(path) == id {
+        let _ = rustix::fs::unlink(path);
+    }
 }
 
 /// One connection to the keeper plus the membership region.
@@ -51,16 +100,20 @@ impl Link {
     /// A socket nobody listens on is a dead channel's leftover: removed.
     pub(crate) fn connect(name: &str) -> Result<Link, ChannelError> {
         let path = path_of(name)?;
+        let before = identity(&path);
         let conn = match sock::connect(&path) {
             Ok(c) => c,
             Err(Errno::NOENT) => return Err(ChannelError::NotFound(name.into())),
             Err(Errno::CONNREFUSED) => {
-                let _ = rustix::fs::unlink(&path);
+                // Nobody listens: a dead channel's leftover, unless the name
+                // was re-created meanwhile.
+                unlink_if(&path, before);
                 return Err(ChannelError::NotFound(name.into()));
             }
             Err(Errno::ACCESS) | Err(Errno::PERM) => return Err(ChannelError::PermissionDenied(name.into())),
             Err(e) => return Err(ChannelError::Io { op: "connect to the channel", source: e.into() }),
         };
+        check_keeper(name, &path, &conn)?;
         let (reply, mut fds) = call_on(&conn, Op::Hello, 0, &[])?;
         if reply.status == proto::PERMISSION {
             return Err(ChannelError::PermissionDenied(name.into()));
@@ -115,12 +168,32 @@ impl Link {
     }
 }
 
+/// The process answering at a name must be run by the name's owner: the
+/// kernel reports its user (SO_PEERCRED, fixed when it listened), and the
+/// socket file's owner is who bound the name.
+fn check_keeper(name: &str, path: &std::path::Path, conn: &OwnedFd) -> Result<(), ChannelError> {
+    let (_, keeper_uid, _) = sock::peer(conn).map_err(ChannelError::io("read the keeper's credentials"))?;
+    let owner_uid = rustix::fs::lstat(path).map_err(ChannelError::io("stat the channel's name"))?.st_uid;
+    if keeper_uid != owner_uid {
+        return Err(ChannelError::UntrustedKeeper { name: name.into(), owner_uid, keeper_uid });
+    }
+    Ok(())
+}
+
 fn call_on(conn: &OwnedFd, op: Op, arg: u64, fds: &[&OwnedFd]) -> Result<(Reply, Vec<OwnedFd>), ChannelError> {
     let borrowed: Vec<_> = fds.iter().map(|f| f.as_fd()).collect();
-    sock::send(conn, &proto::request(op, arg), &borrowed).map_err(ChannelError::io("send to keeper"))?;
-    let (body, got) = sock::recv(conn).map_err(ChannelError::io("receive from keeper"))?;
+    match sock::send(conn, &proto::request(op, arg), &borrowed) {
+        Ok(()) => {}
+        Err(Errno::PIPE) | Err(Errno::CONNRESET) => return Err(ChannelError::KeeperGone),
+        Err(e) => return Err(ChannelError::Io { op: "send to keeper", source: e.into() }),
+    }
+    let (body, got) = match sock::recv(conn) {
+        Ok(r) => r,
+        Err(Errno::CONNRESET) => return Err(ChannelError::KeeperGone),
+        Err(e) => return Err(ChannelError::Io { op: "receive from keeper", source: e.into() }),
+    };
     if body.is_empty() {
-        return Err(ChannelError::Corrupt("the keeper hung up".into()));
+        return Err(ChannelError::KeeperGone);
     }
     let reply = Reply::decode(&body).map_err(ChannelError::Corrupt)?;
     // Fetches carry a (region, wake fd) pair per entry.

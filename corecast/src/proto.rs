@@ -25,6 +25,8 @@ pub(crate) enum Op {
     Evict = 8,
     /// Set the deadline to `arg` milliseconds (0 = none).
     SetDeadline = 9,
+    /// A sender found the sequencer rewound (to `arg`) and put it back.
+    ReportTamper = 10,
 }
 
 impl Op {
@@ -39,6 +41,7 @@ impl Op {
             7 => Op::Destroy,
             8 => Op::Evict,
             9 => Op::SetDeadline,
+            10 => Op::ReportTamper,
             _ => return None,
         })
     }

@@ -11,7 +11,7 @@ use crate::proto::{self, Op};
 use crate::region::{ReceiverRegion, SenderRegion};
 use crate::ring::{self, Probe};
 use crate::sync::{fence, Ordering};
-use crate::sys::{futex, map::Mapping, memfd, wakefd};
+use crate::sys::{futex, map::Mapping, memfd, robust, wakefd};
 use crate::wait::{sleep_budget, Backoff, WaitStrategy};
 
 /// Receives every message sent on a channel after it attached, in the
@@ -290,6 +290,11 @@ impl Receiver {
             if !any_live && any_ever {
                 return Err(RecvError::AllSendersGone);
             }
+            // Without its keeper nobody would tell this receiver that its
+            // senders died: stop once everything published was read.
+            if !self.link.membership.keeper_alive() {
+                return Err(RecvError::KeeperGone);
+            }
             return Err(RecvError::WouldBlock);
         }
     }
@@ -370,6 +375,7 @@ impl Receiver {
         if idle {
             let words: Vec<_> = self.sleep_words().into_iter().zip(values).collect();
             let r = futex::wait_any(&words, budget);
+            robust::cascade(self.link.membership.keeper_word());
             self.disarm_futex();
             r.map_err(|e| RecvError::Io { op: "futex wait", source: e.into() })?;
         } else {
@@ -379,9 +385,11 @@ impl Receiver {
     }
 
     /// The futex words a sleeping receiver waits on: the membership
-    /// generation first, then every sender's doorbell.
+    /// generation first, the keeper's robust word (its death), then every
+    /// sender's doorbell.
     fn sleep_words(&self) -> Vec<&crate::sync::AtomicU32> {
-        let mut words = vec![&self.link.membership.header().generation.0];
+        let m = &self.link.membership;
+        let mut words = vec![&m.header().generation.0, m.keeper_word()];
         words.extend(self.senders.iter().flatten().map(|s| &s.region.header().doorbell.0));
         words
     }
@@ -416,14 +424,17 @@ impl Receiver {
                 return Err(ChannelError::Corrupt(format!("keeper named sender {j}")));
             }
             let keep = self.senders[j].take().filter(|s| s.epoch == epoch);
-            fresh[j] = Some(match keep {
-                Some(k) => k,
+            fresh[j] = match keep {
+                Some(k) => Some(k),
                 None => {
                     self.notified.forget(j);
                     let map = Link::map_peer_region(&fd, g.sender_region_bytes())?;
-                    SenderPeer { epoch, region: SenderRegion::open(map, g).map_err(ChannelError::Corrupt)?, wake }
+                    // A sender that broke its own header hurts only itself:
+                    // its region is ignored (the keeper excludes it and
+                    // voids its numbers), the channel goes on.
+                    SenderRegion::open(map, g).ok().map(|region| SenderPeer { epoch, region, wake })
                 }
-            });
+            };
         }
         self.senders = fresh;
         Ok(())
@@ -473,7 +484,10 @@ pub fn wait_any(receivers: &mut [&mut Receiver], timeout: Option<Duration>) -> R
         } else {
             Ok(futex::Woken::Changed)
         };
-        receivers.iter().for_each(|rx| rx.disarm_futex());
+        receivers.iter().for_each(|rx| {
+            robust::cascade(rx.link.membership.keeper_word());
+            rx.disarm_futex();
+        });
         r.map_err(|e| RecvError::Io { op: "futex wait", source: e.into() })?;
     }
 }

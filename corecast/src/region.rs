@@ -106,13 +106,29 @@ impl Membership {
     pub(crate) fn destroyed(&self) -> bool {
         self.header().flags.load(Ordering::Acquire) & FLAG_DESTROYED != 0
     }
+
+    /// Whether the keeper is alive: the kernel marks its robust word when it
+    /// dies (`sys::robust`). Acquire pairs with nothing in user space; the
+    /// kernel's store is a locked compare-exchange.
+    pub(crate) fn keeper_alive(&self) -> bool {
+        !crate::sys::robust::owner_died(self.header().keeper_lock.load(Ordering::Acquire))
+    }
+
+    /// The keeper's robust word, which members also sleep on.
+    pub(crate) fn keeper_word(&self) -> &crate::sync::AtomicU32 {
+        &self.header().keeper_lock
+    }
+
+    /// Every number below this has been claimed (the keeper's last look).
+    pub(crate) fn floor(&self) -> u64 {
+        self.header().floor.load(Ordering::Acquire)
+    }
 }
 
 /// The senders' sequencer region.
 #[derive(Debug)]
 pub(crate) struct Sequencer {
     map: Mapping,
-    max_senders: usize,
 }
 
 impl Sequencer {
@@ -125,7 +141,7 @@ impl Sequencer {
             ptr::addr_of_mut!((*h).max_senders).write(geometry.max_senders);
             ptr::addr_of_mut!((*h).magic).write(MAGIC_SEQUENCER);
         }
-        Ok(Sequencer { map, max_senders: geometry.max_senders as usize })
+        Ok(Sequencer { map })
     }
 
     pub(crate) fn open(map: Mapping, geometry: &Geometry) -> Result<Self, String> {
@@ -138,20 +154,12 @@ impl Sequencer {
         if magic != MAGIC_SEQUENCER || version != LAYOUT_VERSION || m != geometry.max_senders {
             return Err(format!("sequencer region has magic {magic:#x} version {version} senders {m}"));
         }
-        Ok(Sequencer { map, max_senders: m as usize })
+        Ok(Sequencer { map })
     }
 
     pub(crate) fn next(&self) -> &AtomicU64 {
         // SAFETY: the header fits; `next` is an atomic.
         unsafe { &(*self.map.base().cast::<SequencerHeader>()).next.0 }
-    }
-
-    pub(crate) fn inflight(&self, j: usize) -> &AtomicU64 {
-        assert!(j < self.max_senders);
-        let off = std::mem::size_of::<SequencerHeader>() + j * LINE;
-        // SAFETY: in bounds by the size check at open/init and the assert;
-        // LINE-aligned.
-        unsafe { &*self.map.base().add(off).cast::<AtomicU64>() }
     }
 }
 
@@ -179,15 +187,23 @@ impl SenderRegion {
 
     pub(crate) fn open(map: Mapping, geometry: Geometry) -> Result<Self, String> {
         check_len(&map, geometry.sender_region_bytes(), "sender")?;
-        let h = map.base().cast::<SenderHeader>();
-        // SAFETY: the header fits (checked above).
+        let region = SenderRegion { map, geometry, stride: geometry.slot_stride() };
+        region.check_header()?;
+        Ok(region)
+    }
+
+    /// Validates the header its sender may have rewritten since: magic,
+    /// version and geometry.
+    pub(crate) fn check_header(&self) -> Result<(), String> {
+        let h = self.map.base().cast::<SenderHeader>();
+        // SAFETY: the header fits (checked at open/init).
         let (magic, version, g) = unsafe {
             (read(ptr::addr_of!((*h).magic)), read(ptr::addr_of!((*h).version)), read(ptr::addr_of!((*h).geometry)))
         };
-        if magic != MAGIC_SENDER || version != LAYOUT_VERSION || g != geometry {
+        if magic != MAGIC_SENDER || version != LAYOUT_VERSION || g != self.geometry {
             return Err(format!("sender region has magic {magic:#x} version {version} geometry {g:?}"));
         }
-        Ok(SenderRegion { map, geometry, stride: geometry.slot_stride() })
+        Ok(())
     }
 
     pub(crate) fn header(&self) -> &SenderHeader {

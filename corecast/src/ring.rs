@@ -100,11 +100,41 @@ pub(crate) fn still_published(slot: &SlotHeader, seq: u64, len: u32) -> bool {
     slot.stamp.load(Ordering::Relaxed) == stamp(seq, KIND_PUBLISHED) && slot.len.load(Ordering::Relaxed) == len
 }
 
-/// Publishes number `seq` in `slot`. The payload must be written before;
-/// `Release` orders it before the stamp (pairs with [`probe`]'s `Acquire`).
-pub(crate) fn publish(slot: &SlotHeader, seq: u64, len: u32, kind: u64) {
+/// The stamp a sender must find in `slot` when it publishes `seq`: what
+/// the slot held when the claim was won, or the being-written stamp if the
+/// sender marked it (see [`begin_write`]). Read by the slot's own writer.
+pub(crate) fn claimed_stamp(slot: &SlotHeader) -> u64 {
+    slot.stamp.load(Ordering::Relaxed)
+}
+
+/// Publishes number `seq` in `slot`, unless the keeper voided the claim
+/// meanwhile (the sender stalled past the deadline): `false` then, and the
+/// number stays void for every receiver. `expected` is
+/// [`claimed_stamp`] as the sender saw it after winning `seq`. The payload
+/// must be written before; the `Release` compare-exchange orders it before
+/// the stamp (pairs with [`probe`]'s `Acquire`). The slot's `len` may be
+/// rewritten after a void: receivers read `len` only for published stamps.
+pub(crate) fn publish(slot: &SlotHeader, expected: u64, seq: u64, len: u32, kind: u64) -> bool {
     slot.len.store(len, Ordering::Relaxed);
-    slot.stamp.store(stamp(seq, kind), Ordering::Release);
+    slot.stamp.compare_exchange(expected, stamp(seq, kind), Ordering::Release, Ordering::Relaxed).is_ok()
+}
+
+/// The keeper's void of number `seq` in `slot` (a dead or stalled claim,
+/// or a hole nobody claimed): replaces whatever older stamp the slot holds
+/// with a void, unless `seq` was published or voided there meanwhile (the
+/// compare-exchange decides between this and the sender's [`publish`]).
+/// Returns whether the void was written. `Release` pairs with [`probe`].
+pub(crate) fn void_unpublished(slot: &SlotHeader, seq: u64) -> bool {
+    loop {
+        let st = slot.stamp.load(Ordering::Acquire);
+        let n = st >> 2;
+        if n > seq + 1 || (n == seq + 1 && st & 3 != KIND_WRITING) {
+            return false;
+        }
+        if slot.stamp.compare_exchange(st, stamp(seq, KIND_VOID), Ordering::Release, Ordering::Relaxed).is_ok() {
+            return true;
+        }
+    }
 }
 
 /// Outcome of one claim attempt.
@@ -118,33 +148,38 @@ pub(crate) enum Claim {
 
 /// Claims the next number if `has_room(S)` says the ring has room for it.
 ///
-/// `inflight` is this sender's line in the sequencer: `S + 1` is stored
-/// (SeqCst) before the compare-exchange so that, if this process dies
-/// between winning `S` and publishing it, the keeper can find `S` and void
-/// it (R4); it is cleared by [`clear_inflight`] after the publish.
+/// `claim` is the claim word in this sender's own region: `S + 1` is
+/// stored (SeqCst) before the compare-exchange so that, if this process
+/// dies or stalls between winning `S` and publishing it, the keeper can
+/// find `S` and void it (R4), and so that a number no sender claims is
+/// known to be a hole; it is cleared by [`clear_claim`] after the publish.
+/// The SeqCst store and compare-exchange pair with the keeper's SeqCst
+/// loads of `next` then of the claim words (`keeper::audit`): a keeper
+/// that sees `next > S` sees this claim or its clearing.
 /// `next` is loaded before `has_room` runs: the caller re-reads the
 /// membership generation inside `has_room`, and a receiver the keeper
 /// registered before this load of `next` is therefore always seen (the
 /// keeper bumps the generation, then reads `next` for the new receiver's
 /// first number; see `keeper::join_receiver`).
-pub(crate) fn try_claim(next: &AtomicU64, inflight: &AtomicU64, mut has_room: impl FnMut(u64) -> bool) -> Claim {
+pub(crate) fn try_claim(next: &AtomicU64, claim: &AtomicU64, mut has_room: impl FnMut(u64) -> bool) -> Claim {
     loop {
         let s = next.load(Ordering::SeqCst);
         if !has_room(s) {
             return Claim::Full(s);
         }
-        inflight.store(s + 1, Ordering::SeqCst);
+        claim.store(s + 1, Ordering::SeqCst);
         if next.compare_exchange(s, s + 1, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
             return Claim::Won(s);
         }
-        inflight.store(0, Ordering::SeqCst);
+        claim.store(0, Ordering::SeqCst);
         crate::sync::spin_hint();
     }
 }
 
-/// Marks this sender as holding no claim. `Release`: after the publish.
-pub(crate) fn clear_inflight(inflight: &AtomicU64) {
-    inflight.store(0, Ordering::Release);
+/// Marks this sender as holding no claim. `Release`: after the publish,
+/// so a keeper that reads 0 here (Acquire) then sees the published stamp.
+pub(crate) fn clear_claim(claim: &AtomicU64) {
+    claim.store(0, Ordering::Release);
 }
 
 /// Moves a receiver's cursor to `to`: everything below is consumed.
@@ -181,7 +216,7 @@ mod loom_model {
 
     struct Ring {
         next: AtomicU64,
-        inflight: Vec<AtomicU64>,
+        claims: Vec<AtomicU64>,
         regions: Vec<Region>,
         cursor: Cursor,
         r: u64,
@@ -197,7 +232,7 @@ mod loom_model {
             };
             Arc::new(Ring {
                 next: AtomicU64::new(0),
-                inflight: (0..senders).map(|_| AtomicU64::new(0)).collect(),
+                claims: (0..senders).map(|_| AtomicU64::new(0)).collect(),
                 regions: (0..senders).map(|_| region()).collect(),
                 cursor: Cursor { next: AtomicU64::new(0), wake: AtomicU32::new(0) },
                 r,
@@ -207,14 +242,15 @@ mod loom_model {
         fn send(&self, me: usize) -> u64 {
             loop {
                 let room = |s: u64| s < self.cursor.next.load(Ordering::Acquire) + self.r;
-                if let Claim::Won(s) = try_claim(&self.next, &self.inflight[me], room) {
+                if let Claim::Won(s) = try_claim(&self.next, &self.claims[me], room) {
                     let i = (s % self.r) as usize;
                     begin_write(&self.regions[me].slots[i], s);
+                    let expected = claimed_stamp(&self.regions[me].slots[i]);
                     // Payload = the number, so a stale or torn read shows.
                     // SAFETY: loom checks this claim: holding `s` makes the slot ours.
                     self.regions[me].payload[i].with_mut(|p| unsafe { *p = s * 10 + me as u64 });
-                    publish(&self.regions[me].slots[i], s, 8, KIND_PUBLISHED);
-                    clear_inflight(&self.inflight[me]);
+                    assert!(publish(&self.regions[me].slots[i], expected, s, 8, KIND_PUBLISHED));
+                    clear_claim(&self.claims[me]);
                     return s;
                 }
                 loom::thread::yield_now();
@@ -279,7 +315,7 @@ mod loom_model {
             for s in [sa, sb] {
                 assert!(s < 2);
             }
-            assert_eq!(ring.inflight[0].load(Ordering::SeqCst) + ring.inflight[1].load(Ordering::SeqCst), 0);
+            assert_eq!(ring.claims[0].load(Ordering::SeqCst) + ring.claims[1].load(Ordering::SeqCst), 0);
         });
     }
 }

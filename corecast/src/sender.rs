@@ -10,7 +10,7 @@ use crate::proto::{self, Op};
 use crate::region::{ReceiverRegion, SenderRegion, Sequencer};
 use crate::ring::{self, Claim};
 use crate::sync::{fence, Ordering};
-use crate::sys::{futex, map::Mapping, memfd, wakefd};
+use crate::sys::{futex, map::Mapping, memfd, robust, wakefd};
 use crate::wait::{sleep_budget, Backoff, WaitStrategy};
 
 /// Sends messages on one channel; every receiver gets each one.
@@ -48,6 +48,12 @@ struct Room {
     /// Per receiver: the cursor it was stuck at while holding this sender
     /// back, and since when (R8).
     stalls: Vec<Option<(u64, Instant)>>,
+    /// Why the last room check found the shared `next` impossible for
+    /// honest senders (the keeper repairs it and bumps the generation).
+    tampered: Option<String>,
+    /// One past the last number this sender claimed: `next` never goes
+    /// below it unless someone rewound the sequencer.
+    claimed_up_to: u64,
 }
 
 impl Sender {
@@ -80,6 +86,8 @@ impl Sender {
             pending: false,
             error: None,
             stalls: vec![None; g.max_receivers as usize],
+            tampered: None,
+            claimed_up_to: 0,
         };
         let index = reply.index as usize;
         Ok(Sender {
@@ -128,14 +136,26 @@ impl Sender {
 
     /// Sends a copy of `msg`, or fails with [`SendError::WouldBlock`] at once
     /// when the ring is full.
+    ///
+    /// When the ring is full because receivers left a message unread past
+    /// the channel's deadline, the error is [`SendError::ReceiversLate`]
+    /// naming them (as the keeper measures it), so event-loop senders learn
+    /// of them as blocked ones do.
     pub fn try_send(&mut self, msg: &[u8]) -> Result<(), SendError> {
-        let seq = self.try_claim_armed(msg.len())?;
+        let r = self.try_send_once(msg);
+        self.name_late_if_full(r)
+    }
+
+    /// One attempt: `WouldBlock` when full.
+    fn try_send_once(&mut self, msg: &[u8]) -> Result<(), SendError> {
+        let (seq, expected) = self.try_claim_armed(msg.len())?;
         // SAFETY: this sender holds `seq`, so slot `seq % R` of its own
         // region is written by nobody else and read by nobody until the
         // stamp is published; `msg.len()` was checked against slot_bytes.
+        // (If the keeper voids the claim meanwhile, receivers skip the slot
+        // and never read these bytes.)
         unsafe { std::ptr::copy_nonoverlapping(msg.as_ptr(), self.region.payload(seq, msg.len()), msg.len()) };
-        self.publish(seq, msg.len() as u32, ring::KIND_PUBLISHED);
-        Ok(())
+        self.publish(seq, expected, msg.len() as u32, ring::KIND_PUBLISHED)
     }
 
     /// Sends a copy of `msg`, waiting at most `timeout` for ring space.
@@ -146,8 +166,10 @@ impl Sender {
     fn send_until(&mut self, msg: &[u8], deadline: Option<Instant>) -> Result<(), SendError> {
         let mut backoff = Backoff::new(self.wait);
         loop {
-            match self.try_send(msg) {
+            match self.try_send_once(msg) {
                 Err(SendError::WouldBlock) => {}
+                // The keeper repairs a tampered sequencer: wait for it.
+                Err(SendError::Corrupt(_)) if self.room.tampered.is_some() => {}
                 other => {
                     self.room.stalls.iter_mut().for_each(|s| *s = None);
                     return other;
@@ -167,8 +189,45 @@ impl Sender {
         Ok(())
     }
 
+    /// Receivers whose oldest unread message has waited longer than the
+    /// channel's deadline (R8), whether or not they hold this sender back
+    /// yet: the keeper measures it (to within a quarter of the deadline).
+    /// Empty when the channel has no deadline. Pass one to
+    /// [`Sender::evict`] to evict it.
+    pub fn late_receivers(&mut self) -> Vec<LateReceiver> {
+        let m = &self.link.membership;
+        let ms = m.header().deadline_ms.load(Ordering::Acquire);
+        if ms == 0 {
+            return Vec::new();
+        }
+        let next = self.sequencer.next().load(Ordering::SeqCst);
+        (0..m.geometry.max_receivers as usize)
+            .filter_map(|i| {
+                let e = m.receiver(i);
+                let unread_ms = e.unread_ms.load(Ordering::Relaxed);
+                if e.state.load(Ordering::Acquire) != STATE_LIVE || unread_ms < ms {
+                    return None;
+                }
+                let start = e.start.load(Ordering::Acquire);
+                let cursor = match &self.room.receivers[i] {
+                    Some(p) if p.epoch == e.epoch.load(Ordering::Acquire) => {
+                        p.region.header().cursor.0.next.load(Ordering::Acquire)
+                    }
+                    _ => start,
+                };
+                Some(LateReceiver {
+                    index: i,
+                    pid: e.pid.load(Ordering::Relaxed),
+                    epoch: e.epoch.load(Ordering::Acquire),
+                    unread: next.saturating_sub(ring::effective_cursor(cursor, start, next)),
+                    stalled_for: Duration::from_millis(u64::from(unread_ms)),
+                })
+            })
+            .collect()
+    }
+
     /// Receivers holding this sender back now past the channel's deadline.
-    fn late_receivers(&mut self, next: u64) -> Result<(), SendError> {
+    fn blocking_late_receivers(&mut self, next: u64) -> Result<(), SendError> {
         let m = &self.link.membership;
         let ms = m.header().deadline_ms.load(Ordering::Acquire);
         let slots = u64::from(self.region.geometry.slots);
@@ -218,17 +277,35 @@ impl Sender {
         let mut backoff = Backoff::new(self.wait);
         loop {
             match self.try_claim(0) {
-                Ok(seq) => return Ok(Loan { sender: self, seq, done: false }),
+                Ok((seq, expected)) => return Ok(Loan { sender: self, seq, expected, done: false }),
                 Err(SendError::WouldBlock) => self.wait_for_room(&mut backoff, None)?,
+                Err(SendError::Corrupt(_)) if self.room.tampered.is_some() => self.wait_for_room(&mut backoff, None)?,
                 Err(e) => return Err(e),
             }
         }
     }
 
-    /// Like [`Sender::loan`] but fails with [`SendError::WouldBlock`] when full.
+    /// Like [`Sender::loan`] but fails with [`SendError::WouldBlock`] when
+    /// full (or [`SendError::ReceiversLate`], as [`Sender::try_send`]).
     pub fn try_loan(&mut self) -> Result<Loan<'_>, SendError> {
-        let seq = self.try_claim_armed(0)?;
-        Ok(Loan { sender: self, seq, done: false })
+        let claim = self.try_claim_armed(0);
+        let (seq, expected) = self.name_late_if_full(claim)?;
+        Ok(Loan { sender: self, seq, expected, done: false })
+    }
+
+    /// Turns a non-blocking call's `WouldBlock` into `ReceiversLate` when
+    /// the receivers holding this sender back are late (R8).
+    fn name_late_if_full<T>(&mut self, r: Result<T, SendError>) -> Result<T, SendError> {
+        if !matches!(r, Err(SendError::WouldBlock)) {
+            return r;
+        }
+        let slots = u64::from(self.region.geometry.slots);
+        let late: Vec<_> = self.late_receivers().into_iter().filter(|l| l.unread >= slots).collect();
+        if late.is_empty() {
+            r
+        } else {
+            Err(SendError::ReceiversLate(late))
+        }
     }
 
     /// A file descriptor for event loops (R9). Call it before waiting: it
@@ -246,7 +323,7 @@ impl Sender {
             self.room.limit = 0;
             let next = self.sequencer.next().load(Ordering::SeqCst);
             let g = self.region.geometry;
-            if self.room.has_room(&self.link, &g, next) || self.room.error.is_some() {
+            if self.room.check(&self.link, &g, next) || self.room.error.is_some() {
                 wakefd::signal(&self.wake.peer);
             }
         }
@@ -254,7 +331,7 @@ impl Sender {
     }
 
     /// `try_claim`, arming the wake fd when the ring is full in fd mode.
-    fn try_claim_armed(&mut self, len: usize) -> Result<u64, SendError> {
+    fn try_claim_armed(&mut self, len: usize) -> Result<(u64, u64), SendError> {
         if self.fd_armed {
             self.fd_armed = false;
             Armer::disarm(&self.region.header().space_waiting.0);
@@ -272,38 +349,63 @@ impl Sender {
         }
     }
 
-    fn try_claim(&mut self, len: usize) -> Result<u64, SendError> {
+    /// Claims the next number: `(seq, the slot's stamp to publish over)`.
+    fn try_claim(&mut self, len: usize) -> Result<(u64, u64), SendError> {
         let g = self.region.geometry;
         if len > g.slot_bytes as usize {
             return Err(SendError::TooLarge { bytes: len, max_bytes: g.slot_bytes as usize });
         }
-        if self.link.membership.destroyed() {
+        let m = &self.link.membership;
+        if m.destroyed() {
             return Err(SendError::Destroyed);
         }
+        if !m.keeper_alive() {
+            return Err(SendError::KeeperGone);
+        }
+        self.undo_rewind();
         let room = &mut self.room;
         let link = &self.link;
-        let claim =
-            ring::try_claim(self.sequencer.next(), self.sequencer.inflight(self.index), |s| room.has_room(link, &g, s));
+        let claim = ring::try_claim(self.sequencer.next(), &self.region.header().claim.0, |s| room.check(link, &g, s));
         if let Some(e) = self.room.error.take() {
             return Err(e.into());
         }
         match claim {
             Claim::Won(seq) => {
+                self.room.claimed_up_to = seq + 1;
                 // Only an evicted receiver can be overtaken; until one has
                 // been, the extra store would cost a cache-line transfer per
                 // message for nothing (a spinning receiver polls this line).
                 if self.link.membership.evicted_ever() {
                     ring::begin_write(self.region.slot(seq), seq);
                 }
-                Ok(seq)
+                Ok((seq, ring::claimed_stamp(self.region.slot(seq))))
             }
-            Claim::Full(_) => Err(SendError::WouldBlock),
+            Claim::Full(_) => match &self.room.tampered {
+                Some(why) => Err(SendError::Corrupt(why.clone())),
+                None => Err(SendError::WouldBlock),
+            },
         }
     }
 
-    fn publish(&mut self, seq: u64, len: u32, kind: u64) {
-        ring::publish(self.region.slot(seq), seq, len, kind);
-        ring::clear_inflight(self.sequencer.inflight(self.index));
+    /// Puts `next` back when it is below a number known to be claimed
+    /// (this sender's own last claim, or the keeper's floor): a sender
+    /// rewound it by hand. Moving it forward to a number that was really
+    /// claimed cannot hurt anyone; the keeper is told, so it counts it.
+    fn undo_rewind(&mut self) {
+        let known = self.link.membership.floor().max(self.room.claimed_up_to);
+        let next = self.sequencer.next();
+        let now = next.load(Ordering::SeqCst);
+        // SeqCst: one total order with the claims' compare-exchange.
+        if now < known && next.compare_exchange(now, known, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+            let _ = self.link.call_arg(Op::ReportTamper, now);
+        }
+    }
+
+    /// Publishes `seq` (or voids it), unless the keeper voided the claim
+    /// because it was held past the deadline.
+    fn publish(&mut self, seq: u64, expected: u64, len: u32, kind: u64) -> Result<(), SendError> {
+        let published = ring::publish(self.region.slot(seq), expected, seq, len, kind);
+        ring::clear_claim(&self.region.header().claim.0);
         // Pairs with the receiver's fence in `Receiver::sleep`: either it
         // sees this stamp, or this load sees its `sleeping` flag.
         fence(Ordering::SeqCst);
@@ -322,6 +424,11 @@ impl Sender {
             bell.fetch_add(1, Ordering::Release);
             futex::wake_all(bell);
         }
+        if published {
+            Ok(())
+        } else {
+            Err(SendError::ClaimVoided { seq })
+        }
     }
 
     fn wait_for_room(&mut self, backoff: &mut Backoff, deadline: Option<Instant>) -> Result<(), SendError> {
@@ -333,7 +440,10 @@ impl Sender {
         }
         backoff.reset();
         let next = self.sequencer.next().load(Ordering::SeqCst);
-        self.late_receivers(next)?;
+        // A tampered `next` holds everyone back; no receiver is to blame.
+        if self.room.tampered.is_none() {
+            self.blocking_late_receivers(next)?;
+        }
         let Some(mut budget) = sleep_budget(deadline) else { return Err(SendError::Timeout) };
         // Wake up in time to report a receiver that becomes late.
         let ms = self.link.membership.header().deadline_ms.load(Ordering::Acquire);
@@ -353,9 +463,10 @@ impl Sender {
         let next = self.sequencer.next().load(Ordering::SeqCst);
         self.room.limit = 0;
         let g = self.region.geometry;
-        let room_now = self.room.has_room(&self.link, &g, next);
+        let room_now = self.room.check(&self.link, &g, next);
         if !room_now && !self.room.pending {
-            let mut words = vec![(gen_word, gen)];
+            let keeper = m.keeper_word();
+            let mut words = vec![(gen_word, gen), (keeper, keeper.load(Ordering::Acquire))];
             if let Some((r, v)) = slowest.and_then(|i| self.room.receivers[i].as_ref()).map(|p| {
                 let w = &p.region.header().cursor.0.wake;
                 (w, w.load(Ordering::Acquire))
@@ -363,6 +474,7 @@ impl Sender {
                 words.push((r, v));
             }
             futex::wait_any(&words, budget).map_err(|e| SendError::Io { op: "futex wait", source: e.into() })?;
+            robust::cascade(keeper);
         }
         Armer::disarm(flag);
         Ok(())
@@ -379,6 +491,22 @@ struct Peer {
 }
 
 impl Room {
+    /// Whether number `s` may be claimed: it is a number an honest sender
+    /// can be offered (see [`Room::has_room`] for the upper bound), and the
+    /// ring has room for it.
+    fn check(&mut self, link: &Link, g: &Geometry, s: u64) -> bool {
+        let floor = link.membership.floor().max(self.claimed_up_to);
+        if s < floor {
+            self.tampered = Some(format!(
+                "the sequencer offers number {s}, below {floor} which was already claimed: a sender rewound it \
+                 (the channel's keeper puts it back)"
+            ));
+            return false;
+        }
+        self.tampered = None;
+        self.has_room(link, g, s)
+    }
+
     /// Whether number `s` may be claimed: every live receiver's cursor is
     /// above `s - R`. Refreshes the receiver set when membership changed.
     fn has_room(&mut self, link: &Link, g: &Geometry, s: u64) -> bool {
@@ -396,6 +524,8 @@ impl Room {
         }
         self.pending = false;
         let mut min = s;
+        // Every live receiver's own cursor was read (none only by its start).
+        let mut exact = true;
         for i in 0..g.max_receivers as usize {
             let e = link.membership.receiver(i);
             if e.state.load(Ordering::Acquire) != STATE_LIVE {
@@ -415,10 +545,22 @@ impl Room {
                 }
                 // Joined after our last refresh: its start is at least the
                 // `next` we loaded, so it constrains nothing below `start`.
-                _ => min = min.min(start.min(s)),
+                _ => {
+                    exact = false;
+                    min = min.min(start.min(s));
+                }
             }
         }
         self.limit = min + u64::from(g.slots);
+        // An honest claim of `n` needs `n < slowest + R`, so `next` never
+        // exceeds `slowest + R`: beyond it, a sender moved it by hand.
+        if exact && s > self.limit {
+            self.tampered = Some(format!(
+                "the sequencer offers number {s}, beyond the slowest receiver's reach ({}): a sender moved it \
+                 (the channel's keeper voids the gap and puts it back)",
+                self.limit
+            ));
+        }
         s < self.limit
     }
 
@@ -470,6 +612,8 @@ impl Drop for Sender {
 pub struct Loan<'a> {
     sender: &'a mut Sender,
     seq: u64,
+    /// The slot's stamp when the claim was won (see `ring::publish`).
+    expected: u64,
     done: bool,
 }
 
@@ -489,21 +633,25 @@ impl Loan<'_> {
     }
 
     /// Publishes the first `len` bytes of the slot to every receiver.
+    /// Fails with [`SendError::ClaimVoided`] if the loan was held past the
+    /// channel's deadline (receivers skipped it), and with
+    /// [`SendError::TooLarge`] (the loan then becomes a void) if `len` is
+    /// larger than the slot.
     pub fn commit(mut self, len: usize) -> Result<(), SendError> {
         let max = self.sender.region.geometry.slot_bytes as usize;
         if len > max {
             return Err(SendError::TooLarge { bytes: len, max_bytes: max });
         }
         self.done = true;
-        self.sender.publish(self.seq, len as u32, ring::KIND_PUBLISHED);
-        Ok(())
+        self.sender.publish(self.seq, self.expected, len as u32, ring::KIND_PUBLISHED)
     }
 }
 
 impl Drop for Loan<'_> {
     fn drop(&mut self) {
         if !self.done {
-            self.sender.publish(self.seq, 0, ring::KIND_VOID);
+            // A void either way: ours, or the keeper's if it came first.
+            let _ = self.sender.publish(self.seq, self.expected, 0, ring::KIND_VOID);
         }
     }
 }

@@ -4,6 +4,7 @@ pub(crate) mod futex;
 pub(crate) mod map;
 pub(crate) mod memfd;
 pub(crate) mod process;
+pub(crate) mod robust;
 pub(crate) mod sock;
 pub(crate) mod wakefd;
 

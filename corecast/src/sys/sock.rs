@@ -48,6 +48,16 @@ pub(crate) fn accept(listener: impl AsFd) -> Result<OwnedFd, Errno> {
 
 /// Sends one message with `fds` attached.
 pub(crate) fn send(sock: impl AsFd, body: &[u8], fds: &[BorrowedFd<'_>]) -> Result<(), Errno> {
+    send_with(sock.as_fd(), body, fds, SendFlags::NOSIGNAL)
+}
+
+/// Sends one message without ever blocking: `EAGAIN` when the peer's
+/// queue is full (a peer that does not read its replies).
+pub(crate) fn send_nowait(sock: impl AsFd, body: &[u8], fds: &[BorrowedFd<'_>]) -> Result<(), Errno> {
+    send_with(sock.as_fd(), body, fds, SendFlags::NOSIGNAL | SendFlags::DONTWAIT)
+}
+
+fn send_with(s: BorrowedFd<'_>, body: &[u8], fds: &[BorrowedFd<'_>], flags: SendFlags) -> Result<(), Errno> {
     if fds.len() > MAX_FDS || body.len() > MAX_MSG {
         return Err(Errno::MSGSIZE);
     }
@@ -56,8 +66,7 @@ pub(crate) fn send(sock: impl AsFd, body: &[u8], fds: &[BorrowedFd<'_>]) -> Resu
     if !fds.is_empty() && !control.push(SendAncillaryMessage::ScmRights(fds)) {
         return Err(Errno::MSGSIZE);
     }
-    let s = sock.as_fd();
-    retry(|| rustix::net::sendmsg(s, &[IoSlice::new(body)], &mut control, SendFlags::NOSIGNAL))?;
+    retry(|| rustix::net::sendmsg(s, &[IoSlice::new(body)], &mut control, flags))?;
     Ok(())
 }
 

@@ -6,20 +6,31 @@
 //! membership region, and keeps one connection per member: the kernel
 //! closes a dead member's end, so a crash is noticed at once, without
 //! polling (R6, R7). It is not on the data path. It exits, removing the
-//! socket, when the last handle, sender and receiver is gone.
+//! socket, when the last handle, sender and receiver is gone. A periodic
+//! audit (`audit`) voids claims held past the deadline and numbers nobody
+//! claimed, repairs a tampered sequencer and measures receivers' lateness.
+//!
+//! It trusts no member: requests are validated, replies never block (a
+//! member that does not read them is dropped), and it is not dumpable, so
+//! a process of the same user cannot take its descriptors through /proc or
+//! ptrace. Its death is announced by the kernel (`sys::robust`).
+
+mod audit;
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::PathBuf;
+use std::time::Instant;
 
 use rustix::event::{PollFd, PollFlags};
 
 use crate::access;
 use crate::layout::*;
+use crate::link::{identity, unlink_if};
 use crate::proto::{self, Op, Reply};
 use crate::region::{Membership, ReceiverRegion, SenderRegion, Sequencer};
 use crate::ring::{self, Probe};
 use crate::sync::Ordering;
-use crate::sys::{futex, map::Mapping, memfd, sock, wakefd};
+use crate::sys::{futex, map::Mapping, memfd, robust, sock, wakefd};
 
 enum Role {
     Handle,
@@ -56,6 +67,9 @@ struct ReceiverSlot {
 pub(crate) struct Keeper {
     listener: OwnedFd,
     path: PathBuf,
+    /// Device and inode of the socket file at `path` when it was bound: the
+    /// name is touched only while it still refers to this channel.
+    id: (u64, u64),
     membership_fd: OwnedFd,
     membership: Membership,
     sequencer_fd: OwnedFd,
@@ -65,11 +79,17 @@ pub(crate) struct Keeper {
     conns: Vec<Conn>,
     /// Dead senders whose claim could not be settled yet.
     unsettled: Vec<usize>,
+    audit: audit::Audit,
 }
 
 /// Builds the keeper's regions and serves until the channel is empty.
-pub(crate) fn run(listener: OwnedFd, path: PathBuf, geometry: Geometry, deadline_ms: u32) -> i32 {
-    match Keeper::new(listener, path, geometry) {
+pub(crate) fn run(listener: OwnedFd, path: PathBuf, id: (u64, u64), geometry: Geometry, deadline_ms: u32) -> i32 {
+    // Not dumpable: /proc/<keeper>/fd and ptrace are then closed to every
+    // process without CAP_SYS_PTRACE, the keeper's own user included.
+    if rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable).is_err() {
+        return 1;
+    }
+    match Keeper::new(listener, path, id, geometry) {
         Ok(mut k) => {
             k.membership.header().deadline_ms.store(deadline_ms, Ordering::Release);
             k.serve();
@@ -80,7 +100,7 @@ pub(crate) fn run(listener: OwnedFd, path: PathBuf, geometry: Geometry, deadline
 }
 
 impl Keeper {
-    fn new(listener: OwnedFd, path: PathBuf, g: Geometry) -> Result<Keeper, String> {
+    fn new(listener: OwnedFd, path: PathBuf, id: (u64, u64), g: Geometry) -> Result<Keeper, String> {
         let mk = |name: &str, bytes: usize| -> Result<(OwnedFd, Mapping), String> {
             let fd = memfd::create(name, bytes).map_err(|e| format!("memfd: {e}"))?;
             let map = Mapping::new(&fd, bytes, true).map_err(|e| format!("mmap: {e}"))?;
@@ -88,6 +108,7 @@ impl Keeper {
         };
         let (membership_fd, m) = mk("corecast-membership", g.membership_bytes())?;
         let membership = Membership::init(m, g, crate::sys::pid())?;
+        robust::hold_until_death(membership.keeper_word()).map_err(|e| format!("robust list: {e}"))?;
         memfd::seal(&membership_fd).map_err(|e| format!("seal: {e}"))?;
         let (sequencer_fd, s) = mk("corecast-sequencer", g.sequencer_bytes())?;
         let sequencer = Sequencer::init(s, &g)?;
@@ -95,6 +116,7 @@ impl Keeper {
         Ok(Keeper {
             listener,
             path,
+            id,
             membership_fd,
             membership,
             sequencer_fd,
@@ -103,6 +125,7 @@ impl Keeper {
             receivers: (0..g.max_receivers).map(|_| None).collect(),
             conns: Vec::new(),
             unsettled: Vec::new(),
+            audit: audit::Audit::new(g.max_senders as usize),
         })
     }
 
@@ -114,11 +137,12 @@ impl Keeper {
             if served_any && self.conns.is_empty() {
                 break;
             }
-            let timeout = rustix::time::Timespec { tv_sec: 0, tv_nsec: 5_000_000 };
             let mut fds = vec![PollFd::new(&self.listener, PollFlags::IN)];
             fds.extend(self.conns.iter().map(|c| PollFd::new(&c.fd, PollFlags::IN)));
-            let wait = if self.unsettled.is_empty() { None } else { Some(&timeout) };
-            if crate::sys::retry(|| rustix::event::poll(&mut fds, wait)).is_err() {
+            let wait = self
+                .audit_due_in()
+                .map(|d| rustix::time::Timespec { tv_sec: d.as_secs() as i64, tv_nsec: i64::from(d.subsec_nanos()) });
+            if crate::sys::retry(|| rustix::event::poll(&mut fds, wait.as_ref())).is_err() {
                 break;
             }
             let ready: Vec<bool> = fds.iter().map(|f| !f.revents().is_empty()).collect();
@@ -135,8 +159,11 @@ impl Keeper {
                 }
             }
             self.settle_dead_senders();
+            if self.audit_due_in().is_some_and(|d| d.is_zero()) {
+                self.audit(Instant::now());
+            }
         }
-        let _ = rustix::fs::unlink(&self.path);
+        unlink_if(&self.path, Some(self.id));
     }
 
     fn on_readable(&mut self, k: usize) {
@@ -152,8 +179,16 @@ impl Keeper {
         };
         let (r, out) = reply;
         let borrowed: Vec<_> = out.iter().map(|f| f.as_fd()).collect();
-        if let Some(c) = self.conns.get(k) {
-            let _ = sock::send(&c.fd, &r.encode(), &borrowed);
+        // Never block on a member: one that lets its replies pile up would
+        // freeze the keeper, and with it every other member's open, crash
+        // detection and eviction. It is dropped as if it had died.
+        let stuck = match self.conns.get(k) {
+            Some(c) => matches!(sock::send_nowait(&c.fd, &r.encode(), &borrowed), Err(rustix::io::Errno::AGAIN)),
+            None => false,
+        };
+        if stuck {
+            let conn = self.conns.swap_remove(k);
+            self.depart(conn);
         }
     }
 
@@ -162,7 +197,10 @@ impl Keeper {
         let destroyed = self.membership.destroyed();
         match op {
             Op::Hello => match sock::peer(&self.conns[k].fd) {
-                Ok((pid, uid, gid)) if access::may_open(&self.path, uid, gid, &access::groups_of(pid)) => {
+                Ok((pid, uid, gid))
+                    if identity(&self.path) == Some(self.id)
+                        && access::may_open(&self.path, uid, gid, &access::groups_of(pid)) =>
+                {
                     self.conns[k].denied = false;
                     (Reply::status(proto::OK), dup(&self.membership_fd).into_iter().collect())
                 }
@@ -193,6 +231,9 @@ impl Keeper {
                 let mut r = Reply::status(proto::OK);
                 let mut out = Vec::new();
                 for (j, s) in self.senders.iter().enumerate() {
+                    if self.is_excluded(j) {
+                        continue;
+                    }
                     if let Some((fd, wake)) = s.as_ref().and_then(|s| Some((dup(&s.fd)?, dup(&s.wake)?))) {
                         r.entries.push((j as u32, self.membership.sender(j).epoch.load(Ordering::Relaxed)));
                         out.extend([fd, wake]);
@@ -221,6 +262,10 @@ impl Keeper {
                 let (i, epoch) = ((arg & 0xffff_ffff) as usize, (arg >> 32) as u32);
                 (Reply::status(self.evict(i, epoch)), Vec::new())
             }
+            Op::ReportTamper if matches!(self.conns[k].role, Role::Sender(_)) => {
+                self.note_tamper();
+                (Reply::status(proto::OK), Vec::new())
+            }
             Op::SetDeadline if arg <= u64::from(u32::MAX) => {
                 self.membership.header().deadline_ms.store(arg as u32, Ordering::Release);
                 self.bump();
@@ -228,7 +273,7 @@ impl Keeper {
             }
             Op::Destroy => {
                 self.membership.header().flags.fetch_or(FLAG_DESTROYED, Ordering::Release);
-                let _ = rustix::fs::unlink(&self.path);
+                unlink_if(&self.path, Some(self.id));
                 self.bump();
                 (Reply::status(proto::OK), Vec::new())
             }
@@ -281,9 +326,11 @@ impl Keeper {
             Err(_) => return (Reply::status(proto::BAD_REQUEST), Vec::new()),
         };
         let (pid, uid, _) = sock::peer(&self.conns[k].fd).unwrap_or((0, 0, 0));
-        self.sequencer.inflight(j).store(0, Ordering::SeqCst);
         self.senders[j] = Some(SenderSlot { fd, wake, region, departed_at: None });
+        self.audit.forget_sender(j);
         let e = self.membership.sender(j);
+        e.voided.store(0, Ordering::Relaxed);
+        e.excluded.store(0, Ordering::Relaxed);
         e.pid.store(pid, Ordering::Relaxed);
         e.uid.store(uid, Ordering::Relaxed);
         e.epoch.fetch_add(1, Ordering::Relaxed);
@@ -343,7 +390,7 @@ impl Keeper {
                 if let Some(s) = self.senders[j].as_mut() {
                     s.departed_at = Some(next);
                 }
-                if conn.left || self.sequencer.inflight(j).load(Ordering::SeqCst) == 0 {
+                if conn.left || self.claim_of(j) == 0 {
                     self.membership.sender(j).state.store(state, Ordering::SeqCst);
                     self.bump();
                 } else {
@@ -371,34 +418,76 @@ impl Keeper {
         }
     }
 
+    /// Sender `j`'s claim word (`S + 1`, or 0), from its own region.
+    fn claim_of(&self, j: usize) -> u64 {
+        self.senders[j].as_ref().map_or(0, |s| s.region.header().claim.0.load(Ordering::SeqCst))
+    }
+
     fn try_settle(&self, j: usize) -> bool {
-        let held = self.sequencer.inflight(j).load(Ordering::SeqCst);
+        let held = self.claim_of(j);
         if held == 0 {
             return true;
         }
         let s = held - 1;
         let next = self.sequencer.next().load(Ordering::SeqCst);
-        let g = self.membership.geometry;
-        let published = self.senders.iter().flatten().any(|r| {
-            matches!(
-                ring::probe(r.region.slot(s), s, g.slots.into(), g.slot_bytes),
-                Ok(Probe::Ready(_)) | Ok(Probe::Void)
-            )
-        });
-        if next > s && !published {
+        if next > s && !self.is_settled(s) {
             // Another live sender that stored the same intent may be the
             // winner of `s`; wait until it moves on (a few instructions).
-            let contested = (0..self.senders.len())
-                .any(|k| k != j && self.is_live_sender(k) && self.sequencer.inflight(k).load(Ordering::SeqCst) == held);
+            let contested =
+                (0..self.senders.len()).any(|k| k != j && self.is_live_sender(k) && self.claim_of(k) == held);
             if contested {
                 return false;
             }
             if let Some(r) = &self.senders[j] {
-                ring::publish(r.region.slot(s), s, 0, ring::KIND_VOID);
+                if ring::void_unpublished(r.region.slot(s), s) {
+                    self.membership.sender(j).voided.fetch_add(1, Ordering::Relaxed);
+                }
             }
         }
-        self.sequencer.inflight(j).store(0, Ordering::SeqCst);
         true
+    }
+
+    /// Whether number `s` is published or void in some trusted sender
+    /// region.
+    fn is_settled(&self, s: u64) -> bool {
+        let g = self.membership.geometry;
+        self.trusted_senders().any(|(_, r)| {
+            matches!(
+                ring::probe(r.region.slot(s), s, g.slots.into(), g.slot_bytes),
+                Ok(Probe::Ready(_)) | Ok(Probe::Void)
+            )
+        })
+    }
+
+    /// Sender regions still mapped, less those excluded for corruption.
+    fn trusted_senders(&self) -> impl Iterator<Item = (usize, &SenderSlot)> {
+        self.senders
+            .iter()
+            .enumerate()
+            .filter_map(|(j, s)| Some((j, s.as_ref()?)))
+            .filter(|(j, _)| !self.is_excluded(*j))
+    }
+
+    fn is_excluded(&self, j: usize) -> bool {
+        self.membership.sender(j).excluded.load(Ordering::Relaxed) != 0
+    }
+
+    /// A live sender whose own header no longer validates is excluded: its
+    /// connection is dropped as if it had died (its claim is voided, and
+    /// receivers stop mapping its region), and the channel goes on.
+    fn exclude_corrupt_senders(&mut self) {
+        for j in 0..self.senders.len() {
+            let corrupt = self.senders[j].as_ref().is_some_and(|s| s.region.check_header().is_err());
+            if !corrupt || self.is_excluded(j) || self.membership.sender(j).state.load(Ordering::Acquire) != STATE_LIVE
+            {
+                continue;
+            }
+            self.membership.sender(j).excluded.store(1, Ordering::Relaxed);
+            if let Some(k) = self.conns.iter().position(|c| matches!(c.role, Role::Sender(x) if x == j)) {
+                let conn = self.conns.swap_remove(k);
+                self.depart(conn);
+            }
+        }
     }
 
     /// R8: a sender evicts a receiver that held it back past the deadline.

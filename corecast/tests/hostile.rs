@@ -1,0 +1,550 @@
+//! The robustness contract around the data path, attacked for real: a
+//! squatted channel directory, an impostor keeper, a killed keeper, a member
+//! that never reads the keeper's replies, a destroyed name re-created, a
+//! sender stalled inside a claim, a sender writing the shared sequencer or
+//! its own header by hand, a same-user process reaching for the keeper's
+//! descriptors. Each attack runs in its own process.
+
+mod common;
+
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use common::{fork, payload, unique, Exit, GUARD};
+use corecast::{Channel, ChannelConfig, ChannelError, LateReceiver, RecvError, SendError};
+
+const NOBODY: u32 = 65534;
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn skip(why: &str) {
+    eprintln!("SKIPPED: {why}");
+}
+
+fn cfg(slots: u32, senders: u32, deadline_ms: Option<u64>) -> ChannelConfig {
+    ChannelConfig {
+        slots,
+        max_message_bytes: 64,
+        max_senders: senders,
+        max_receivers: 4,
+        mode: 0o600,
+        deadline: deadline_ms.map(Duration::from_millis),
+    }
+}
+
+/// Becomes `nobody` in a single-threaded forked child.
+fn become_nobody() {
+    // SAFETY: dropping privileges in a single-threaded child.
+    unsafe {
+        assert_eq!(libc::setgroups(0, std::ptr::null()), 0);
+        assert_eq!(libc::setgid(NOBODY), 0);
+        assert_eq!(libc::setuid(NOBODY), 0);
+    }
+}
+
+/// Makes sure the shared channel directory exists, made by this (root)
+/// process, before any test drops privileges and might make it instead.
+fn shared_dir_exists() {
+    let warm = Channel::create(&unique("warm"), &cfg(2, 1, None));
+    assert!(warm.is_ok() || matches!(warm, Err(ChannelError::AlreadyExists(_))));
+}
+
+/// The address range of this process's mapping of a memfd named `tag`.
+fn find_mapping(tag: &str) -> usize {
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    let line = maps.lines().find(|l| l.contains(tag)).unwrap_or_else(|| panic!("no {tag} mapping in:\n{maps}"));
+    usize::from_str_radix(line.split('-').next().unwrap(), 16).unwrap()
+}
+
+/// The sequencer's `next` word as a sender maps it (writable), at the
+/// offset of `SequencerHeader::next` (its own 128-byte line after the
+/// 16-byte header start).
+fn sequencer_next() -> &'static AtomicU64 {
+    let base = find_mapping("corecast-sequencer");
+    // SAFETY: the attack reaches into this process's own writable mapping of
+    // the sequencer, which stays mapped while the sender lives (forever in
+    // these children).
+    unsafe { &*((base + 128) as *const AtomicU64) }
+}
+
+fn recv_checked(rx: &mut corecast::Receiver, seq: u64, sender: u32) {
+    let mut buf = [0u8; 64];
+    let n = rx.recv_timeout(&mut buf, GUARD).unwrap_or_else(|e| panic!("message {seq}: {e}"));
+    assert_eq!(&buf[..n], &payload(seq, sender, 64)[..], "message {seq} from sender {sender}");
+}
+
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !done() {
+        assert!(t0.elapsed() < GUARD, "hang guard: {what}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+fn process_gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'),
+        Err(_) => true,
+    }
+}
+
+#[test]
+fn control_characters_in_names_are_refused() {
+    for bad in ["a\nb", "tab\there", "esc\u{1b}[2J", "del\u{7f}"] {
+        assert!(matches!(Channel::create(bad, &cfg(2, 1, None)), Err(ChannelError::InvalidName(_))), "{bad:?}");
+        assert!(matches!(Channel::open(bad), Err(ChannelError::InvalidName(_))), "{bad:?}");
+    }
+}
+
+#[test]
+fn a_channel_directory_another_user_made_is_refused() {
+    if !is_root() {
+        return skip("needs root to act as another user");
+    }
+    let dir = std::path::PathBuf::from(format!("/dev/shm/cc-squat-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    // The squatter, an unprivileged user, makes the directory first.
+    let squatter = fork({
+        let dir = dir.clone();
+        move |_| {
+            become_nobody();
+            std::fs::create_dir(&dir).unwrap();
+            rustix::fs::chmod(&dir, rustix::fs::Mode::from_raw_mode(0o777)).unwrap();
+            0
+        }
+    });
+    assert_eq!(squatter.wait(GUARD).0, Exit::Code(0));
+    // The victim (root) is refused rather than putting a name there.
+    let victim = fork({
+        let dir = dir.clone();
+        move |out| {
+            std::env::set_var("CORECAST_DIR", &dir);
+            let name = "secret";
+            let created = Channel::create(name, &cfg(2, 1, None));
+            writeln!(out, "create {}", matches!(created, Err(ChannelError::UnsafeDirectory { .. }))).unwrap();
+            let opened = Channel::open(name);
+            writeln!(out, "open {}", matches!(opened, Err(ChannelError::UnsafeDirectory { .. }))).unwrap();
+            // Root-owned but writable by all without the sticky bit: unsafe.
+            rustix::fs::chown(&dir, Some(rustix::fs::Uid::ROOT), Some(rustix::fs::Gid::ROOT)).unwrap();
+            let created = Channel::create(name, &cfg(2, 1, None));
+            writeln!(out, "nosticky {}", matches!(created, Err(ChannelError::UnsafeDirectory { .. }))).unwrap();
+            // A symbolic link standing for the directory: unsafe.
+            let link = dir.with_extension("link");
+            let _ = std::fs::remove_file(&link);
+            std::os::unix::fs::symlink("/tmp", &link).unwrap();
+            std::env::set_var("CORECAST_DIR", &link);
+            let created = Channel::create(name, &cfg(2, 1, None));
+            writeln!(out, "symlink {}", matches!(created, Err(ChannelError::UnsafeDirectory { .. }))).unwrap();
+            let _ = std::fs::remove_file(&link);
+            0
+        }
+    });
+    let (exit, report) = victim.wait(GUARD);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(exit, Exit::Code(0), "{report}");
+    assert_eq!(report, "create true\nopen true\nnosticky true\nsymlink true\n");
+}
+
+#[test]
+fn in_the_shared_directory_another_user_cannot_replace_a_name() {
+    if !is_root() {
+        return skip("needs root to act as another user");
+    }
+    shared_dir_exists();
+    let name = unique("sticky");
+    let chan = Channel::create(&name, &cfg(2, 1, None)).unwrap();
+    let path = corecast::channel_dir().join(&name);
+    let attacker = fork({
+        let path = path.clone();
+        move |out| {
+            become_nobody();
+            writeln!(
+                out,
+                "{}",
+                std::fs::remove_file(&path).map_err(|e| e.raw_os_error().unwrap_or(0)).err().unwrap_or(0)
+            )
+            .unwrap();
+            0
+        }
+    });
+    let (_, report) = attacker.wait(GUARD);
+    assert_eq!(report.trim(), libc::EPERM.to_string(), "the sticky directory refuses the unlink");
+    assert!(Channel::open(&name).is_ok());
+    drop(chan);
+}
+
+#[test]
+fn a_name_answered_by_another_user_is_refused() {
+    if !is_root() {
+        return skip("needs root to change a file's owner");
+    }
+    let name = unique("impostor");
+    let chan = Channel::create(&name, &cfg(2, 1, None)).unwrap();
+    let path = corecast::channel_dir().join(&name);
+    // The name now claims to be nobody's, but root's keeper answers.
+    rustix::fs::chown(&path, Some(rustix::fs::Uid::from_raw(NOBODY)), None).unwrap();
+    match Channel::open(&name) {
+        Err(ChannelError::UntrustedKeeper { owner_uid, keeper_uid, .. }) => {
+            assert_eq!((owner_uid, keeper_uid), (NOBODY, 0));
+        }
+        other => panic!("expected UntrustedKeeper, got {other:?}"),
+    }
+    rustix::fs::chown(&path, Some(rustix::fs::Uid::ROOT), None).unwrap();
+    assert!(Channel::open(&name).is_ok());
+    drop(chan);
+}
+
+#[test]
+fn a_killed_keeper_wakes_a_blocked_receiver_with_a_typed_error() {
+    let name = unique("keeper-kill-rx");
+    let chan = Channel::create(&name, &cfg(16, 1, None)).unwrap();
+    let mut rx = chan.receiver().unwrap();
+    let mut sender = fork({
+        let name = name.clone();
+        move |out| {
+            let chan = Channel::open(&name).unwrap();
+            let mut tx = chan.sender().unwrap();
+            for seq in 0..3 {
+                tx.send(&payload(seq, 0, 64)).unwrap();
+            }
+            writeln!(out, "sent").unwrap();
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
+    });
+    assert_eq!(sender.read_line(), "sent");
+    let keeper = chan.keeper_pid();
+    let blocked = std::thread::spawn(move || {
+        for seq in 0..3 {
+            recv_checked(&mut rx, seq, 0);
+        }
+        // Blocks: nothing more is published. The keeper's death must end it.
+        let mut buf = [0u8; 64];
+        rx.recv_timeout(&mut buf, GUARD)
+    });
+    std::thread::sleep(Duration::from_millis(100)); // lets it fall asleep (not needed for correctness)
+                                                    // SAFETY: signalling the keeper process this test's channel started.
+    unsafe { libc::kill(keeper as i32, libc::SIGKILL) };
+    let r = blocked.join().unwrap();
+    assert!(matches!(r, Err(RecvError::KeeperGone)), "got {r:?}");
+    assert!(matches!(chan.status(), Err(ChannelError::KeeperGone)));
+    sender.kill(libc::SIGKILL);
+    sender.wait(GUARD);
+}
+
+#[test]
+fn a_killed_keeper_turns_sends_and_evictions_into_typed_errors() {
+    let name = unique("keeper-kill-tx");
+    let chan = Channel::create(&name, &cfg(2, 1, Some(50))).unwrap();
+    let mut idle = fork({
+        let name = name.clone();
+        move |out| {
+            let chan = Channel::open(&name).unwrap();
+            let rx = chan.receiver().unwrap();
+            writeln!(out, "{} {}", rx.index(), chan.members().iter().find(|m| !m.is_sender).unwrap().pid).unwrap();
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
+    });
+    let line = idle.read_line();
+    let index: usize = line.split(' ').next().unwrap().parse().unwrap();
+    let mut tx = chan.sender().unwrap();
+    tx.send(&payload(0, 0, 64)).unwrap();
+    tx.send(&payload(1, 0, 64)).unwrap();
+    // SAFETY: signalling the keeper process this test's channel started.
+    unsafe { libc::kill(chan.keeper_pid() as i32, libc::SIGKILL) };
+    wait_until("keeper death seen", || process_gone(chan.keeper_pid()));
+    let idle_pid = idle.pid as u32;
+    idle.kill(libc::SIGKILL);
+    idle.wait(GUARD);
+    let r = tx.send_timeout(&payload(2, 0, 64), GUARD);
+    assert!(matches!(r, Err(SendError::KeeperGone)), "a send on a keeperless channel: {r:?}");
+    let late = LateReceiver { index, pid: idle_pid, epoch: 1, unread: 2, stalled_for: Duration::ZERO };
+    assert!(matches!(tx.evict(&late), Err(ChannelError::KeeperGone)));
+}
+
+#[test]
+fn a_member_that_never_reads_replies_cannot_freeze_the_keeper() {
+    let name = unique("flood");
+    let chan = Channel::create(&name, &cfg(16, 1, None)).unwrap();
+    let path = corecast::channel_dir().join(&name);
+    let mut flooder = fork({
+        move |out| {
+            // SAFETY: a raw seqpacket client: socket, connect, sends of
+            // 16-byte requests from a stack buffer.
+            unsafe {
+                let fd = libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET, 0);
+                let mut addr: libc::sockaddr_un = std::mem::zeroed();
+                addr.sun_family = libc::AF_UNIX as u16;
+                for (d, s) in addr.sun_path.iter_mut().zip(path.as_os_str().as_encoded_bytes()) {
+                    *d = *s as libc::c_char;
+                }
+                let len = std::mem::size_of::<libc::sockaddr_un>() as u32;
+                assert_eq!(libc::connect(fd, (&addr as *const libc::sockaddr_un).cast(), len), 0);
+                // Unknown op 99: the keeper answers each with a status.
+                let mut req = [0u8; 16];
+                req[0] = 99;
+                let mut sent = 0;
+                let mut cut_off = false;
+                let t0 = Instant::now();
+                while sent < 20_000 && !cut_off && t0.elapsed() < Duration::from_secs(10) {
+                    if libc::send(fd, req.as_ptr().cast(), 16, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) == 16 {
+                        sent += 1;
+                    } else {
+                        let e = std::io::Error::last_os_error().raw_os_error();
+                        cut_off = e == Some(libc::EPIPE) || e == Some(libc::ECONNRESET);
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                }
+                writeln!(out, "flooded {sent} {cut_off}").unwrap();
+            }
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
+    });
+    let line = flooder.read_line();
+    let (sent, cut_off) = line.strip_prefix("flooded ").unwrap().split_once(' ').unwrap();
+    let sent: u32 = sent.parse().unwrap();
+    assert_eq!(cut_off, "true", "the keeper drops a member whose replies pile up (it had sent {sent} requests)");
+    // Everyone else is still served: open, attach, send, receive.
+    let member = fork({
+        let name = name.clone();
+        move |out| {
+            let chan = Channel::open(&name).unwrap();
+            let mut rx = chan.receiver().unwrap();
+            let mut tx = chan.sender().unwrap();
+            tx.send(&payload(0, 0, 64)).unwrap();
+            recv_checked(&mut rx, 0, 0);
+            writeln!(out, "served").unwrap();
+            0
+        }
+    });
+    let (exit, report) = member.wait(GUARD);
+    assert_eq!((exit, report.as_str()), (Exit::Code(0), "served\n"));
+    flooder.kill(libc::SIGKILL);
+    flooder.wait(GUARD);
+    drop(chan);
+}
+
+#[test]
+fn a_destroyed_channels_keeper_leaves_the_next_channels_name_alone() {
+    let name = unique("recreate");
+    let path = corecast::channel_dir().join(&name);
+    let old = Channel::create(&name, &cfg(2, 1, None)).unwrap();
+    let old_rx = old.receiver().unwrap();
+    let old_keeper = old.keeper_pid();
+    old.destroy().unwrap();
+    let new = Channel::create(&name, &cfg(2, 1, None)).unwrap();
+    // The old channel's last member leaves: its keeper exits.
+    drop(old_rx);
+    wait_until("the old keeper exits", || process_gone(old_keeper));
+    assert!(path.exists(), "the old keeper removed the new channel's name");
+    let again = Channel::open(&name).unwrap();
+    assert_eq!(again.keeper_pid(), new.keeper_pid());
+    assert!(matches!(Channel::create(&name, &cfg(2, 1, None)), Err(ChannelError::AlreadyExists(_))));
+}
+
+#[test]
+fn a_sender_stalled_inside_a_loan_is_voided_and_told() {
+    let name = unique("stalled-loan");
+    let chan = Channel::create(&name, &cfg(16, 2, Some(100))).unwrap();
+    let mut rx = chan.receiver().unwrap();
+    let flag = std::env::temp_dir().join(format!("cc-resume-{}", std::process::id()));
+    let _ = std::fs::remove_file(&flag);
+    let mut stalled = fork({
+        let (name, flag) = (name.clone(), flag.clone());
+        move |out| {
+            let chan = Channel::open(&name).unwrap();
+            let mut tx = chan.sender().unwrap();
+            let mut loan = tx.loan().unwrap();
+            loan.as_mut_slice()[..5].copy_from_slice(b"stale");
+            writeln!(out, "loaned {}", loan.sequence()).unwrap();
+            while !flag.exists() {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            writeln!(out, "{:?}", loan.commit(5)).unwrap();
+            0
+        }
+    });
+    let line = stalled.read_line();
+    let seq: u64 = line.strip_prefix("loaned ").unwrap().parse().unwrap();
+    stalled.kill(libc::SIGSTOP);
+    let mut tx = chan.sender().unwrap();
+    tx.send(&payload(seq + 1, 1, 64)).unwrap();
+    // The stalled claim is voided past the deadline; the next message flows.
+    let msg = rx.recv_in_place_timeout(GUARD).unwrap();
+    assert_eq!((msg.sequence(), &msg[..]), (seq + 1, &payload(seq + 1, 1, 64)[..]));
+    drop(msg);
+    std::fs::write(&flag, b"").unwrap();
+    stalled.kill(libc::SIGCONT);
+    let (exit, report) = stalled.wait(GUARD);
+    let _ = std::fs::remove_file(&flag);
+    assert_eq!(exit, Exit::Code(0), "{report}");
+    assert_eq!(report, format!("Err(ClaimVoided {{ seq: {seq} }})\n"), "the late commit is told, and nothing is sent");
+    let status = chan.status().unwrap();
+    let voided: u32 = status.members.iter().filter_map(|m| m.voided).sum();
+    assert_eq!(voided, 1);
+    assert!(matches!(rx.try_recv(&mut [0u8; 64]), Err(RecvError::WouldBlock)), "the stale message never arrives");
+}
+
+/// A hostile sender moves the shared `next` by `delta` after `before`
+/// honest messages; the honest sender's next `after` messages must all
+/// reach the receiver, in order, and the keeper must count the repair.
+fn sequencer_tampering(tag: &str, delta: i64) {
+    let name = unique(tag);
+    let chan = Channel::create(&name, &cfg(16, 2, Some(100))).unwrap();
+    let mut rx = chan.receiver().unwrap();
+    let mut tx = chan.sender().unwrap();
+    for seq in 0..5 {
+        tx.send(&payload(seq, 0, 64)).unwrap();
+        recv_checked(&mut rx, seq, 0);
+    }
+    let mut hostile = fork({
+        let name = name.clone();
+        move |out| {
+            let chan = Channel::open(&name).unwrap();
+            let _tx = chan.sender().unwrap();
+            let next = sequencer_next();
+            let was = next.fetch_add(delta as u64, Ordering::SeqCst);
+            writeln!(out, "moved {was}").unwrap();
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
+    });
+    assert_eq!(hostile.read_line(), "moved 5");
+    // Every honest message still arrives, bytes intact, in order; what the
+    // hostile sender skipped is voided, not waited for forever.
+    let mut last = 4;
+    for k in 0..10u64 {
+        tx.send_timeout(&payload(100 + k, 0, 64), GUARD).unwrap();
+        let msg = rx.recv_in_place_timeout(GUARD).unwrap();
+        assert_eq!(&msg[..], &payload(100 + k, 0, 64)[..], "honest message {k}");
+        assert!(msg.sequence() > last, "numbers only grow");
+        last = msg.sequence();
+    }
+    wait_until("the keeper counts the repair", || chan.status().unwrap().tampered >= 1);
+    hostile.kill(libc::SIGKILL);
+    hostile.wait(GUARD);
+}
+
+#[test]
+fn a_sequencer_moved_forward_within_the_ring_is_repaired() {
+    sequencer_tampering("seq-fwd", 5);
+}
+
+#[test]
+fn a_sequencer_moved_far_beyond_every_receiver_is_repaired() {
+    sequencer_tampering("seq-far", 1_000_000);
+}
+
+#[test]
+fn a_rewound_sequencer_is_repaired() {
+    sequencer_tampering("seq-back", -3);
+}
+
+#[test]
+fn a_sender_that_corrupts_its_own_header_is_excluded() {
+    let name = unique("own-header");
+    let chan = Channel::create(&name, &cfg(16, 2, Some(100))).unwrap();
+    let mut rx = chan.receiver().unwrap();
+    let mut tx = chan.sender().unwrap();
+    let mut hostile = fork({
+        let name = name.clone();
+        move |out| {
+            let chan = Channel::open(&name).unwrap();
+            let _tx = chan.sender().unwrap();
+            let base = find_mapping("corecast-sender");
+            // SAFETY: the sender scribbles over the magic of its own region,
+            // through its own writable mapping (the attack under test).
+            unsafe { std::ptr::write_volatile(base as *mut u64, 0xdead_beef) };
+            writeln!(out, "scribbled").unwrap();
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
+    });
+    assert_eq!(hostile.read_line(), "scribbled");
+    for seq in 0..3 {
+        tx.send(&payload(seq, 0, 64)).unwrap();
+        recv_checked(&mut rx, seq, 0);
+    }
+    wait_until("the keeper excludes the sender", || chan.members().iter().any(|m| m.state == "excluded"));
+    // Receivers old and new go on with the honest sender.
+    let mut late_comer = chan.receiver().expect("a new receiver attaches despite the corrupt region");
+    for seq in 3..6 {
+        tx.send(&payload(seq, 0, 64)).unwrap();
+        recv_checked(&mut rx, seq, 0);
+        recv_checked(&mut late_comer, seq, 0);
+    }
+    hostile.kill(libc::SIGKILL);
+    hostile.wait(GUARD);
+}
+
+#[test]
+fn late_receivers_are_reported_while_the_ring_has_room_and_to_non_blocking_senders() {
+    let name = unique("late-room");
+    let chan = Channel::create(&name, &cfg(4, 1, Some(40))).unwrap();
+    let mut rx = chan.receiver().unwrap();
+    let mut tx = chan.sender().unwrap();
+    tx.send(&payload(0, 0, 64)).unwrap();
+    // One unread message, room for three more: still reported once late.
+    wait_until("a late report with room left", || !tx.late_receivers().is_empty());
+    let late = tx.late_receivers();
+    assert_eq!((late[0].index, late[0].pid, late[0].unread), (rx.index(), std::process::id(), 1));
+    assert!(late[0].stalled_for >= Duration::from_millis(40));
+    let status = chan.status().unwrap();
+    let unread = status.members.iter().find_map(|m| m.unread_for).unwrap();
+    assert!(unread >= Duration::from_millis(40), "inspect shows it too: {unread:?}");
+    // A non-blocking sender that fills the ring is told who holds it back.
+    for seq in 1..4 {
+        tx.try_send(&payload(seq, 0, 64)).unwrap();
+    }
+    wait_until(
+        "try_send names the late receiver",
+        || matches!(tx.try_send(&payload(4, 0, 64)), Err(SendError::ReceiversLate(ref l)) if l[0].index == rx.index()),
+    );
+    for seq in 0..4 {
+        recv_checked(&mut rx, seq, 0);
+    }
+    wait_until("no longer late once it reads", || tx.late_receivers().is_empty());
+}
+
+#[test]
+fn a_same_user_process_cannot_reach_the_keepers_descriptors() {
+    if !is_root() {
+        return skip("needs root to run both sides as another user");
+    }
+    shared_dir_exists();
+    let name = unique("dumpable");
+    let mut owner = fork({
+        let name = name.clone();
+        move |out| {
+            become_nobody();
+            let chan = Channel::create(&name, &ChannelConfig { mode: 0o600, ..cfg(2, 1, None) }).unwrap();
+            let _tx = chan.sender().unwrap();
+            writeln!(out, "{}", chan.keeper_pid()).unwrap();
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
+    });
+    let keeper: u32 = owner.read_line().parse().unwrap();
+    let snoop = fork(move |out| {
+        become_nobody();
+        let fds = std::fs::read_dir(format!("/proc/{keeper}/fd"));
+        writeln!(out, "{}", fds.map(|_| 0).unwrap_or_else(|e| e.raw_os_error().unwrap_or(-1))).unwrap();
+        0
+    });
+    let (_, report) = snoop.wait(GUARD);
+    owner.kill(libc::SIGKILL);
+    owner.wait(GUARD);
+    assert_eq!(report.trim(), libc::EACCES.to_string(), "the keeper's descriptors are closed to its own user");
+}
