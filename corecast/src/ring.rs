@@ -146,40 +146,62 @@ pub(crate) enum Claim {
     Full(u64),
 }
 
+/// The claim word of a sender holding number `seq` (not yet published).
+pub(crate) fn claim_in_flight(seq: u64) -> u64 {
+    ((seq + 1) << 1) | 1
+}
+
+/// The number a claim word says is in flight, if any.
+pub(crate) fn in_flight(word: u64) -> Option<u64> {
+    (word & 1 == 1).then(|| (word >> 1).wrapping_sub(1))
+}
+
+/// One past the highest number a claim word says its sender claimed.
+pub(crate) fn claimed_up_to(word: u64) -> u64 {
+    word >> 1
+}
+
+/// What a claim word proves about `next`: every number below the result
+/// was taken. A settled claim of `S` proves `S + 1`; one in flight only
+/// `S` (its compare-exchange may not have happened yet).
+pub(crate) fn taken_below(word: u64) -> u64 {
+    claimed_up_to(word).saturating_sub(word & 1)
+}
+
 /// Claims the next number if `has_room(S)` says the ring has room for it.
 ///
-/// `claim` is the claim word in this sender's own region: `S + 1` is
-/// stored (SeqCst) before the compare-exchange so that, if this process
-/// dies or stalls between winning `S` and publishing it, the keeper can
-/// find `S` and void it (R4), and so that a number no sender claims is
-/// known to be a hole; it is cleared by [`clear_claim`] after the publish.
+/// `claim` is the claim word in this sender's own region, `(S + 1) << 1 |
+/// in_flight`: [`claim_in_flight`]`(S)` is stored (SeqCst) before the
+/// compare-exchange so that, if this process dies or stalls between
+/// winning `S` and publishing it, the keeper can find `S` and void it
+/// (R4), and so that a number no sender claims is known to be a hole; the
+/// flag is cleared by [`clear_claim`] after the publish, leaving `S + 1`:
+/// the word then says how far this sender has claimed, which lets every
+/// other sender see that a number offered by a rewound `next` was taken.
 /// The SeqCst store and compare-exchange pair with the keeper's SeqCst
 /// loads of `next` then of the claim words (`keeper::audit`): a keeper
 /// that sees `next > S` sees this claim or its clearing.
-/// `next` is loaded before `has_room` runs: the caller re-reads the
-/// membership generation inside `has_room`, and a receiver the keeper
-/// registered before this load of `next` is therefore always seen (the
-/// keeper bumps the generation, then reads `next` for the new receiver's
-/// first number; see `keeper::join_receiver`).
 pub(crate) fn try_claim(next: &AtomicU64, claim: &AtomicU64, mut has_room: impl FnMut(u64) -> bool) -> Claim {
+    let done = claim.load(Ordering::Relaxed) & !1;
     loop {
         let s = next.load(Ordering::SeqCst);
         if !has_room(s) {
             return Claim::Full(s);
         }
-        claim.store(s + 1, Ordering::SeqCst);
+        claim.store(claim_in_flight(s), Ordering::SeqCst);
         if next.compare_exchange(s, s + 1, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
             return Claim::Won(s);
         }
-        claim.store(0, Ordering::SeqCst);
+        claim.store(done, Ordering::SeqCst);
         crate::sync::spin_hint();
     }
 }
 
-/// Marks this sender as holding no claim. `Release`: after the publish,
-/// so a keeper that reads 0 here (Acquire) then sees the published stamp.
-pub(crate) fn clear_claim(claim: &AtomicU64) {
-    claim.store(0, Ordering::Release);
+/// Marks this sender's claim of `seq` as settled (published or void).
+/// `Release`: after the publish, so a keeper that reads the settled word
+/// (Acquire) then sees the published stamp.
+pub(crate) fn clear_claim(claim: &AtomicU64, seq: u64) {
+    claim.store((seq + 1) << 1, Ordering::Release);
 }
 
 /// Moves a receiver's cursor to `to`: everything below is consumed.
@@ -250,7 +272,7 @@ mod loom_model {
                     // SAFETY: loom checks this claim: holding `s` makes the slot ours.
                     self.regions[me].payload[i].with_mut(|p| unsafe { *p = s * 10 + me as u64 });
                     assert!(publish(&self.regions[me].slots[i], expected, s, 8, KIND_PUBLISHED));
-                    clear_claim(&self.claims[me]);
+                    clear_claim(&self.claims[me], s);
                     return s;
                 }
                 loom::thread::yield_now();
@@ -296,6 +318,25 @@ mod loom_model {
     }
 
     #[test]
+    fn a_keepers_void_and_a_late_publish_never_both_win() {
+        loom::model(|| {
+            let ring = Ring::new(1, 2);
+            let Claim::Won(s) = try_claim(&ring.next, &ring.claims[0], |_| true) else { panic!("room") };
+            let expected = claimed_stamp(&ring.regions[0].slots[0]);
+            let keeper = {
+                let ring = ring.clone();
+                loom::thread::spawn(move || void_unpublished(&ring.regions[0].slots[0], s))
+            };
+            let published = publish(&ring.regions[0].slots[0], expected, s, 8, KIND_PUBLISHED);
+            clear_claim(&ring.claims[0], s);
+            let voided = keeper.join().unwrap();
+            assert!(published != voided, "exactly one of the publish and the void wins");
+            let seen = probe(&ring.regions[0].slots[0], s, 2, 8).unwrap();
+            assert_eq!(seen, if published { Probe::Ready(8) } else { Probe::Void });
+        });
+    }
+
+    #[test]
     fn two_senders_get_distinct_numbers_and_are_read_in_order() {
         loom::model(|| {
             let ring = Ring::new(2, 2);
@@ -315,7 +356,9 @@ mod loom_model {
             for s in [sa, sb] {
                 assert!(s < 2);
             }
-            assert_eq!(ring.claims[0].load(Ordering::SeqCst) + ring.claims[1].load(Ordering::SeqCst), 0);
+            let words = [ring.claims[0].load(Ordering::SeqCst), ring.claims[1].load(Ordering::SeqCst)];
+            assert!(words.iter().all(|w| in_flight(*w).is_none()), "no claim left in flight");
+            assert_eq!(words.iter().map(|w| claimed_up_to(*w)).max(), Some(2));
         });
     }
 }

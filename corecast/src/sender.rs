@@ -49,11 +49,17 @@ struct Room {
     /// back, and since when (R8).
     stalls: Vec<Option<(u64, Instant)>>,
     /// Why the last room check found the shared `next` impossible for
-    /// honest senders (the keeper repairs it and bumps the generation).
+    /// honest senders (the keeper repairs it and bumps the generation):
+    /// while set, no receiver is blamed for the wait.
     tampered: Option<String>,
     /// One past the last number this sender claimed: `next` never goes
     /// below it unless someone rewound the sequencer.
     claimed_up_to: u64,
+    /// The other senders' regions, for their claim words (see `check`).
+    senders: Vec<Option<(u32, SenderRegion)>>,
+    /// Set by `check` when `next` offered a number already claimed: one
+    /// past the highest number known to be claimed.
+    rewound: Option<u64>,
 }
 
 impl Sender {
@@ -88,6 +94,8 @@ impl Sender {
             stalls: vec![None; g.max_receivers as usize],
             tampered: None,
             claimed_up_to: 0,
+            senders: (0..g.max_senders).map(|_| None).collect(),
+            rewound: None,
         };
         let index = reply.index as usize;
         Ok(Sender {
@@ -168,8 +176,6 @@ impl Sender {
         loop {
             match self.try_send_once(msg) {
                 Err(SendError::WouldBlock) => {}
-                // The keeper repairs a tampered sequencer: wait for it.
-                Err(SendError::Corrupt(_)) if self.room.tampered.is_some() => {}
                 other => {
                     self.room.stalls.iter_mut().for_each(|s| *s = None);
                     return other;
@@ -279,7 +285,6 @@ impl Sender {
             match self.try_claim(0) {
                 Ok((seq, expected)) => return Ok(Loan { sender: self, seq, expected, done: false }),
                 Err(SendError::WouldBlock) => self.wait_for_room(&mut backoff, None)?,
-                Err(SendError::Corrupt(_)) if self.room.tampered.is_some() => self.wait_for_room(&mut backoff, None)?,
                 Err(e) => return Err(e),
             }
         }
@@ -362,13 +367,31 @@ impl Sender {
         if !m.keeper_alive() {
             return Err(SendError::KeeperGone);
         }
-        self.undo_rewind();
-        let room = &mut self.room;
-        let link = &self.link;
-        let claim = ring::try_claim(self.sequencer.next(), &self.region.header().claim.0, |s| room.check(link, &g, s));
-        if let Some(e) = self.room.error.take() {
-            return Err(e.into());
-        }
+        let mut repairs = 0;
+        let claim = loop {
+            let room = &mut self.room;
+            let link = &self.link;
+            let claim =
+                ring::try_claim(self.sequencer.next(), &self.region.header().claim.0, |s| room.check(link, &g, s));
+            if let Some(e) = self.room.error.take() {
+                return Err(e.into());
+            }
+            match (claim, self.room.rewound.take()) {
+                // `next` offered a number some sender already claimed: put
+                // it back to where claims really are (a forward move to a
+                // number that was claimed cannot hurt anyone), tell the
+                // keeper, and claim again.
+                (Claim::Full(s), Some(known)) if repairs < 4 => {
+                    repairs += 1;
+                    let next = self.sequencer.next();
+                    // SeqCst: one total order with the claims' compare-exchange.
+                    if next.compare_exchange(s, known, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+                        let _ = self.link.call_arg(Op::ReportTamper, s);
+                    }
+                }
+                (claim, _) => break claim,
+            }
+        };
         match claim {
             Claim::Won(seq) => {
                 self.room.claimed_up_to = seq + 1;
@@ -380,24 +403,10 @@ impl Sender {
                 }
                 Ok((seq, ring::claimed_stamp(self.region.slot(seq))))
             }
-            Claim::Full(_) => match &self.room.tampered {
-                Some(why) => Err(SendError::Corrupt(why.clone())),
-                None => Err(SendError::WouldBlock),
-            },
-        }
-    }
-
-    /// Puts `next` back when it is below a number known to be claimed
-    /// (this sender's own last claim, or the keeper's floor): a sender
-    /// rewound it by hand. Moving it forward to a number that was really
-    /// claimed cannot hurt anyone; the keeper is told, so it counts it.
-    fn undo_rewind(&mut self) {
-        let known = self.link.membership.floor().max(self.room.claimed_up_to);
-        let next = self.sequencer.next();
-        let now = next.load(Ordering::SeqCst);
-        // SeqCst: one total order with the claims' compare-exchange.
-        if now < known && next.compare_exchange(now, known, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
-            let _ = self.link.call_arg(Op::ReportTamper, now);
+            // Also while `next` is tampered with: the ring is unusable until
+            // the keeper repairs it, and its repair bumps the generation,
+            // which wakes blocked senders and signals armed wake fds.
+            Claim::Full(_) => Err(SendError::WouldBlock),
         }
     }
 
@@ -405,7 +414,7 @@ impl Sender {
     /// because it was held past the deadline.
     fn publish(&mut self, seq: u64, expected: u64, len: u32, kind: u64) -> Result<(), SendError> {
         let published = ring::publish(self.region.slot(seq), expected, seq, len, kind);
-        ring::clear_claim(&self.region.header().claim.0);
+        ring::clear_claim(&self.region.header().claim.0, seq);
         // Pairs with the receiver's fence in `Receiver::sleep`: either it
         // sees this stamp, or this load sees its `sleeping` flag.
         fence(Ordering::SeqCst);
@@ -494,17 +503,61 @@ impl Room {
     /// Whether number `s` may be claimed: it is a number an honest sender
     /// can be offered (see [`Room::has_room`] for the upper bound), and the
     /// ring has room for it.
+    ///
+    /// A rewound `next` offers a number some sender already claimed: every
+    /// sender's claim word (in its own sealed region) says how far it has
+    /// claimed, the keeper's floor how far claims had gone at its last
+    /// look. A claim word beyond any honest reach (the slowest receiver's
+    /// own cursor plus the ring) is a hostile sender's, and is ignored.
     fn check(&mut self, link: &Link, g: &Geometry, s: u64) -> bool {
-        let floor = link.membership.floor().max(self.claimed_up_to);
-        if s < floor {
+        let m = &link.membership;
+        let trusted = m.floor().max(self.claimed_up_to);
+        let others = self
+            .senders
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| m.sender(*j).excluded.load(Ordering::Relaxed) == 0)
+            .filter_map(|(_, r)| r.as_ref())
+            .map(|(_, r)| ring::taken_below(r.header().claim.0.load(Ordering::Acquire)));
+        let mut known = trusted;
+        // Computed only when a claim word says more than `s` (rare).
+        let mut reach = None;
+        for c in others.filter(|&c| c > s) {
+            // Without a live receiver no message can be missed, and nothing
+            // bounds what an honest claim can reach: nothing to repair.
+            if reach.get_or_insert_with(|| self.raw_reach(m, g)).is_some_and(|r| c <= r) {
+                known = known.max(c);
+            }
+        }
+        self.tampered = None;
+        if s < known {
+            self.rewound = Some(known);
             self.tampered = Some(format!(
-                "the sequencer offers number {s}, below {floor} which was already claimed: a sender rewound it \
-                 (the channel's keeper puts it back)"
+                "the sequencer offers number {s}, below {known} which was already claimed: a sender rewound it"
             ));
             return false;
         }
-        self.tampered = None;
         self.has_room(link, g, s)
+    }
+
+    /// The slowest live receiver's own cursor (not clamped) plus the ring:
+    /// no honest claim reaches it. `None` without live receivers.
+    fn raw_reach(&self, m: &crate::region::Membership, g: &Geometry) -> Option<u64> {
+        (0..g.max_receivers as usize)
+            .filter(|&i| m.receiver(i).state.load(Ordering::Acquire) == STATE_LIVE)
+            .filter_map(|i| {
+                let e = m.receiver(i);
+                let start = e.start.load(Ordering::Acquire);
+                let cursor = match &self.receivers[i] {
+                    Some(p) if p.epoch == e.epoch.load(Ordering::Acquire) => {
+                        p.region.header().cursor.0.next.load(Ordering::Acquire)
+                    }
+                    _ => start,
+                };
+                (start != START_PENDING).then_some(cursor.max(start))
+            })
+            .min()
+            .map(|c| c.saturating_add(u64::from(g.slots)))
     }
 
     /// Whether number `s` may be claimed: every live receiver's cursor is
@@ -565,6 +618,7 @@ impl Room {
     }
 
     fn refresh(&mut self, link: &Link, g: &Geometry) -> Result<(), ChannelError> {
+        self.refresh_senders(link, g)?;
         let (reply, fds) = link.call(Op::FetchReceivers, &[])?;
         let mut fresh: Vec<Option<Peer>> = (0..g.max_receivers).map(|_| None).collect();
         let mut fds = fds.into_iter();
@@ -585,6 +639,32 @@ impl Room {
             });
         }
         self.receivers = fresh;
+        Ok(())
+    }
+
+    /// Maps the other senders' regions (read-only), for their claim words.
+    fn refresh_senders(&mut self, link: &Link, g: &Geometry) -> Result<(), ChannelError> {
+        if g.max_senders == 1 {
+            return Ok(());
+        }
+        let (reply, fds) = link.call(Op::FetchSenders, &[])?;
+        let mut fresh: Vec<Option<(u32, SenderRegion)>> = (0..g.max_senders).map(|_| None).collect();
+        let mut fds = fds.into_iter();
+        for (j, epoch) in reply.entries {
+            let (Some(fd), Some(_wake)) = (fds.next(), fds.next()) else { break };
+            let j = j as usize;
+            if j >= fresh.len() {
+                return Err(ChannelError::Corrupt(format!("keeper named sender {j}")));
+            }
+            fresh[j] = match self.senders[j].take().filter(|(e, _)| *e == epoch) {
+                Some(kept) => Some(kept),
+                None => {
+                    let map = Link::map_peer_region(&fd, g.sender_region_bytes())?;
+                    SenderRegion::open(map, *g).ok().map(|r| (epoch, r))
+                }
+            };
+        }
+        self.senders = fresh;
         Ok(())
     }
 

@@ -394,17 +394,25 @@ fn a_sender_stalled_inside_a_loan_is_voided_and_told() {
     assert!(matches!(rx.try_recv(&mut [0u8; 64]), Err(RecvError::WouldBlock)), "the stale message never arrives");
 }
 
-/// A hostile sender moves the shared `next` by `delta` after `before`
-/// honest messages; the honest sender's next `after` messages must all
-/// reach the receiver, in order, and the keeper must count the repair.
+/// A hostile sender moves the shared `next` by `delta` after two honest
+/// senders sent 5 messages each (the second one last); the first sender's
+/// next 10 messages must all reach the receiver, in order, and the keeper
+/// must count the repair. (A rewind below the second sender's numbers is
+/// invisible to the first sender's own history: only the other senders'
+/// claim words reveal it.)
 fn sequencer_tampering(tag: &str, delta: i64) {
     let name = unique(tag);
-    let chan = Channel::create(&name, &cfg(16, 2, Some(100))).unwrap();
+    let chan = Channel::create(&name, &cfg(16, 3, Some(100))).unwrap();
     let mut rx = chan.receiver().unwrap();
     let mut tx = chan.sender().unwrap();
+    let mut other = chan.sender().unwrap();
     for seq in 0..5 {
         tx.send(&payload(seq, 0, 64)).unwrap();
         recv_checked(&mut rx, seq, 0);
+    }
+    for seq in 5..10 {
+        other.send(&payload(seq, 1, 64)).unwrap();
+        recv_checked(&mut rx, seq, 1);
     }
     let mut hostile = fork({
         let name = name.clone();
@@ -419,10 +427,10 @@ fn sequencer_tampering(tag: &str, delta: i64) {
             }
         }
     });
-    assert_eq!(hostile.read_line(), "moved 5");
+    assert_eq!(hostile.read_line(), "moved 10");
     // Every honest message still arrives, bytes intact, in order; what the
     // hostile sender skipped is voided, not waited for forever.
-    let mut last = 4;
+    let mut last = 9;
     for k in 0..10u64 {
         tx.send_timeout(&payload(100 + k, 0, 64), GUARD).unwrap();
         let msg = rx.recv_in_place_timeout(GUARD).unwrap();
@@ -528,6 +536,11 @@ fn a_same_user_process_cannot_reach_the_keepers_descriptors() {
         let name = name.clone();
         move |out| {
             become_nobody();
+            // Changing uid made this process non-dumpable; a process of a
+            // user who simply logged in is dumpable, and so would be a
+            // keeper it forks unless the keeper turns it off.
+            // SAFETY: prctl with an integer argument.
+            assert_eq!(unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 1) }, 0);
             let chan = Channel::create(&name, &ChannelConfig { mode: 0o600, ..cfg(2, 1, None) }).unwrap();
             let _tx = chan.sender().unwrap();
             writeln!(out, "{}", chan.keeper_pid()).unwrap();
@@ -537,14 +550,18 @@ fn a_same_user_process_cannot_reach_the_keepers_descriptors() {
         }
     });
     let keeper: u32 = owner.read_line().parse().unwrap();
+    let owner_pid = owner.pid;
     let snoop = fork(move |out| {
         become_nobody();
-        let fds = std::fs::read_dir(format!("/proc/{keeper}/fd"));
-        writeln!(out, "{}", fds.map(|_| 0).unwrap_or_else(|e| e.raw_os_error().unwrap_or(-1))).unwrap();
+        for pid in [owner_pid as u32, keeper] {
+            let fds = std::fs::read_dir(format!("/proc/{pid}/fd"));
+            writeln!(out, "{}", fds.map(|_| 0).unwrap_or_else(|e| e.raw_os_error().unwrap_or(-1))).unwrap();
+        }
         0
     });
     let (_, report) = snoop.wait(GUARD);
     owner.kill(libc::SIGKILL);
     owner.wait(GUARD);
-    assert_eq!(report.trim(), libc::EACCES.to_string(), "the keeper's descriptors are closed to its own user");
+    let expected = format!("0\n{}\n", libc::EACCES);
+    assert_eq!(report, expected, "the user's own process is open to it (control); its keeper is not");
 }

@@ -30,9 +30,23 @@ pub fn judge(r: &RoundResult) -> (Figures, Vec<String>) {
         Kind::Crash => f.crash_rounds = 1,
         Kind::Stall => f.stall_rounds = 1,
         Kind::Hostile => f.hostile_rounds = 1,
+        Kind::Sequencer => f.sequencer_rounds = 1,
+        Kind::Keeper => f.keeper_rounds = 1,
     }
+    f.sequencer_repairs = u64::from(r.tampered);
+    f.names_cleaned = r.cleaned as u64;
+    f.recreations = u64::from(r.recreated);
+    let faults = Faults { kind: r.plan.kind, keeper_killed: r.keeper_killed, recreated: r.recreated };
     let mut notes = Vec::new();
     let tag = format!("round {} ({:?})", r.plan.round, r.plan.kind);
+    if !r.name_kept {
+        f.names_stolen += 1;
+        notes.push(format!("{tag}: the destroyed channel's keeper took the re-created channel's name"));
+    }
+    if r.keeper_killed && r.cleaned == 0 {
+        f.unexpected += 1;
+        notes.push(format!("{tag}: the killed keeper's name was not left for clean (or clean did not remove it)"));
+    }
     let mut msgs: BTreeMap<(u32, u64), Msg> = BTreeMap::new();
     let mut by_seq: HashMap<u64, (u32, u64, u64)> = HashMap::new();
     let mut voids: HashSet<u64> = HashSet::new();
@@ -116,7 +130,7 @@ pub fn judge(r: &RoundResult) -> (Figures, Vec<String>) {
         }
     }
     for p in &receivers {
-        receiver_checks(&mut f, &mut notes, &tag, p, &msgs, &floor, &evicted_pids, r.plan.kind);
+        receiver_checks(&mut f, &mut notes, &tag, p, &msgs, &floor, &evicted_pids, &faults);
     }
     for p in &r.participants {
         if p.killed {
@@ -132,8 +146,12 @@ pub fn judge(r: &RoundResult) -> (Figures, Vec<String>) {
             }
         }
         f.stalls += u64::from(p.stopped);
-        f.hangs += p.child.events.iter().filter(|e| matches!(e, Event::Hang { .. })).count() as u64;
-        f.hangs += u64::from(p.hung);
+        let hangs = p.child.events.iter().filter(|e| matches!(e, Event::Hang { .. })).count() as u64;
+        f.hangs += hangs + u64::from(p.hung);
+        if hangs > 0 || p.hung {
+            let last = p.child.events.iter().rev().find(|e| !matches!(e, Event::Hang { .. }));
+            notes.push(format!("{tag}: pid {} ({:?}) hung; last word before: {last:?}", p.child.pid, p.role));
+        }
         for ev in &p.child.events {
             if let Event::Text(t) = ev {
                 if notes.len() < 40 && !(r.plan.kind == Kind::Hostile && t.contains("corrupt")) {
@@ -153,18 +171,46 @@ pub fn judge(r: &RoundResult) -> (Figures, Vec<String>) {
             f.crashes += 1;
             notes.push(format!("{tag}: pid {} ({:?}) ended {:?}", p.child.pid, p.role, p.child.exit));
         }
-        if p.role != Role::Receiver && !p.killed && p.child.exit == Some(Exit::Code(0)) {
-            let end = p.child.events.iter().rev().find_map(|e| match e {
-                Event::End { how, .. } => Some(*how),
-                _ => None,
-            });
-            if end != Some(End::Done) && end != Some(End::Timeout) {
-                f.unexpected += 1;
-                notes.push(format!("{tag}: pid {} ({:?}) ended {end:?}", p.child.pid, p.role));
+        let end = p.child.events.iter().rev().find_map(|e| match e {
+            Event::End { how, next } => Some((*how, *next)),
+            _ => None,
+        });
+        if p.role == Role::Flooder && !p.killed {
+            match end {
+                Some((End::Done, 1)) => f.flooders_dropped += 1,
+                other => {
+                    f.unexpected += 1;
+                    notes.push(format!("{tag}: the keeper kept serving a member that never reads ({other:?})"));
+                }
+            }
+        } else if p.role != Role::Receiver && !p.killed && p.child.exit == Some(Exit::Code(0)) {
+            let how = end.map(|e| e.0);
+            match how {
+                Some(End::Done | End::Timeout) => {}
+                Some(h) if faults.closes_with(h) => f.told_keeper_gone += u64::from(h == End::KeeperGone),
+                _ => {
+                    f.unexpected += 1;
+                    notes.push(format!("{tag}: pid {} ({:?}) ended {how:?}", p.child.pid, p.role));
+                }
             }
         }
     }
     (f, notes)
+}
+
+/// What the round did to the channel as a whole.
+struct Faults {
+    kind: Kind,
+    keeper_killed: bool,
+    recreated: bool,
+}
+
+impl Faults {
+    /// Whether `how` is the right way for a participant to learn of what
+    /// the round did to the channel (its keeper killed, or destroyed).
+    fn closes_with(&self, how: End) -> bool {
+        (how == End::KeeperGone && self.keeper_killed) || (how == End::Destroyed && self.recreated)
+    }
 }
 
 fn mismatch(f: &mut Figures, notes: &mut Vec<String>, tag: &str, what: String) {
@@ -183,7 +229,7 @@ fn receiver_checks(
     msgs: &BTreeMap<(u32, u64), Msg>,
     floor: &HashMap<(u32, u64), u64>,
     evicted: &HashSet<u32>,
-    kind: Kind,
+    faults: &Faults,
 ) {
     let pid = p.child.pid;
     let mut start = None;
@@ -224,7 +270,8 @@ fn receiver_checks(
     match how {
         End::Evicted => f.told_evicted += 1,
         End::AllSendersGone => {}
-        End::Overrun | End::Corrupt if kind == Kind::Hostile => f.hostile_errors += 1,
+        End::Overrun | End::Corrupt if faults.kind == Kind::Hostile => f.hostile_errors += 1,
+        h if faults.closes_with(h) => f.told_keeper_gone += u64::from(h == End::KeeperGone),
         End::Timeout => {}
         other => {
             f.unexpected += 1;

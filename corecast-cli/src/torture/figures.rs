@@ -13,6 +13,10 @@ pub struct Figures {
     pub stall_rounds: u64,
     /// Hostile rounds.
     pub hostile_rounds: u64,
+    /// Rounds where a hostile sender moved the shared sequencer.
+    pub sequencer_rounds: u64,
+    /// Rounds where the keeper was killed.
+    pub keeper_rounds: u64,
     /// Participant processes started.
     pub processes: u64,
     /// Distinct messages published (logged by their sender or seen by a receiver).
@@ -53,6 +57,18 @@ pub struct Figures {
     pub voids: u64,
     /// Receivers in hostile rounds that got a clear error (Corrupt/Overrun).
     pub hostile_errors: u64,
+    /// Sequencer repairs the keeper counted.
+    pub sequencer_repairs: u64,
+    /// Participants told the keeper was gone.
+    pub told_keeper_gone: u64,
+    /// Dead channels' names removed by `clean` after a keeper kill.
+    pub names_cleaned: u64,
+    /// Members flooding the keeper that it dropped.
+    pub flooders_dropped: u64,
+    /// Channels destroyed and re-created under the same name.
+    pub recreations: u64,
+    /// A re-created channel's name removed or taken by its predecessor.
+    pub names_stolen: u64,
 }
 
 impl Figures {
@@ -83,13 +99,22 @@ impl Figures {
             evictions,
             told_evicted,
             voids,
-            hostile_errors
+            hostile_errors,
+            sequencer_rounds,
+            keeper_rounds,
+            sequencer_repairs,
+            told_keeper_gone,
+            names_cleaned,
+            flooders_dropped,
+            recreations,
+            names_stolen
         );
     }
 
     /// The figures that must be zero, by name.
-    pub fn must_be_zero(&self) -> [(&'static str, u64); 10] {
+    pub fn must_be_zero(&self) -> [(&'static str, u64); 11] {
         [
+            ("names stolen", self.names_stolen),
             ("lost", self.lost),
             ("duplicated", self.duplicated),
             ("out of order", self.out_of_order),
@@ -113,8 +138,14 @@ impl Figures {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "rounds: {} (crash {}, stall {}, hostile {}), processes: {}",
-            self.rounds, self.crash_rounds, self.stall_rounds, self.hostile_rounds, self.processes
+            "rounds: {} (crash {}, stall {}, hostile {}, sequencer {}, keeper kill {}), processes: {}",
+            self.rounds,
+            self.crash_rounds,
+            self.stall_rounds,
+            self.hostile_rounds,
+            self.sequencer_rounds,
+            self.keeper_rounds,
+            self.processes
         );
         let _ = writeln!(
             out,
@@ -126,6 +157,12 @@ impl Figures {
             self.told_evicted,
             self.voids,
             self.hostile_errors
+        );
+        let _ = writeln!(
+            out,
+            "keeper: sequencer repairs {}, told keeper gone {}, names cleaned after a keeper kill {}, \
+             flooders dropped {}, re-created names {}",
+            self.sequencer_repairs, self.told_keeper_gone, self.names_cleaned, self.flooders_dropped, self.recreations
         );
         let _ = writeln!(out, "published: {}", self.published);
         let _ = writeln!(out, "delivered: {}", self.delivered);

@@ -24,6 +24,39 @@ fn own_region() -> Option<(usize, usize)> {
     Some((usize::from_str_radix(a, 16).ok()?, usize::from_str_radix(b, 16).ok()?))
 }
 
+/// The address of `next` in this process's (writable) sequencer mapping.
+fn sequencer_next() -> Option<&'static std::sync::atomic::AtomicU64> {
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    let line = maps.lines().find(|l| l.contains("corecast-sequencer"))?;
+    let base = usize::from_str_radix(line.split('-').next()?, 16).ok()?;
+    // SAFETY: `next` is the u64 on the sequencer header's second 128-byte
+    // line (layout::SequencerHeader), inside this process's own mapping,
+    // which lives as long as the sender that mapped it (all of `run`).
+    Some(unsafe { &*((base + 128) as *const std::sync::atomic::AtomicU64) })
+}
+
+/// Moves the shared `next` `moves` times, forwards or backwards by up to
+/// two rings, or a million forwards, pausing between moves.
+fn move_sequencer(plan: &HostilePlan, rng: &mut Rng) -> Result<(), String> {
+    let next = sequencer_next().ok_or("no corecast-sequencer mapping")?;
+    let ring = u64::from(plan.slots);
+    for _ in 0..plan.words {
+        let by = rng.range(1, 2 * ring);
+        let moved = match rng.range(0, 2) {
+            0 => next.fetch_add(by, std::sync::atomic::Ordering::SeqCst),
+            1 => next
+                .fetch_update(std::sync::atomic::Ordering::SeqCst, std::sync::atomic::Ordering::SeqCst, |n| {
+                    Some(n.saturating_sub(by))
+                })
+                .unwrap_or(0),
+            _ => next.fetch_add(1_000_000, std::sync::atomic::Ordering::SeqCst),
+        };
+        let _ = moved;
+        std::thread::sleep(plan.linger / (plan.words as u32 + 1));
+    }
+    Ok(())
+}
+
 /// Runs the hostile writer; returns its exit code.
 pub fn run(name: &str, plan: &HostilePlan, log: &mut Log, start: Option<OwnedFd>) -> i32 {
     let chan = match Channel::open(name) {
@@ -38,9 +71,18 @@ pub fn run(name: &str, plan: &HostilePlan, log: &mut Log, start: Option<OwnedFd>
     log.flush();
     wait_for_go(start);
     std::thread::sleep(plan.delay);
+    let mut rng = Rng::new(plan.seed);
+    if plan.mode == Attack::Sequencer {
+        if let Err(e) = move_sequencer(plan, &mut rng) {
+            return fail(log, format!("hostile: {e}"));
+        }
+        drop(tx);
+        drop(chan);
+        log.put(Event::End { how: End::Done, next: 0 });
+        return 0;
+    }
     let Some((lo, hi)) = own_region() else { return fail(log, "hostile: no writable corecast-sender mapping".into()) };
     let words = (hi - lo) / 8;
-    let mut rng = Rng::new(plan.seed);
     let mut scribble = |i: usize| {
         let p = (lo + 8 * (i % words)) as *mut u64;
         // SAFETY: `p` is 8-aligned inside this process's own writable
@@ -57,6 +99,7 @@ pub fn run(name: &str, plan: &HostilePlan, log: &mut Log, start: Option<OwnedFd>
                 scribble(i);
             }
         }
+        Attack::Sequencer => {}
         Attack::Scribble => {
             let mut pick = Rng::new(plan.seed ^ 1);
             for _ in 0..plan.words {

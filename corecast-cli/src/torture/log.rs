@@ -25,9 +25,11 @@ pub enum End {
     Error,
     /// A sender or hostile writer finished its work.
     Done,
+    /// Told the channel's keeper was gone (it was killed).
+    KeeperGone,
 }
 
-const ENDS: [End; 8] = [
+const ENDS: [End; 9] = [
     End::AllSendersGone,
     End::Evicted,
     End::Overrun,
@@ -36,6 +38,7 @@ const ENDS: [End; 8] = [
     End::Timeout,
     End::Error,
     End::Done,
+    End::KeeperGone,
 ];
 
 /// One thing a participant did or saw.
@@ -183,6 +186,7 @@ mod tests {
             Event::Hang { ms: 12000 },
             Event::Text("boom".into()),
             Event::End { how: End::Evicted, next: 15 },
+            Event::End { how: End::KeeperGone, next: 16 },
         ];
         let mut buf = Vec::new();
         for e in &evs {

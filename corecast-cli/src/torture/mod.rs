@@ -9,6 +9,7 @@
 mod check;
 pub(crate) mod child;
 mod figures;
+mod flooder;
 mod hostile;
 mod leaks;
 pub(crate) mod log;
@@ -44,6 +45,7 @@ pub struct Args {
 /// Runs the suite; exit 0 when every must-be-zero figure is zero.
 pub fn run(a: Args) -> Result<ExitCode> {
     interrupt::install().context("installing the Ctrl-C handler")?;
+    leaks::become_subreaper();
     let seed = a.seed.unwrap_or_else(|| {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64)
     });
@@ -57,10 +59,11 @@ pub fn run(a: Args) -> Result<ExitCode> {
         let plan = plan::RoundPlan::draw(seed, round);
         let result = round::run(&format!("{prefix}{round}"), plan)?;
         keepers.push(result.keeper_pid);
+        keepers.extend(result.second_keeper);
         let (f, notes) = check::judge(&result);
         if a.verbose || !f.clean() {
             eprintln!(
-                "round {round} {:?}: {} processes, published {}, delivered {}, kills {} (holding {}), stalls {}, evictions {}, hostile errors {}{}",
+                "round {round} {:?}: {} processes, published {}, delivered {}, kills {} (holding {}), stalls {}, evictions {}, hostile errors {}, repairs {}{}",
                 result.plan.kind,
                 f.processes,
                 f.published,
@@ -70,6 +73,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
                 f.stalls,
                 f.evictions,
                 f.hostile_errors,
+                f.sequencer_repairs,
                 if f.clean() { "" } else { "  PROBLEMS:" }
             );
         }

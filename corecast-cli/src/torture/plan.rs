@@ -20,6 +20,10 @@ pub enum Kind {
     Stall,
     /// A hostile writer scribbles over its own sender region.
     Hostile,
+    /// A hostile sender moves the shared sequencer forwards and backwards.
+    Sequencer,
+    /// The channel's keeper is killed mid-round (plus some kills).
+    Keeper,
 }
 
 /// One sender's behaviour.
@@ -75,6 +79,8 @@ pub struct HostilePlan {
     pub linger: Duration,
     /// Seed of the random bytes.
     pub seed: u64,
+    /// The channel's ring length (sequencer moves are drawn around it).
+    pub slots: u32,
 }
 
 /// How the hostile writer overwrites its region.
@@ -86,6 +92,9 @@ pub enum Attack {
     Stretch,
     /// Words here and there.
     Scribble,
+    /// `words` moves of the shared sequencer's `next`, forwards or
+    /// backwards by up to two rings, or a million forwards.
+    Sequencer,
 }
 
 /// A fault or event at a moment after the round's go.
@@ -99,6 +108,13 @@ pub enum Action {
     Stop(usize, Duration),
     /// Start late receiver `k` (an index into `late`).
     Join(usize),
+    /// SIGKILL the channel's keeper.
+    KillKeeper,
+    /// SIGSTOP sender `i` the next time it reports holding a loan, SIGCONT
+    /// after the duration (past the deadline: its claim is voided).
+    StopHolding(usize, Duration),
+    /// Destroy the channel and create a new one under the same name.
+    Recreate,
 }
 
 /// A whole round.
@@ -116,8 +132,11 @@ pub struct RoundPlan {
     pub receivers: Vec<ReceiverPlan>,
     /// Receivers that join during the round.
     pub late: Vec<ReceiverPlan>,
-    /// The hostile writer of a hostile round.
+    /// The hostile writer of a hostile or sequencer round.
     pub hostile: Option<HostilePlan>,
+    /// A member that floods the keeper with requests and never reads the
+    /// replies (the keeper must drop it and serve everyone else).
+    pub flooder: bool,
     /// Faults, sorted by moment.
     pub actions: Vec<(Duration, Action)>,
 }
@@ -136,19 +155,23 @@ impl RoundPlan {
     pub fn draw(seed: u64, round: u32) -> RoundPlan {
         let mut rng = Rng::derive(seed, u64::from(round));
         let kind = match rng.range(0, 99) {
-            0..=44 => Kind::Crash,
-            45..=79 => Kind::Stall,
-            _ => Kind::Hostile,
+            0..=39 => Kind::Crash,
+            40..=69 => Kind::Stall,
+            70..=81 => Kind::Hostile,
+            82..=90 => Kind::Sequencer,
+            _ => Kind::Keeper,
         };
         let n_tx = rng.range(1, 4) as usize;
         let n_rx = rng.range(1, 5) as usize;
         let n_late = rng.range(0, 2) as usize;
-        let hostile = kind == Kind::Hostile;
+        let hostile = matches!(kind, Kind::Hostile | Kind::Sequencer);
         let slots = 1u32 << rng.range(1, 8);
         let max_bytes = rng.log_range(HEADER as u64 + 8, 65536) as u32;
         let deadline = match kind {
             Kind::Stall => Some(Duration::from_millis(rng.range(30, 150))),
-            Kind::Crash if rng.chance(0.5) => Some(Duration::from_secs(rng.range(2, 5))),
+            Kind::Crash | Kind::Keeper | Kind::Sequencer if rng.chance(0.5) => {
+                Some(Duration::from_secs(rng.range(2, 5)))
+            }
             _ => None,
         };
         let config = ChannelConfig {
@@ -186,11 +209,17 @@ impl RoundPlan {
         let late: Vec<ReceiverPlan> = (0..n_late).map(|_| receiver(&mut rng)).collect();
         let hostile = hostile.then(|| HostilePlan {
             delay: run_for * rng.range(0, 50) as u32 / 100,
-            mode: [Attack::Whole, Attack::Stretch, Attack::Scribble][rng.range(0, 2) as usize],
-            words: rng.log_range(1, 4096),
+            mode: if kind == Kind::Sequencer {
+                Attack::Sequencer
+            } else {
+                [Attack::Whole, Attack::Stretch, Attack::Scribble][rng.range(0, 2) as usize]
+            },
+            words: if kind == Kind::Sequencer { rng.range(1, 6) } else { rng.log_range(1, 4096) },
             linger: run_for,
             seed: rng.next_u64(),
+            slots,
         });
+        let flooder = rng.chance(0.15);
         let mut actions = Vec::new();
         let at = |rng: &mut Rng| run_for * rng.range(0, 100) as u32 / 100;
         for k in 0..n_late {
@@ -200,8 +229,21 @@ impl RoundPlan {
         let (kills, stops, holding) = match kind {
             Kind::Crash => (rng.range(1, 4), 0, rng.range(0, 1)),
             Kind::Stall => (rng.range(0, 2), rng.range(1, 2), 0),
-            Kind::Hostile => (0, 0, 0),
+            Kind::Keeper => (rng.range(0, 2), 0, 0),
+            Kind::Hostile | Kind::Sequencer => (0, 0, 0),
         };
+        if kind == Kind::Keeper {
+            actions.push((at(&mut rng), Action::KillKeeper));
+        }
+        if kind == Kind::Crash && rng.chance(0.2) {
+            actions.push((at(&mut rng), Action::Recreate));
+        }
+        if let (Kind::Stall, Some(d)) = (kind, deadline) {
+            if rng.chance(0.5) {
+                let who = rng.range(0, n_tx as u64 - 1) as usize;
+                actions.push((at(&mut rng), Action::StopHolding(who, d * rng.range(3, 6) as u32)));
+            }
+        }
         for _ in 0..holding {
             actions.push((at(&mut rng), Action::KillHolding(rng.range(0, n_tx as u64 - 1) as usize)));
         }
@@ -215,7 +257,7 @@ impl RoundPlan {
             actions.push((at(&mut rng), Action::Stop(who, pause)));
         }
         actions.sort_by_key(|a| a.0);
-        RoundPlan { round, kind, config, senders, receivers, late, hostile, actions }
+        RoundPlan { round, kind, config, senders, receivers, late, hostile, flooder, actions }
     }
 }
 
@@ -239,7 +281,8 @@ mod tests {
             for (_, a) in &p.actions {
                 match a {
                     Action::Kill(i) => assert!(*i < p.senders.len() + p.receivers.len()),
-                    Action::KillHolding(i) => assert!(*i < p.senders.len()),
+                    Action::KillHolding(i) | Action::StopHolding(i, _) => assert!(*i < p.senders.len()),
+                    Action::KillKeeper | Action::Recreate => {}
                     Action::Stop(i, _) => assert!(*i >= p.senders.len() && *i < p.senders.len() + p.receivers.len()),
                     Action::Join(k) => assert!(*k < p.late.len()),
                 }

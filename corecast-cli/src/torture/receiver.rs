@@ -61,6 +61,7 @@ pub fn run(name: &str, round: u32, plan: &ReceiverPlan, log: &mut Log) -> i32 {
             Err(RecvError::Evicted) => break End::Evicted,
             Err(RecvError::Overrun { .. }) => break End::Overrun,
             Err(RecvError::Destroyed) => break End::Destroyed,
+            Err(RecvError::KeeperGone) => break End::KeeperGone,
             Err(RecvError::Corrupt(why)) => {
                 log.put(Event::Text(format!("receiver: corrupt: {why}")));
                 break End::Corrupt;

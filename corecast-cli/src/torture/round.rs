@@ -11,7 +11,7 @@ use corecast::Channel;
 use super::child::{self, Child};
 use super::log::Event;
 use super::plan::{Action, Kind, RoundPlan};
-use super::{hostile, receiver, sender};
+use super::{flooder, hostile, receiver, sender};
 
 /// A round that runs this long is stopped: whoever is left is killed and
 /// counted as hung.
@@ -26,6 +26,8 @@ pub enum Role {
     Receiver,
     /// The hostile writer.
     Hostile,
+    /// The member that floods the keeper and never reads replies.
+    Flooder,
 }
 
 /// A participant after the round.
@@ -50,8 +52,22 @@ pub struct RoundResult {
     pub participants: Vec<Participant>,
     /// Pids the keeper lists as evicted at the end.
     pub evicted_pids: Vec<u32>,
-    /// The channel's keeper.
+    /// The channel's keeper (the first one, when the round re-created it).
     pub keeper_pid: u32,
+    /// The keeper of the channel that replaced it under the same name.
+    pub second_keeper: Option<u32>,
+    /// The round killed the keeper.
+    pub keeper_killed: bool,
+    /// The round destroyed the channel and created another of its name.
+    pub recreated: bool,
+    /// After a re-creation, the name still reached the second channel once
+    /// the first channel's keeper was gone (`false`: the name was stolen).
+    pub name_kept: bool,
+    /// Sequencer repairs the keeper counted.
+    pub tampered: u32,
+    /// Names of dead channels `clean` removed after the round (a killed
+    /// keeper cannot remove its own name; the next participant does).
+    pub cleaned: usize,
 }
 
 struct Round<'a> {
@@ -80,6 +96,7 @@ impl Round<'_> {
                 let hp = plan.hostile.as_ref().context("a hostile role without a hostile plan")?;
                 child::spawn(start, |log, go| hostile::run(name, hp, log, go))
             }
+            Role::Flooder => child::spawn(start, |log, go| flooder::run(name, log, go)),
         }
         .context("forking a participant")?;
         self.parts.push(Participant { role, child, killed: false, stopped: false, hung: false });
@@ -118,12 +135,23 @@ impl Round<'_> {
     fn senders_done(&self) -> bool {
         self.parts.iter().filter(|p| p.role != Role::Receiver).all(|p| p.child.exit.is_some())
     }
+
+    /// Whether sender `i`'s last word is that it holds a loan.
+    fn holding(&self, i: usize) -> bool {
+        let events = &self.parts[i].child.events;
+        let last = events.iter().rev().find(|e| matches!(e, Event::Holding { .. } | Event::Published { .. }));
+        matches!(last, Some(Event::Holding { .. }))
+    }
 }
 
 /// Runs `plan` on a fresh channel called `name`.
 pub fn run(name: &str, plan: RoundPlan) -> Result<RoundResult> {
     let chan = Channel::create(name, &plan.config).with_context(|| format!("creating channel {name}"))?;
     let keeper_pid = chan.keeper_pid();
+    let mut chan = Some(chan);
+    let mut second: Option<Channel> = None;
+    let mut keeper_killed = false;
+    let mut evicted_pids = Vec::new();
     let (go_r, go_w) = child::pipe().context("creating the start pipe")?;
     let mut r = Round { plan: &plan, name, parts: Vec::new() };
     for (i, s) in plan.senders.iter().enumerate() {
@@ -132,8 +160,11 @@ pub fn run(name: &str, plan: RoundPlan) -> Result<RoundResult> {
     for i in 0..plan.receivers.len() {
         r.spawn(Role::Receiver, i, None)?;
     }
-    if plan.kind == Kind::Hostile {
+    if matches!(plan.kind, Kind::Hostile | Kind::Sequencer) {
         r.spawn(Role::Hostile, 0, Some(&go_r))?;
+    }
+    if plan.flooder {
+        r.spawn(Role::Flooder, 0, Some(&go_r))?;
     }
     let t0 = Instant::now();
     // Everyone attaches before anyone sends: receivers are owed every
@@ -148,21 +179,31 @@ pub fn run(name: &str, plan: RoundPlan) -> Result<RoundResult> {
     let mut actions = plan.actions.iter().peekable();
     let mut resume: Vec<(Instant, usize)> = Vec::new();
     let mut armed: Vec<usize> = Vec::new();
+    let mut stop_armed: Vec<(usize, Duration)> = Vec::new();
     loop {
         let now = Instant::now();
         // Kill armed senders caught holding a loan (their last word).
         armed.retain(|&i| {
-            let p = &mut r.parts[i];
-            if p.child.exit.is_some() {
+            if r.parts[i].child.exit.is_some() {
                 return false;
             }
-            let holding = matches!(
-                p.child.events.iter().rev().find(|e| matches!(e, Event::Holding { .. } | Event::Published { .. })),
-                Some(Event::Holding { .. })
-            );
+            let holding = r.holding(i);
             if holding {
-                p.child.signal(libc::SIGKILL);
-                p.killed = true;
+                r.parts[i].child.signal(libc::SIGKILL);
+                r.parts[i].killed = true;
+            }
+            !holding
+        });
+        // Stop armed senders caught holding a loan, past the deadline.
+        stop_armed.retain(|&(i, d)| {
+            if r.parts[i].child.exit.is_some() || r.parts[i].killed {
+                return false;
+            }
+            let holding = r.holding(i);
+            if holding {
+                r.parts[i].child.signal(libc::SIGSTOP);
+                r.parts[i].stopped = true;
+                resume.push((now + d, i));
             }
             !holding
         });
@@ -187,8 +228,24 @@ pub fn run(name: &str, plan: RoundPlan) -> Result<RoundResult> {
                         resume.push((now + *d, *i));
                     }
                 }
-                Action::Join(k) if !r.senders_done() => r.spawn(Role::Receiver, plan.receivers.len() + k, None)?,
+                // A late receiver joins the round's channel, not a successor.
+                Action::Join(k) if !r.senders_done() && second.is_none() && !keeper_killed => {
+                    r.spawn(Role::Receiver, plan.receivers.len() + k, None)?
+                }
                 Action::Join(_) => {}
+                Action::KillKeeper => {
+                    // SAFETY: signalling the keeper this round's channel started.
+                    unsafe { libc::kill(keeper_pid as i32, libc::SIGKILL) };
+                    keeper_killed = true;
+                }
+                Action::StopHolding(i, d) => stop_armed.push((*i, *d)),
+                Action::Recreate => {
+                    if let Some(first) = chan.take() {
+                        evicted_pids.extend(evicted(&first));
+                        first.destroy().context("destroying the round's channel")?;
+                        second = Some(Channel::create(name, &plan.config).context("re-creating the channel")?);
+                    }
+                }
             }
             actions.next();
         }
@@ -210,7 +267,7 @@ pub fn run(name: &str, plan: RoundPlan) -> Result<RoundResult> {
                 }
             }
         }
-        let soon = (!armed.is_empty()).then(|| now + Duration::from_millis(1));
+        let soon = (!armed.is_empty() || !stop_armed.is_empty()).then(|| now + Duration::from_millis(1));
         let next = [actions.peek().map(|(at, _)| go + *at), resume.iter().map(|r| r.0).min(), soon]
             .into_iter()
             .flatten()
@@ -218,7 +275,39 @@ pub fn run(name: &str, plan: RoundPlan) -> Result<RoundResult> {
             .unwrap_or(now + Duration::from_millis(50));
         r.pump(next);
     }
-    let evicted_pids = chan.members().iter().filter(|m| !m.is_sender && m.state == "evicted").map(|m| m.pid).collect();
-    drop(chan);
-    Ok(RoundResult { participants: r.parts, evicted_pids, keeper_pid, plan })
+    let mut tampered = 0;
+    if let Some(first) = chan.take() {
+        evicted_pids.extend(evicted(&first));
+        tampered = first.status().map_or(0, |s| s.tampered);
+    }
+    let recreated = second.is_some();
+    let second_keeper = second.as_ref().map(Channel::keeper_pid);
+    let mut name_kept = true;
+    if let Some(second) = second {
+        // Every member of the first channel is gone: its keeper exits, and
+        // must leave the second channel's name alone.
+        let t0 = Instant::now();
+        while super::leaks::alive(keeper_pid) && t0.elapsed() < GUARD {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        name_kept = Channel::open(name).is_ok_and(|c| c.keeper_pid() == second.keeper_pid());
+    }
+    // A killed keeper cannot remove its name; a new participant does.
+    let cleaned = if keeper_killed { corecast::clean().iter().filter(|n| *n == name).count() } else { 0 };
+    Ok(RoundResult {
+        participants: r.parts,
+        evicted_pids,
+        keeper_pid,
+        second_keeper,
+        keeper_killed,
+        recreated,
+        name_kept,
+        tampered,
+        cleaned,
+        plan,
+    })
+}
+
+fn evicted(chan: &Channel) -> Vec<u32> {
+    chan.members().iter().filter(|m| !m.is_sender && m.state == "evicted").map(|m| m.pid).collect()
 }

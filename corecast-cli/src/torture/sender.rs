@@ -56,16 +56,23 @@ pub fn run(name: &str, round: u32, plan: &SenderPlan, log: &mut Log, start: Opti
                         log.flush();
                         std::thread::sleep(Duration::from_micros(rng.range(500, 20_000)));
                     }
-                    if let Err(e) = loan.commit(len) {
-                        return fail(log, format!("sender {}: commit: {e}", plan.id));
+                    match loan.commit(len) {
+                        Ok(()) => {}
+                        // Held past the deadline (stopped while holding it):
+                        // every receiver skipped it; this counter is not sent.
+                        Err(SendError::ClaimVoided { seq }) => {
+                            log.put(Event::Voided { seq });
+                            continue;
+                        }
+                        Err(e) => return ended(log, plan.id, "commit", e),
                     }
                     log.put(Event::Published { counter, seq: Some(seq), hash, len: len as u32 });
                     pause(&mut rng, plan);
                     continue;
                 }
-                // No room now: the copy path below waits (with a bound and
-                // with late-receiver reports, which a loan cannot give).
-                Err(SendError::WouldBlock) => {}
+                // No room now (or receivers late): the copy path below waits,
+                // with a bound, and evicts late receivers.
+                Err(SendError::WouldBlock) | Err(SendError::ReceiversLate(_)) => {}
                 Err(e) => return ended(log, plan.id, "loan", e),
             }
         }
@@ -92,6 +99,8 @@ pub fn run(name: &str, round: u32, plan: &SenderPlan, log: &mut Log, start: Opti
                     log.put(Event::End { how: End::Timeout, next: counter });
                     return 0;
                 }
+                // Stalled mid-copy past the deadline: voided, send it again.
+                Err(SendError::ClaimVoided { seq }) => log.put(Event::Voided { seq }),
                 Err(e) => return ended(log, plan.id, "send", e),
             }
         }
@@ -110,9 +119,17 @@ fn pause(rng: &mut Rng, plan: &SenderPlan) {
     }
 }
 
-/// A send error no torture sender should see (nothing destroys the channel).
+/// The end of a sender's run on an error: a closed channel (its keeper
+/// killed, or destroyed) is logged for the checks to judge against the
+/// round's faults; anything else is unexpected.
 fn ended(log: &mut Log, id: u32, op: &str, e: SendError) -> i32 {
-    fail(log, format!("sender {id}: {op}: {e}"))
+    let how = match e {
+        SendError::KeeperGone => End::KeeperGone,
+        SendError::Destroyed => End::Destroyed,
+        e => return fail(log, format!("sender {id}: {op}: {e}")),
+    };
+    log.put(Event::End { how, next: 0 });
+    0
 }
 
 /// Logs an unexpected failure; the exit code makes it count as a crash.

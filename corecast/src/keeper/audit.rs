@@ -33,7 +33,7 @@ pub(super) struct Audit {
     /// `next` as seen at each look where it had moved, oldest first: a
     /// number `n` was published no later than the first sample above it.
     samples: VecDeque<(u64, Instant)>,
-    /// Per sender: its claim word and since when it has held that value.
+    /// Per sender: the number it holds in flight and since when.
     claims: Vec<Option<(u64, Instant)>>,
     /// The highest `next` seen that no repair undid.
     high_water: u64,
@@ -77,23 +77,30 @@ impl Keeper {
         self.exclude_corrupt_senders();
         let slots = u64::from(self.membership.geometry.slots);
         let Some(slowest) = self.slowest_raw_cursor() else { return };
+        let Some(next) = self.repaired_next() else { return };
+        self.void_holes(slowest, next, slots);
+        self.void_stalled_claims(now, next);
+        self.record_lateness(now, next);
+    }
+
+    /// `next`, first put back if it moved below what was already seen or
+    /// beyond what an honest claim can reach (each claim checks the slowest
+    /// receiver's cursor); `None` if it moved meanwhile (look again later).
+    /// Without live receivers nothing bounds it, and it is taken as it is.
+    pub(super) fn repaired_next(&mut self) -> Option<u64> {
+        let slots = u64::from(self.membership.geometry.slots);
         let mut next = self.sequencer.next().load(Ordering::SeqCst);
-        // Repair first: a `next` below what was already seen, or beyond what
-        // an honest claim can reach (each claim checks the slowest cursor).
-        if next < self.audit.high_water || next > slowest.saturating_add(slots) {
-            let fixed = self.legitimate_next(slowest, slots);
-            if self.sequencer.next().compare_exchange(next, fixed, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+        if let Some(slowest) = self.slowest_raw_cursor() {
+            if next < self.audit.high_water || next > slowest.saturating_add(slots) {
+                let fixed = self.legitimate_next(slowest, slots);
+                self.sequencer.next().compare_exchange(next, fixed, Ordering::SeqCst, Ordering::SeqCst).ok()?;
                 self.note_tamper();
                 next = fixed;
-            } else {
-                return; // moved meanwhile: look again next time
             }
         }
         self.audit.high_water = self.audit.high_water.max(next);
         self.membership.header().floor.store(self.audit.high_water, Ordering::Release);
-        self.void_holes(slowest, next, slots);
-        self.void_stalled_claims(now, next);
-        self.record_lateness(now, next);
+        Some(next)
     }
 
     /// The lowest cursor of a live receiver (its start if it has not
@@ -118,9 +125,8 @@ impl Keeper {
         let reach = slowest..slowest.saturating_add(slots);
         let mut highest = self.audit.high_water;
         for j in 0..self.senders.len() {
-            let c = self.claim_of(j);
-            if c != 0 && reach.contains(&(c - 1)) {
-                highest = highest.max(c);
+            if let Some(c) = self.claim_of(j).filter(|c| reach.contains(c)) {
+                highest = highest.max(c + 1);
             }
         }
         for s in reach {
@@ -144,11 +150,11 @@ impl Keeper {
     /// so an honest claim below `next` is seen either as a claim or, once
     /// cleared, as a published stamp.
     fn void_holes(&mut self, slowest: u64, next: u64, slots: u64) {
-        let claimed: Vec<u64> = (0..self.senders.len()).map(|j| self.claim_of(j)).filter(|&c| c != 0).collect();
+        let claimed: Vec<u64> = (0..self.senders.len()).filter_map(|j| self.claim_of(j)).collect();
         let end = next.min(slowest.saturating_add(slots));
         let mut voided = false;
         for s in slowest..end {
-            if claimed.contains(&(s + 1)) || self.is_settled(s) {
+            if claimed.contains(&s) || self.is_settled(s) {
                 continue;
             }
             // Any region will do: while receivers wait below `s + 1`, no
@@ -168,20 +174,18 @@ impl Keeper {
         let ms = self.membership.header().deadline_ms.load(Ordering::Acquire);
         let mut voided = false;
         for j in 0..self.senders.len() {
-            let c = self.claim_of(j);
             let live = self.membership.sender(j).state.load(Ordering::Acquire) == STATE_LIVE;
-            if c == 0 || !live || c > next {
+            let Some(s) = self.claim_of(j).filter(|&s| live && s < next) else {
                 self.audit.claims[j] = None;
                 continue;
-            }
+            };
             let since = match self.audit.claims[j] {
-                Some((seen, since)) if seen == c => since,
+                Some((seen, since)) if seen == s => since,
                 _ => {
-                    self.audit.claims[j] = Some((c, now));
+                    self.audit.claims[j] = Some((s, now));
                     now
                 }
             };
-            let s = c - 1;
             if ms != 0 && now - since >= Duration::from_millis(u64::from(ms)) && !self.is_settled(s) {
                 if let Some(r) = &self.senders[j] {
                     if ring::void_unpublished(r.region.slot(s), s) {

@@ -363,7 +363,13 @@ impl Keeper {
         e.epoch.fetch_add(1, Ordering::Relaxed);
         e.state.store(STATE_LIVE, Ordering::SeqCst);
         self.bump();
-        let start = self.sequencer.next().load(Ordering::SeqCst);
+        // A `next` a sender moved by hand must not become this receiver's
+        // start: repaired first (the receiver's own start is still pending,
+        // so it does not count as a bound yet).
+        // (A sender racing the repair a hundred times gets its value used.)
+        let start =
+            (0..100).find_map(|_| self.repaired_next()).unwrap_or_else(|| self.sequencer.next().load(Ordering::SeqCst));
+        let e = self.membership.receiver(i);
         e.start.store(start, Ordering::SeqCst);
         self.bump();
         self.conns[k].role = Role::Receiver(i, e.epoch.load(Ordering::Relaxed));
@@ -390,7 +396,7 @@ impl Keeper {
                 if let Some(s) = self.senders[j].as_mut() {
                     s.departed_at = Some(next);
                 }
-                if conn.left || self.claim_of(j) == 0 {
+                if conn.left || self.claim_of(j).is_none() {
                     self.membership.sender(j).state.store(state, Ordering::SeqCst);
                     self.bump();
                 } else {
@@ -418,17 +424,15 @@ impl Keeper {
         }
     }
 
-    /// Sender `j`'s claim word (`S + 1`, or 0), from its own region.
-    fn claim_of(&self, j: usize) -> u64 {
-        self.senders[j].as_ref().map_or(0, |s| s.region.header().claim.0.load(Ordering::SeqCst))
+    /// The number sender `j` holds unpublished, from its own region.
+    fn claim_of(&self, j: usize) -> Option<u64> {
+        let s = self.senders[j].as_ref()?;
+        ring::in_flight(s.region.header().claim.0.load(Ordering::SeqCst))
     }
 
     fn try_settle(&self, j: usize) -> bool {
-        let held = self.claim_of(j);
-        if held == 0 {
-            return true;
-        }
-        let s = held - 1;
+        let Some(s) = self.claim_of(j) else { return true };
+        let held = Some(s);
         let next = self.sequencer.next().load(Ordering::SeqCst);
         if next > s && !self.is_settled(s) {
             // Another live sender that stored the same intent may be the
