@@ -100,30 +100,19 @@ pub(crate) fn still_published(slot: &SlotHeader, seq: u64, len: u32) -> bool {
     slot.stamp.load(Ordering::Relaxed) == stamp(seq, KIND_PUBLISHED) && slot.len.load(Ordering::Relaxed) == len
 }
 
-/// The stamp a sender must find in `slot` when it publishes `seq`: what
-/// the slot held when the claim was won, or the being-written stamp if the
-/// sender marked it (see [`begin_write`]). Read by the slot's own writer.
-pub(crate) fn claimed_stamp(slot: &SlotHeader) -> u64 {
-    slot.stamp.load(Ordering::Relaxed)
-}
-
-/// Publishes number `seq` in `slot`, unless the keeper voided the claim
-/// meanwhile (the sender stalled past the deadline): `false` then, and the
-/// number stays void for every receiver. `expected` is
-/// [`claimed_stamp`] as the sender saw it after winning `seq`. The payload
-/// must be written before; the `Release` compare-exchange orders it before
-/// the stamp (pairs with [`probe`]'s `Acquire`). The slot's `len` may be
-/// rewritten after a void: receivers read `len` only for published stamps.
-pub(crate) fn publish(slot: &SlotHeader, expected: u64, seq: u64, len: u32, kind: u64) -> bool {
+/// Publishes number `seq` in `slot`. The payload must be written before;
+/// `Release` orders it before the stamp (pairs with [`probe`]'s `Acquire`).
+/// A sender publishes only after [`commit_claim`] succeeded.
+pub(crate) fn publish(slot: &SlotHeader, seq: u64, len: u32, kind: u64) {
     slot.len.store(len, Ordering::Relaxed);
-    slot.stamp.compare_exchange(expected, stamp(seq, kind), Ordering::Release, Ordering::Relaxed).is_ok()
+    slot.stamp.store(stamp(seq, kind), Ordering::Release);
 }
 
-/// The keeper's void of number `seq` in `slot` (a dead or stalled claim,
-/// or a hole nobody claimed): replaces whatever older stamp the slot holds
-/// with a void, unless `seq` was published or voided there meanwhile (the
-/// compare-exchange decides between this and the sender's [`publish`]).
-/// Returns whether the void was written. `Release` pairs with [`probe`].
+/// The keeper's void of number `seq` in `slot` (a dead sender's claim, a
+/// claim it revoked with [`revoke_claim`], or a hole nobody claimed):
+/// replaces whatever older stamp the slot holds with a void, unless `seq`
+/// was published or voided there already. Returns whether the void was
+/// written. `Release` pairs with [`probe`].
 pub(crate) fn void_unpublished(slot: &SlotHeader, seq: u64) -> bool {
     loop {
         let st = slot.stamp.load(Ordering::Acquire);
@@ -146,62 +135,86 @@ pub(crate) enum Claim {
     Full(u64),
 }
 
-/// The claim word of a sender holding number `seq` (not yet published).
-pub(crate) fn claim_in_flight(seq: u64) -> u64 {
-    ((seq + 1) << 1) | 1
+// A sender's claim word, in its own sealed region: `(S + 1) << 2 | state`
+// for the last number `S` it claimed (0: none yet).
+const CLAIM_DONE: u64 = 0;
+const CLAIM_IN_FLIGHT: u64 = 1;
+const CLAIM_REVOKED: u64 = 2;
+
+fn claim_word(seq: u64, state: u64) -> u64 {
+    ((seq + 1) << 2) | state
 }
 
-/// The number a claim word says is in flight, if any.
+/// The number a claim word says is in flight (claimed, not committed).
 pub(crate) fn in_flight(word: u64) -> Option<u64> {
-    (word & 1 == 1).then(|| (word >> 1).wrapping_sub(1))
+    (word & 3 == CLAIM_IN_FLIGHT && word >> 2 != 0).then(|| (word >> 2) - 1)
 }
 
-/// One past the highest number a claim word says its sender claimed.
-pub(crate) fn claimed_up_to(word: u64) -> u64 {
-    word >> 1
+/// The number a claim word names in any state: its sender's last claim.
+pub(crate) fn named(word: u64) -> Option<u64> {
+    (word >> 2).checked_sub(1)
+}
+
+/// The number a claim word says its sender will still publish: in flight
+/// or committed, not revoked. (A revoked number is the keeper's to void,
+/// again if need be: a sender stopped before marking its slot as being
+/// written may mark it after the void.)
+pub(crate) fn owned(word: u64) -> Option<u64> {
+    (word & 3 != CLAIM_REVOKED).then(|| named(word)).flatten()
 }
 
 /// What a claim word proves about `next`: every number below the result
-/// was taken. A settled claim of `S` proves `S + 1`; one in flight only
-/// `S` (its compare-exchange may not have happened yet).
+/// was taken. A committed or revoked claim of `S` proves `S + 1`; one in
+/// flight only `S` (its compare-exchange on `next` may not have happened).
 pub(crate) fn taken_below(word: u64) -> u64 {
-    claimed_up_to(word).saturating_sub(word & 1)
+    (word >> 2).saturating_sub(u64::from(word & 3 == CLAIM_IN_FLIGHT))
+}
+
+/// The sender's commit of its claim of `seq`, before it publishes: fails
+/// if the keeper revoked the claim (held past the deadline), and then the
+/// sender must not publish. A compare-exchange on the sender's own line,
+/// which nobody polls, so it costs no cache-line transfer (on the slot's
+/// line, which receivers poll, it cost a fifth of the send path). SeqCst:
+/// it and [`revoke_claim`] are the two sides of one handshake.
+pub(crate) fn commit_claim(claim: &AtomicU64, seq: u64) -> bool {
+    let (from, to) = (claim_word(seq, CLAIM_IN_FLIGHT), claim_word(seq, CLAIM_DONE));
+    claim.compare_exchange(from, to, Ordering::SeqCst, Ordering::SeqCst).is_ok()
+}
+
+/// The keeper's revocation of a claim of `seq` still in flight: once it
+/// succeeds, [`commit_claim`] fails and the number can be voided.
+pub(crate) fn revoke_claim(claim: &AtomicU64, seq: u64) -> bool {
+    let (from, to) = (claim_word(seq, CLAIM_IN_FLIGHT), claim_word(seq, CLAIM_REVOKED));
+    claim.compare_exchange(from, to, Ordering::SeqCst, Ordering::SeqCst).is_ok()
 }
 
 /// Claims the next number if `has_room(S)` says the ring has room for it.
 ///
-/// `claim` is the claim word in this sender's own region, `(S + 1) << 1 |
-/// in_flight`: [`claim_in_flight`]`(S)` is stored (SeqCst) before the
-/// compare-exchange so that, if this process dies or stalls between
-/// winning `S` and publishing it, the keeper can find `S` and void it
-/// (R4), and so that a number no sender claims is known to be a hole; the
-/// flag is cleared by [`clear_claim`] after the publish, leaving `S + 1`:
-/// the word then says how far this sender has claimed, which lets every
-/// other sender see that a number offered by a rewound `next` was taken.
+/// `claim` is the claim word in this sender's own region: `S` in flight is
+/// stored (SeqCst) before the compare-exchange so that, if this process
+/// dies or stalls between winning `S` and publishing it, the keeper can
+/// find `S` and void it (R4), and so that a number no sender claims is
+/// known to be a hole; [`commit_claim`] turns it into `S` committed just
+/// before the publish. The word always names this sender's last claim,
+/// which lets every other sender see that a number offered by a rewound
+/// `next` was taken.
 /// The SeqCst store and compare-exchange pair with the keeper's SeqCst
 /// loads of `next` then of the claim words (`keeper::audit`): a keeper
 /// that sees `next > S` sees this claim or its clearing.
 pub(crate) fn try_claim(next: &AtomicU64, claim: &AtomicU64, mut has_room: impl FnMut(u64) -> bool) -> Claim {
-    let done = claim.load(Ordering::Relaxed) & !1;
+    let before = claim.load(Ordering::Relaxed);
     loop {
         let s = next.load(Ordering::SeqCst);
         if !has_room(s) {
             return Claim::Full(s);
         }
-        claim.store(claim_in_flight(s), Ordering::SeqCst);
+        claim.store(claim_word(s, CLAIM_IN_FLIGHT), Ordering::SeqCst);
         if next.compare_exchange(s, s + 1, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
             return Claim::Won(s);
         }
-        claim.store(done, Ordering::SeqCst);
+        claim.store(before, Ordering::SeqCst);
         crate::sync::spin_hint();
     }
-}
-
-/// Marks this sender's claim of `seq` as settled (published or void).
-/// `Release`: after the publish, so a keeper that reads the settled word
-/// (Acquire) then sees the published stamp.
-pub(crate) fn clear_claim(claim: &AtomicU64, seq: u64) {
-    claim.store((seq + 1) << 1, Ordering::Release);
 }
 
 /// Moves a receiver's cursor to `to`: everything below is consumed.
@@ -267,12 +280,11 @@ mod loom_model {
                 if let Claim::Won(s) = try_claim(&self.next, &self.claims[me], room) {
                     let i = (s % self.r) as usize;
                     begin_write(&self.regions[me].slots[i], s);
-                    let expected = claimed_stamp(&self.regions[me].slots[i]);
                     // Payload = the number, so a stale or torn read shows.
                     // SAFETY: loom checks this claim: holding `s` makes the slot ours.
                     self.regions[me].payload[i].with_mut(|p| unsafe { *p = s * 10 + me as u64 });
-                    assert!(publish(&self.regions[me].slots[i], expected, s, 8, KIND_PUBLISHED));
-                    clear_claim(&self.claims[me], s);
+                    assert!(commit_claim(&self.claims[me], s));
+                    publish(&self.regions[me].slots[i], s, 8, KIND_PUBLISHED);
                     return s;
                 }
                 loom::thread::yield_now();
@@ -322,13 +334,16 @@ mod loom_model {
         loom::model(|| {
             let ring = Ring::new(1, 2);
             let Claim::Won(s) = try_claim(&ring.next, &ring.claims[0], |_| true) else { panic!("room") };
-            let expected = claimed_stamp(&ring.regions[0].slots[0]);
             let keeper = {
                 let ring = ring.clone();
-                loom::thread::spawn(move || void_unpublished(&ring.regions[0].slots[0], s))
+                loom::thread::spawn(move || {
+                    revoke_claim(&ring.claims[0], s) && void_unpublished(&ring.regions[0].slots[0], s)
+                })
             };
-            let published = publish(&ring.regions[0].slots[0], expected, s, 8, KIND_PUBLISHED);
-            clear_claim(&ring.claims[0], s);
+            let published = commit_claim(&ring.claims[0], s);
+            if published {
+                publish(&ring.regions[0].slots[0], s, 8, KIND_PUBLISHED);
+            }
             let voided = keeper.join().unwrap();
             assert!(published != voided, "exactly one of the publish and the void wins");
             let seen = probe(&ring.regions[0].slots[0], s, 2, 8).unwrap();
@@ -358,7 +373,7 @@ mod loom_model {
             }
             let words = [ring.claims[0].load(Ordering::SeqCst), ring.claims[1].load(Ordering::SeqCst)];
             assert!(words.iter().all(|w| in_flight(*w).is_none()), "no claim left in flight");
-            assert_eq!(words.iter().map(|w| claimed_up_to(*w)).max(), Some(2));
+            assert_eq!(words.iter().map(|w| taken_below(*w)).max(), Some(2));
         });
     }
 }

@@ -55,8 +55,12 @@ struct Room {
     /// One past the last number this sender claimed: `next` never goes
     /// below it unless someone rewound the sequencer.
     claimed_up_to: u64,
-    /// The other senders' regions, for their claim words (see `check`).
-    senders: Vec<Option<(u32, SenderRegion)>>,
+    /// This sender's index.
+    me: usize,
+    /// The other senders' regions (index, epoch, region), for their claim
+    /// words (see `check`); empty in a channel with one sender.
+    senders: Vec<(usize, SenderRegion)>,
+    senders_epochs: Vec<u32>,
     /// Set by `check` when `next` offered a number already claimed: one
     /// past the highest number known to be claimed.
     rewound: Option<u64>,
@@ -94,7 +98,9 @@ impl Sender {
             stalls: vec![None; g.max_receivers as usize],
             tampered: None,
             claimed_up_to: 0,
-            senders: (0..g.max_senders).map(|_| None).collect(),
+            me: reply.index as usize,
+            senders: Vec::new(),
+            senders_epochs: Vec::new(),
             rewound: None,
         };
         let index = reply.index as usize;
@@ -156,14 +162,14 @@ impl Sender {
 
     /// One attempt: `WouldBlock` when full.
     fn try_send_once(&mut self, msg: &[u8]) -> Result<(), SendError> {
-        let (seq, expected) = self.try_claim_armed(msg.len())?;
+        let seq = self.try_claim_armed(msg.len())?;
         // SAFETY: this sender holds `seq`, so slot `seq % R` of its own
         // region is written by nobody else and read by nobody until the
         // stamp is published; `msg.len()` was checked against slot_bytes.
         // (If the keeper voids the claim meanwhile, receivers skip the slot
         // and never read these bytes.)
         unsafe { std::ptr::copy_nonoverlapping(msg.as_ptr(), self.region.payload(seq, msg.len()), msg.len()) };
-        self.publish(seq, expected, msg.len() as u32, ring::KIND_PUBLISHED)
+        self.publish(seq, msg.len() as u32, ring::KIND_PUBLISHED)
     }
 
     /// Sends a copy of `msg`, waiting at most `timeout` for ring space.
@@ -283,7 +289,7 @@ impl Sender {
         let mut backoff = Backoff::new(self.wait);
         loop {
             match self.try_claim(0) {
-                Ok((seq, expected)) => return Ok(Loan { sender: self, seq, expected, done: false }),
+                Ok(seq) => return Ok(Loan { sender: self, seq, done: false }),
                 Err(SendError::WouldBlock) => self.wait_for_room(&mut backoff, None)?,
                 Err(e) => return Err(e),
             }
@@ -294,8 +300,8 @@ impl Sender {
     /// full (or [`SendError::ReceiversLate`], as [`Sender::try_send`]).
     pub fn try_loan(&mut self) -> Result<Loan<'_>, SendError> {
         let claim = self.try_claim_armed(0);
-        let (seq, expected) = self.name_late_if_full(claim)?;
-        Ok(Loan { sender: self, seq, expected, done: false })
+        let seq = self.name_late_if_full(claim)?;
+        Ok(Loan { sender: self, seq, done: false })
     }
 
     /// Turns a non-blocking call's `WouldBlock` into `ReceiversLate` when
@@ -336,7 +342,7 @@ impl Sender {
     }
 
     /// `try_claim`, arming the wake fd when the ring is full in fd mode.
-    fn try_claim_armed(&mut self, len: usize) -> Result<(u64, u64), SendError> {
+    fn try_claim_armed(&mut self, len: usize) -> Result<u64, SendError> {
         if self.fd_armed {
             self.fd_armed = false;
             Armer::disarm(&self.region.header().space_waiting.0);
@@ -354,8 +360,8 @@ impl Sender {
         }
     }
 
-    /// Claims the next number: `(seq, the slot's stamp to publish over)`.
-    fn try_claim(&mut self, len: usize) -> Result<(u64, u64), SendError> {
+    /// Claims the next number.
+    fn try_claim(&mut self, len: usize) -> Result<u64, SendError> {
         let g = self.region.geometry;
         if len > g.slot_bytes as usize {
             return Err(SendError::TooLarge { bytes: len, max_bytes: g.slot_bytes as usize });
@@ -401,7 +407,7 @@ impl Sender {
                 if self.link.membership.evicted_ever() {
                     ring::begin_write(self.region.slot(seq), seq);
                 }
-                Ok((seq, ring::claimed_stamp(self.region.slot(seq))))
+                Ok(seq)
             }
             // Also while `next` is tampered with: the ring is unusable until
             // the keeper repairs it, and its repair bumps the generation,
@@ -412,9 +418,13 @@ impl Sender {
 
     /// Publishes `seq` (or voids it), unless the keeper voided the claim
     /// because it was held past the deadline.
-    fn publish(&mut self, seq: u64, expected: u64, len: u32, kind: u64) -> Result<(), SendError> {
-        let published = ring::publish(self.region.slot(seq), expected, seq, len, kind);
-        ring::clear_claim(&self.region.header().claim.0, seq);
+    fn publish(&mut self, seq: u64, len: u32, kind: u64) -> Result<(), SendError> {
+        // The keeper may have revoked the claim (held past the deadline):
+        // then the number is void for every receiver and stays so.
+        let published = ring::commit_claim(&self.region.header().claim.0, seq);
+        if published {
+            ring::publish(self.region.slot(seq), seq, len, kind);
+        }
         // Pairs with the receiver's fence in `Receiver::sleep`: either it
         // sees this stamp, or this load sees its `sleeping` flag.
         fence(Ordering::SeqCst);
@@ -511,18 +521,15 @@ impl Room {
     /// own cursor plus the ring) is a hostile sender's, and is ignored.
     fn check(&mut self, link: &Link, g: &Geometry, s: u64) -> bool {
         let m = &link.membership;
-        let trusted = m.floor().max(self.claimed_up_to);
-        let others = self
-            .senders
-            .iter()
-            .enumerate()
-            .filter(|(j, _)| m.sender(*j).excluded.load(Ordering::Relaxed) == 0)
-            .filter_map(|(_, r)| r.as_ref())
-            .map(|(_, r)| ring::taken_below(r.header().claim.0.load(Ordering::Acquire)));
-        let mut known = trusted;
+        let mut known = m.floor().max(self.claimed_up_to);
         // Computed only when a claim word says more than `s` (rare).
         let mut reach = None;
-        for c in others.filter(|&c| c > s) {
+        for (j, r) in &self.senders {
+            // Acquire pairs with the sender's SeqCst stores of its claim.
+            let c = ring::taken_below(r.header().claim.0.load(Ordering::Acquire));
+            if c <= s || m.sender(*j).excluded.load(Ordering::Relaxed) != 0 {
+                continue;
+            }
             // Without a live receiver no message can be missed, and nothing
             // bounds what an honest claim can reach: nothing to repair.
             if reach.get_or_insert_with(|| self.raw_reach(m, g)).is_some_and(|r| c <= r) {
@@ -648,23 +655,31 @@ impl Room {
             return Ok(());
         }
         let (reply, fds) = link.call(Op::FetchSenders, &[])?;
-        let mut fresh: Vec<Option<(u32, SenderRegion)>> = (0..g.max_senders).map(|_| None).collect();
+        let mut old: Vec<_> =
+            std::mem::take(&mut self.senders).into_iter().zip(self.senders_epochs.drain(..)).collect();
         let mut fds = fds.into_iter();
         for (j, epoch) in reply.entries {
             let (Some(fd), Some(_wake)) = (fds.next(), fds.next()) else { break };
             let j = j as usize;
-            if j >= fresh.len() {
+            if j >= g.max_senders as usize {
                 return Err(ChannelError::Corrupt(format!("keeper named sender {j}")));
             }
-            fresh[j] = match self.senders[j].take().filter(|(e, _)| *e == epoch) {
-                Some(kept) => Some(kept),
+            if j == self.me {
+                continue;
+            }
+            let region = match old.iter().position(|((k, _), e)| *k == j && *e == epoch) {
+                Some(p) => old.swap_remove(p).0 .1,
                 None => {
                     let map = Link::map_peer_region(&fd, g.sender_region_bytes())?;
-                    SenderRegion::open(map, *g).ok().map(|r| (epoch, r))
+                    // A region failing validation is a sender the keeper
+                    // excludes; its claim word is no evidence of anything.
+                    let Ok(r) = SenderRegion::open(map, *g) else { continue };
+                    r
                 }
             };
+            self.senders.push((j, region));
+            self.senders_epochs.push(epoch);
         }
-        self.senders = fresh;
         Ok(())
     }
 
@@ -692,8 +707,6 @@ impl Drop for Sender {
 pub struct Loan<'a> {
     sender: &'a mut Sender,
     seq: u64,
-    /// The slot's stamp when the claim was won (see `ring::publish`).
-    expected: u64,
     done: bool,
 }
 
@@ -723,7 +736,7 @@ impl Loan<'_> {
             return Err(SendError::TooLarge { bytes: len, max_bytes: max });
         }
         self.done = true;
-        self.sender.publish(self.seq, self.expected, len as u32, ring::KIND_PUBLISHED)
+        self.sender.publish(self.seq, len as u32, ring::KIND_PUBLISHED)
     }
 }
 
@@ -731,7 +744,7 @@ impl Drop for Loan<'_> {
     fn drop(&mut self) {
         if !self.done {
             // A void either way: ours, or the keeper's if it came first.
-            let _ = self.sender.publish(self.seq, self.expected, 0, ring::KIND_VOID);
+            let _ = self.sender.publish(self.seq, 0, ring::KIND_VOID);
         }
     }
 }

@@ -125,7 +125,7 @@ impl Keeper {
         let reach = slowest..slowest.saturating_add(slots);
         let mut highest = self.audit.high_water;
         for j in 0..self.senders.len() {
-            if let Some(c) = self.claim_of(j).filter(|c| reach.contains(c)) {
+            if let Some(c) = ring::named(self.claim_word(j)).filter(|c| reach.contains(c)) {
                 highest = highest.max(c + 1);
             }
         }
@@ -150,7 +150,9 @@ impl Keeper {
     /// so an honest claim below `next` is seen either as a claim or, once
     /// cleared, as a published stamp.
     fn void_holes(&mut self, slowest: u64, next: u64, slots: u64) {
-        let claimed: Vec<u64> = (0..self.senders.len()).filter_map(|j| self.claim_of(j)).collect();
+        // A committed claim not yet published is its sender's too (it is
+        // between its commit and its publish, or dead there: settled).
+        let claimed: Vec<u64> = (0..self.senders.len()).filter_map(|j| ring::owned(self.claim_word(j))).collect();
         let end = next.min(slowest.saturating_add(slots));
         let mut voided = false;
         for s in slowest..end {
@@ -188,7 +190,10 @@ impl Keeper {
             };
             if ms != 0 && now - since >= Duration::from_millis(u64::from(ms)) && !self.is_settled(s) {
                 if let Some(r) = &self.senders[j] {
-                    if ring::void_unpublished(r.region.slot(s), s) {
+                    // Revoked first: the sender's commit then fails, so it
+                    // can never publish over the void.
+                    if ring::revoke_claim(&r.region.header().claim.0, s) && ring::void_unpublished(r.region.slot(s), s)
+                    {
                         self.membership.sender(j).voided.fetch_add(1, Ordering::Relaxed);
                         voided = true;
                     }

@@ -396,7 +396,7 @@ impl Keeper {
                 if let Some(s) = self.senders[j].as_mut() {
                     s.departed_at = Some(next);
                 }
-                if conn.left || self.claim_of(j).is_none() {
+                if conn.left || ring::named(self.claim_word(j)).is_none_or(|s| self.is_settled(s)) {
                     self.membership.sender(j).state.store(state, Ordering::SeqCst);
                     self.bump();
                 } else {
@@ -426,12 +426,22 @@ impl Keeper {
 
     /// The number sender `j` holds unpublished, from its own region.
     fn claim_of(&self, j: usize) -> Option<u64> {
-        let s = self.senders[j].as_ref()?;
-        ring::in_flight(s.region.header().claim.0.load(Ordering::SeqCst))
+        ring::in_flight(self.claim_word(j))
     }
 
+    /// Sender `j`'s claim word (0 without a region).
+    fn claim_word(&self, j: usize) -> u64 {
+        self.senders[j].as_ref().map_or(0, |s| s.region.header().claim.0.load(Ordering::SeqCst))
+    }
+
+    /// Settles a dead sender's last claim: void unless it was published.
+    /// Its claim may be in flight, or committed with the publish not yet
+    /// stored (it died between the two); either way it never will be.
     fn try_settle(&self, j: usize) -> bool {
-        let Some(s) = self.claim_of(j) else { return true };
+        let Some(s) = ring::named(self.claim_word(j)) else { return true };
+        if self.is_settled(s) {
+            return true;
+        }
         let held = Some(s);
         let next = self.sequencer.next().load(Ordering::SeqCst);
         if next > s && !self.is_settled(s) {
@@ -443,6 +453,7 @@ impl Keeper {
                 return false;
             }
             if let Some(r) = &self.senders[j] {
+                let _ = ring::revoke_claim(&r.region.header().claim.0, s);
                 if ring::void_unpublished(r.region.slot(s), s) {
                     self.membership.sender(j).voided.fetch_add(1, Ordering::Relaxed);
                 }
