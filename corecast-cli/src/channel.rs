@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::Subcommand;
-use corecast::{Channel, ChannelStatus};
+use corecast::{Channel, ChannelConfig, ChannelStatus};
 use corecast_bench::harness::interrupt;
 use corecast_bench::report::format::human;
 use serde_json::{json, Value};
@@ -15,6 +15,11 @@ use serde_json::{json, Value};
 /// The channel management commands.
 #[derive(Subcommand)]
 pub enum ChannelCmd {
+    /// Create a channel and hold it open until Ctrl-C (or until it is
+    /// destroyed): a channel lives while any handle or endpoint of it is
+    /// open, so it goes when this command ends, unless other processes
+    /// still have it open.
+    Create(CreateArgs),
     /// Names of the channels alive now (leftovers of dead ones are removed).
     List,
     /// Properties, keeper, members with pids, states, cursors and lag.
@@ -33,6 +38,15 @@ pub enum ChannelCmd {
         #[arg(long, default_value = "500ms", value_parser = crate::args::duration)]
         interval: Duration,
     },
+    /// Change a channel's deadline (how long a receiver may leave a message
+    /// unread before senders are told it is late): a duration such as
+    /// `500ms` or `10s`, or `none`.
+    SetDeadline {
+        /// The channel's name.
+        name: String,
+        /// The new deadline, or `none` to wait forever.
+        deadline: String,
+    },
     /// Remove what dead channels left behind; prints each name removed.
     Clean,
     /// Remove a channel's name; attached endpoints get `Destroyed` once drained.
@@ -42,13 +56,86 @@ pub enum ChannelCmd {
     },
 }
 
+/// Options of `corecast channel create` (defaults as the library's).
+#[derive(clap::Args, Debug)]
+pub struct CreateArgs {
+    /// The channel's name.
+    name: String,
+    /// Ring length: messages in flight before senders wait (a power of two).
+    #[arg(long, default_value_t = ChannelConfig::default().slots)]
+    slots: u32,
+    /// Largest message, in bytes (K and M suffixes allowed).
+    #[arg(long, default_value = "4K", value_parser = crate::args::size)]
+    max_message: usize,
+    /// Most senders attached at once.
+    #[arg(long, default_value_t = ChannelConfig::default().max_senders)]
+    senders: u32,
+    /// Most receivers attached at once.
+    #[arg(long, default_value_t = ChannelConfig::default().max_receivers)]
+    receivers: u32,
+    /// Permission bits of the name, in octal (who may open the channel).
+    #[arg(long, default_value = "600")]
+    mode: String,
+    /// How long a receiver may leave a message unread before senders are
+    /// told it is late, or `none`.
+    #[arg(long, default_value = "10s")]
+    deadline: String,
+}
+
+/// `none`, or a duration such as `500ms`.
+fn deadline(text: &str) -> Result<Option<Duration>> {
+    if text == "none" {
+        return Ok(None);
+    }
+    crate::args::duration(text).map(Some).map_err(|e| anyhow::anyhow!("deadline {text:?}: {e}"))
+}
+
+fn create(a: CreateArgs) -> Result<ExitCode> {
+    let mode = u32::from_str_radix(&a.mode, 8).map_err(|_| anyhow::anyhow!("mode {:?} is not octal", a.mode))?;
+    let max_message_bytes =
+        u32::try_from(a.max_message).map_err(|_| anyhow::anyhow!("max message {} B is too large", a.max_message))?;
+    let config = ChannelConfig {
+        slots: a.slots,
+        max_message_bytes,
+        max_senders: a.senders,
+        max_receivers: a.receivers,
+        mode,
+        deadline: deadline(&a.deadline)?,
+    };
+    let chan = Channel::create(&a.name, &config).with_context(|| format!("creating channel {:?}", a.name))?;
+    interrupt::install().context("installing the Ctrl-C handler")?;
+    println!(
+        "created channel {:?} (keeper pid {}); holding it open until Ctrl-C or `corecast channel destroy {}`",
+        a.name,
+        chan.keeper_pid(),
+        a.name
+    );
+    // Destroyed by someone else: the name is gone, stop holding it.
+    let path = corecast::channel_dir().join(&a.name);
+    while !interrupt::requested() && path.exists() {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop(chan);
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Runs a channel command.
 pub fn run(c: ChannelCmd) -> Result<ExitCode> {
     match c {
+        ChannelCmd::Create(a) => return create(a),
         ChannelCmd::List => {
-            for n in corecast::list() {
+            let names = corecast::list();
+            if names.is_empty() {
+                println!("no live channels in {}", corecast::channel_dir().display());
+            }
+            for n in names {
                 println!("{n}");
             }
+        }
+        ChannelCmd::SetDeadline { name, deadline: d } => {
+            let d = deadline(&d)?;
+            open(&name)?.set_deadline(d).with_context(|| format!("setting the deadline of {name:?}"))?;
+            println!("deadline of {name:?} is now {}", d.map_or("none".to_string(), |d| format!("{d:?}")));
         }
         ChannelCmd::Inspect { name, json } => {
             let status = open(&name)?.status().with_context(|| format!("reading the status of {name:?}"))?;

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use corecast_bench::record::compare::{compare, render};
+use corecast_bench::record::compare::{compare, machine_warning, render};
 use corecast_bench::record::jsonl;
 
 /// Arguments of `corecast compare`.
@@ -25,6 +25,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let old = jsonl::read(&a.old)?;
     let new = jsonl::read(&a.new)?;
     let t = (a.threshold / 100.0).max(0.0);
+    if let Some(w) = machine_warning(&old, &new) {
+        print!("{w}");
+    }
     print!("{}", render(&compare(&old, &new, t), t));
     Ok(ExitCode::SUCCESS)
 }

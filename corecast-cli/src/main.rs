@@ -22,7 +22,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run benchmarks (quick comparison, fan-out, ping-pong).
+    /// Run benchmarks: quick (the comparison table), fanout, pingpong, logp,
+    /// bandwidth, paxos, snapshot, contend, pi, wordcount, detect.
     #[command(subcommand)]
     Bench(bench::Bench),
     /// List every mechanism, whether it is available here and if not why.
@@ -31,7 +32,8 @@ enum Command {
     Machine(machine::Args),
     /// Show what got faster or slower between two results files.
     Compare(compare::Args),
-    /// Manage named channels: list, inspect, watch, clean, destroy.
+    /// Manage named channels: create, list, inspect, watch, set-deadline,
+    /// clean, destroy.
     #[command(subcommand)]
     Channel(channel::ChannelCmd),
     /// Fault injection: random channels, kills, stalls and hostile writers;

@@ -128,3 +128,94 @@ fn clean_removes_a_dead_channels_name() {
     assert!(!path.exists());
     let _ = std::fs::remove_dir(&dir);
 }
+
+#[test]
+fn a_channel_created_from_the_command_line_lives_until_destroyed() {
+    let name = format!("cli-create-{}", std::process::id());
+    let mut holder = Command::new(env!("CARGO_BIN_EXE_corecast"))
+        .args(["channel", "create", &name, "--slots", "8", "--max-message", "1K", "--deadline", "2s"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run corecast channel create");
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(holder.stdout.take().unwrap()), &mut first).unwrap();
+    assert!(first.contains("created channel") && first.contains("Ctrl-C"), "{first}");
+
+    let inspect = || -> Value { serde_json::from_str(&ok(&["channel", "inspect", &name, "--json"])).unwrap() };
+    let v = inspect();
+    assert_eq!((v["slots"].as_u64(), v["max_message_bytes"].as_u64()), (Some(8), Some(1024)));
+    assert_eq!(v["deadline_ms"], 2000);
+    assert!(ok(&["channel", "set-deadline", &name, "500ms"]).contains("500ms"));
+    assert_eq!(inspect()["deadline_ms"], 500);
+    ok(&["channel", "set-deadline", &name, "none"]);
+    assert!(inspect()["deadline_ms"].is_null());
+    assert!(!corecast(&["channel", "set-deadline", &name, "soon"]).status.success(), "a bad deadline is refused");
+
+    // Destroying it ends the command that held it.
+    ok(&["channel", "destroy", &name]);
+    let t0 = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = holder.try_wait().unwrap() {
+            break s;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(60), "hang guard: create did not end after destroy");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success());
+}
+
+#[test]
+fn list_says_so_when_no_channel_is_alive() {
+    let dir = std::env::temp_dir().join(format!("corecast-cli-empty-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = ok_in(Some(&dir), &["channel", "list"]);
+    assert_eq!(out.trim(), format!("no live channels in {}", dir.display()));
+    let _ = std::fs::remove_dir(&dir);
+}
+
+#[test]
+fn list_and_clean_never_disturb_live_channels_under_load() {
+    let name = format!("cli-load-{}", std::process::id());
+    let cfg = ChannelConfig { slots: 64, max_message_bytes: 64, deadline: None, ..ChannelConfig::default() };
+    let chan = Channel::create(&name, &cfg).unwrap();
+    let mut rx = chan.receiver().unwrap();
+    let mut tx = chan.sender().unwrap();
+    // The load lasts until the probing is done, so the two overlap.
+    let probing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let sender = std::thread::spawn({
+        let probing = probing.clone();
+        move || {
+            let mut i = 0u64;
+            while probing.load(std::sync::atomic::Ordering::Relaxed) {
+                tx.send(&i.to_le_bytes()).unwrap();
+                i += 1;
+            }
+            tx.send(&u64::MAX.to_le_bytes()).unwrap();
+            i
+        }
+    });
+    let prober = std::thread::spawn({
+        let name = name.clone();
+        move || {
+            for _ in 0..25 {
+                assert!(ok(&["channel", "list"]).lines().any(|l| l == name), "a live channel is always listed");
+                assert!(!ok(&["channel", "clean"]).contains(&name), "clean never removes a live channel");
+            }
+            probing.store(false, std::sync::atomic::Ordering::Relaxed);
+        }
+    });
+    let mut buf = [0u8; 64];
+    let mut i = 0u64;
+    loop {
+        let n = rx.recv_timeout(&mut buf, Duration::from_secs(60)).unwrap();
+        let v = u64::from_le_bytes(buf[..n].try_into().unwrap());
+        if v == u64::MAX {
+            break;
+        }
+        assert_eq!(v, i, "message {i}");
+        i += 1;
+    }
+    prober.join().unwrap();
+    assert_eq!(sender.join().unwrap(), i, "every message sent was received, in order");
+    assert!(Channel::open(&name).is_ok());
+}

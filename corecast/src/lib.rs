@@ -8,6 +8,15 @@
 //! touch the ring, another receiver's state or a published message: the
 //! kernel refuses (see the `layout` and `sys::memfd` modules).
 //!
+//! The keeper (a small process per channel) watches members: a dead or
+//! stalled sender's claim is voided, a dead receiver stops holding senders
+//! back, a late one is reported and can be evicted, a tampered sequencer is
+//! repaired; its own death is announced by the kernel and closes the
+//! channel with typed errors ([`RecvError::KeeperGone`],
+//! [`SendError::KeeperGone`]). The README's threat model says what a
+//! process of another user, a member, and a non-member of the same user
+//! can and cannot do.
+//!
 //! Endpoints belong to the process that opened them. Their mappings are
 //! not inherited across `fork` (`MADV_DONTFORK`, so a child never holds a
 //! writable mapping it was not given); a forked child opens the channel by

@@ -126,6 +126,12 @@ impl Receiver {
 
     /// Borrows the next message in place (zero copy), waiting for one. The
     /// slot is released to the senders when the [`Message`] is dropped.
+    ///
+    /// The bytes are a read-only view of the sender's own region: an honest
+    /// sender never rewrites them before the message is released, but a
+    /// hostile sender can change them while they are read. When what you
+    /// act on must be the bytes every receiver got, copy them out
+    /// ([`Receiver::recv`]) and act on the copy.
     pub fn recv_in_place(&mut self) -> Result<Message<'_>, RecvError> {
         let (sender, len) = self.wait_ready(None)?;
         Ok(Message { rx: self, sender, len })

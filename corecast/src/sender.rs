@@ -11,7 +11,7 @@ use crate::region::{ReceiverRegion, SenderRegion, Sequencer};
 use crate::ring::{self, Claim};
 use crate::sync::{fence, Ordering};
 use crate::sys::{futex, map::Mapping, memfd, robust, wakefd};
-use crate::wait::{sleep_budget, Backoff, WaitStrategy};
+use crate::wait::{sleep_budget, unchanged_since, Backoff, WaitStrategy};
 
 /// Sends messages on one channel; every receiver gets each one.
 ///
@@ -261,13 +261,7 @@ impl Sender {
                 self.room.stalls[i] = None;
                 continue;
             }
-            let since = match self.room.stalls[i] {
-                Some((seen, since)) if seen == c => since,
-                _ => {
-                    self.room.stalls[i] = Some((c, now));
-                    now
-                }
-            };
+            let since = unchanged_since(&mut self.room.stalls[i], c, now);
             let stalled_for = now - since;
             if ms != 0 && stalled_for >= Duration::from_millis(u64::from(ms)) {
                 let pid = e.pid.load(Ordering::Relaxed);

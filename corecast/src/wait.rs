@@ -111,3 +111,15 @@ pub(crate) fn sleep_budget(deadline: Option<Instant>) -> Option<Duration> {
         }
     }
 }
+
+/// Since when `value` has been seen unchanged: `seen` holds the value last
+/// seen and when it was first seen; a different value starts anew at `now`.
+pub(crate) fn unchanged_since(seen: &mut Option<(u64, Instant)>, value: u64, now: Instant) -> Instant {
+    match *seen {
+        Some((v, since)) if v == value => since,
+        _ => {
+            *seen = Some((value, now));
+            now
+        }
+    }
+}

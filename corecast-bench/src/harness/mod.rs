@@ -1,5 +1,6 @@
 //! Running processes, placing them on cores, and checking payloads.
 
+pub mod busy;
 pub mod interrupt;
 pub mod job;
 pub mod pairs;

@@ -93,6 +93,8 @@ pub fn bandwidth_records(
         unit: Unit::MegabytesPerSec,
         duration_s: p.duration.as_secs_f64(),
         warmup: p.warmup_messages,
+        method: Some(crate::workloads::bandwidth::METHOD.to_string()),
+        notes: crate::workloads::bandwidth::consistency(r).into_iter().collect(),
         ..base(prov, Workload::Bandwidth, mechanism, p.size, 1, placement)
     };
     let mk = |metric: Metric, samples: &[f64], value: Option<f64>, count: u64| -> Option<Record> {

@@ -91,6 +91,50 @@ pub fn compare(old: &[Record], new: &[Record], threshold: f64) -> Vec<Change> {
         .collect()
 }
 
+/// What differs between the machines two result sets were measured on (CPU
+/// model, logical CPUs, kernel), as sentences; empty when they agree. Each
+/// side lists every distinct value its records carry.
+pub fn machine_differences(old: &[Record], new: &[Record]) -> Vec<String> {
+    fn distinct(rs: &[Record], f: impl Fn(&Record) -> String) -> Vec<String> {
+        let mut v: Vec<String> = rs.iter().map(f).collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+    type Facet = (&'static str, fn(&Record) -> String);
+    let facets: [Facet; 3] = [
+        ("CPU model", |r| r.machine.cpu_model.clone()),
+        ("logical CPUs", |r| r.machine.logical_cpus.to_string()),
+        ("kernel", |r| r.machine.kernel.release.clone()),
+    ];
+    facets
+        .iter()
+        .filter_map(|(what, f)| {
+            let (a, b) = (distinct(old, f), distinct(new, f));
+            (a != b).then(|| format!("{what}: old {} / new {}", a.join(", "), b.join(", ")))
+        })
+        .collect()
+}
+
+/// The warning `compare` prints when the sets come from different
+/// machines: absolute figures are then not comparable, only ratios
+/// measured within one run (corecast over pipe, say) are.
+pub fn machine_warning(old: &[Record], new: &[Record]) -> Option<String> {
+    let diffs = machine_differences(old, new);
+    if diffs.is_empty() {
+        return None;
+    }
+    let mut out = String::from("WARNING: these result sets were measured on different machines:\n");
+    for d in &diffs {
+        let _ = writeln!(out, "  {d}");
+    }
+    out.push_str(
+        "  Absolute figures below are not comparable across machines; only ratios measured within one run \
+         (one mechanism over another, from the same file) are. Re-run both on one machine to compare speeds.\n",
+    );
+    Some(out)
+}
+
 /// A readable listing: slower points first, then faster, then the rest.
 pub fn render(changes: &[Change], threshold: f64) -> String {
     let mut out = String::new();
@@ -154,6 +198,20 @@ mod tests {
         assert!(c.iter().any(|x| x.verdict == Verdict::OnlyOld));
         let text = render(&c, 0.05);
         assert!(text.starts_with("1 slower, 1 faster"), "{text}");
+    }
+
+    #[test]
+    fn different_machines_are_named_and_same_ones_are_not() {
+        let a = sample();
+        let mut b = sample();
+        assert_eq!(machine_warning(std::slice::from_ref(&a), std::slice::from_ref(&b)), None);
+        b.machine.cpu_model = "AMD EPYC 9B14".into();
+        b.machine.kernel.release = "6.1.0".into();
+        let w = machine_warning(std::slice::from_ref(&a), std::slice::from_ref(&b)).unwrap();
+        assert!(w.contains("CPU model: old") && w.contains("AMD EPYC 9B14"), "{w}");
+        assert!(w.contains("kernel: old") && w.contains("new 6.1.0"), "{w}");
+        assert!(!w.contains("logical CPUs"), "{w}");
+        assert!(w.contains("not comparable"), "{w}");
     }
 
     #[test]

@@ -23,6 +23,7 @@ use crate::layout::STATE_LIVE;
 use crate::ring;
 use crate::sync::Ordering;
 use crate::sys::futex;
+use crate::wait::unchanged_since;
 
 /// Shortest and longest time between two looks.
 const MIN_PERIOD: Duration = Duration::from_millis(2);
@@ -181,13 +182,7 @@ impl Keeper {
                 self.audit.claims[j] = None;
                 continue;
             };
-            let since = match self.audit.claims[j] {
-                Some((seen, since)) if seen == s => since,
-                _ => {
-                    self.audit.claims[j] = Some((s, now));
-                    now
-                }
-            };
+            let since = unchanged_since(&mut self.audit.claims[j], s, now);
             if ms != 0 && now - since >= Duration::from_millis(u64::from(ms)) && !self.is_settled(s) {
                 if let Some(r) = &self.senders[j] {
                     // Revoked first: the sender's commit then fails, so it
