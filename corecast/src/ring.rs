@@ -133,21 +133,28 @@ pub(crate) enum Claim {
     Won(u64),
     /// `S` is the next number but the ring has no room for it.
     Full(u64),
+    /// This sender won `S` but the keeper had revoked the attempt (it was
+    /// stopped between the two steps past the deadline): `S` is void.
+    Revoked(u64),
 }
 
 // A sender's claim word, in its own sealed region: `(S + 1) << 2 | state`
-// for the last number `S` it claimed (0: none yet).
+// for the last number `S` it claimed (0: none yet). In flight: trying to
+// win `S`; won: `S` is its own, being written; done: committed (published
+// or void); revoked: the keeper took it back.
 const CLAIM_DONE: u64 = 0;
 const CLAIM_IN_FLIGHT: u64 = 1;
 const CLAIM_REVOKED: u64 = 2;
+const CLAIM_WON: u64 = 3;
 
 fn claim_word(seq: u64, state: u64) -> u64 {
     ((seq + 1) << 2) | state
 }
 
-/// The number a claim word says is in flight (claimed, not committed).
+/// The number a claim word says is held and not committed yet (being won,
+/// or won and being written).
 pub(crate) fn in_flight(word: u64) -> Option<u64> {
-    (word & 3 == CLAIM_IN_FLIGHT && word >> 2 != 0).then(|| (word >> 2) - 1)
+    matches!(word & 3, CLAIM_IN_FLIGHT | CLAIM_WON).then(|| named(word)).flatten()
 }
 
 /// The number a claim word names in any state: its sender's last claim.
@@ -177,15 +184,18 @@ pub(crate) fn taken_below(word: u64) -> u64 {
 /// line, which receivers poll, it cost a fifth of the send path). SeqCst:
 /// it and [`revoke_claim`] are the two sides of one handshake.
 pub(crate) fn commit_claim(claim: &AtomicU64, seq: u64) -> bool {
-    let (from, to) = (claim_word(seq, CLAIM_IN_FLIGHT), claim_word(seq, CLAIM_DONE));
+    let (from, to) = (claim_word(seq, CLAIM_WON), claim_word(seq, CLAIM_DONE));
     claim.compare_exchange(from, to, Ordering::SeqCst, Ordering::SeqCst).is_ok()
 }
 
-/// The keeper's revocation of a claim of `seq` still in flight: once it
-/// succeeds, [`commit_claim`] fails and the number can be voided.
+/// The keeper's revocation of a claim of `seq` not committed yet: once it
+/// succeeds, the sender's next step on the claim ([`try_claim`]'s mark as
+/// won, or [`commit_claim`]) fails and the number can be voided.
 pub(crate) fn revoke_claim(claim: &AtomicU64, seq: u64) -> bool {
-    let (from, to) = (claim_word(seq, CLAIM_IN_FLIGHT), claim_word(seq, CLAIM_REVOKED));
-    claim.compare_exchange(from, to, Ordering::SeqCst, Ordering::SeqCst).is_ok()
+    let to = claim_word(seq, CLAIM_REVOKED);
+    [CLAIM_IN_FLIGHT, CLAIM_WON]
+        .iter()
+        .any(|&state| claim.compare_exchange(claim_word(seq, state), to, Ordering::SeqCst, Ordering::SeqCst).is_ok())
 }
 
 /// Claims the next number if `has_room(S)` says the ring has room for it.
@@ -194,8 +204,9 @@ pub(crate) fn revoke_claim(claim: &AtomicU64, seq: u64) -> bool {
 /// stored (SeqCst) before the compare-exchange so that, if this process
 /// dies or stalls between winning `S` and publishing it, the keeper can
 /// find `S` and void it (R4), and so that a number no sender claims is
-/// known to be a hole; [`commit_claim`] turns it into `S` committed just
-/// before the publish. The word always names this sender's last claim,
+/// known to be a hole; it becomes `S` won right after the compare-exchange
+/// succeeds, and [`commit_claim`] turns it into `S` committed just before
+/// the publish. The word always names this sender's last claim,
 /// which lets every other sender see that a number offered by a rewound
 /// `next` was taken.
 /// The SeqCst store and compare-exchange pair with the keeper's SeqCst
@@ -210,7 +221,16 @@ pub(crate) fn try_claim(next: &AtomicU64, claim: &AtomicU64, mut has_room: impl 
         }
         claim.store(claim_word(s, CLAIM_IN_FLIGHT), Ordering::SeqCst);
         if next.compare_exchange(s, s + 1, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
-            return Claim::Won(s);
+            // Won: from now on the word proves `s` taken (`taken_below`), so
+            // a sender offered `s` by a rewound `next` knows. A compare-
+            // exchange, not a store: a revocation is never overwritten.
+            let won = claim.compare_exchange(
+                claim_word(s, CLAIM_IN_FLIGHT),
+                claim_word(s, CLAIM_WON),
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            );
+            return if won.is_ok() { Claim::Won(s) } else { Claim::Revoked(s) };
         }
         claim.store(before, Ordering::SeqCst);
         crate::sync::spin_hint();

@@ -407,6 +407,12 @@ impl Sender {
             // the keeper repairs it, and its repair bumps the generation,
             // which wakes blocked senders and signals armed wake fds.
             Claim::Full(_) => Err(SendError::WouldBlock),
+            // Stopped between winning and marking it past the deadline: the
+            // keeper voids it; this attempt sent nothing.
+            Claim::Revoked(seq) => {
+                self.room.claimed_up_to = seq + 1;
+                Err(SendError::ClaimVoided { seq })
+            }
         }
     }
 
@@ -514,6 +520,11 @@ impl Room {
     /// look. A claim word beyond any honest reach (the slowest receiver's
     /// own cursor plus the ring) is a hostile sender's, and is ignored.
     fn check(&mut self, link: &Link, g: &Geometry, s: u64) -> bool {
+        // The receivers and senders as they are now: a receiver missed here
+        // would count only by its start, and bound the evidence too low.
+        if !self.sync(link, g) {
+            return false;
+        }
         let m = &link.membership;
         let mut known = m.floor().max(self.claimed_up_to);
         // Computed only when a claim word says more than `s` (rare).
@@ -541,6 +552,21 @@ impl Room {
         self.has_room(link, g, s)
     }
 
+    /// Refreshes the receiver and sender sets when membership changed;
+    /// `false` (with `error` set) when the keeper could not be asked.
+    fn sync(&mut self, link: &Link, g: &Geometry) -> bool {
+        let gen = link.membership.generation();
+        if gen != self.generation {
+            if let Err(e) = self.refresh(link, g) {
+                self.error = Some(e);
+                return false;
+            }
+            self.generation = gen;
+            self.limit = 0;
+        }
+        true
+    }
+
     /// The slowest live receiver's own cursor (not clamped) plus the ring:
     /// no honest claim reaches it. `None` without live receivers.
     fn raw_reach(&self, m: &crate::region::Membership, g: &Geometry) -> Option<u64> {
@@ -564,14 +590,8 @@ impl Room {
     /// Whether number `s` may be claimed: every live receiver's cursor is
     /// above `s - R`. Refreshes the receiver set when membership changed.
     fn has_room(&mut self, link: &Link, g: &Geometry, s: u64) -> bool {
-        let gen = link.membership.generation();
-        if gen != self.generation {
-            if let Err(e) = self.refresh(link, g) {
-                self.error = Some(e);
-                return false;
-            }
-            self.generation = gen;
-            self.limit = 0;
+        if !self.sync(link, g) {
+            return false;
         }
         if s < self.limit {
             return true;

@@ -40,6 +40,9 @@ pub struct Args {
     /// Print each round's summary on stderr.
     #[arg(long)]
     verbose: bool,
+    /// Run only rounds of this kind (to chase one fault).
+    #[arg(long, value_enum)]
+    kind: Option<plan::Kind>,
 }
 
 /// Runs the suite; exit 0 when every must-be-zero figure is zero.
@@ -56,7 +59,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let mut keepers = Vec::new();
     let mut round = 0u32;
     while t0.elapsed() < Duration::from_secs(a.seconds) && !interrupt::requested() {
-        let plan = plan::RoundPlan::draw(seed, round);
+        let plan = plan::RoundPlan::draw(seed, round, a.kind);
         let result = round::run(&format!("{prefix}{round}"), plan)?;
         keepers.push(result.keeper_pid);
         keepers.extend(result.second_keeper);

@@ -12,7 +12,7 @@ use super::rng::Rng;
 pub const BOUND: Duration = Duration::from_secs(10);
 
 /// The flavour of a round.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Kind {
     /// SIGKILL at random moments; no deadline or a long one.
     Crash,
@@ -151,16 +151,18 @@ fn receiver(rng: &mut Rng) -> ReceiverPlan {
 }
 
 impl RoundPlan {
-    /// Draws round `round` of the run seeded `seed`.
-    pub fn draw(seed: u64, round: u32) -> RoundPlan {
+    /// Draws round `round` of the run seeded `seed`, of kind `only` when
+    /// given (every other choice is drawn as usual).
+    pub fn draw(seed: u64, round: u32, only: Option<Kind>) -> RoundPlan {
         let mut rng = Rng::derive(seed, u64::from(round));
-        let kind = match rng.range(0, 99) {
+        let drawn = match rng.range(0, 99) {
             0..=39 => Kind::Crash,
             40..=69 => Kind::Stall,
             70..=81 => Kind::Hostile,
             82..=90 => Kind::Sequencer,
             _ => Kind::Keeper,
         };
+        let kind = only.unwrap_or(drawn);
         let n_tx = rng.range(1, 4) as usize;
         let n_rx = rng.range(1, 5) as usize;
         let n_late = rng.range(0, 2) as usize;
@@ -268,8 +270,8 @@ mod tests {
     #[test]
     fn plans_are_deterministic_and_consistent() {
         for round in 0..200 {
-            let p = RoundPlan::draw(42, round);
-            let q = RoundPlan::draw(42, round);
+            let p = RoundPlan::draw(42, round, None);
+            let q = RoundPlan::draw(42, round, None);
             assert_eq!(format!("{p:?}"), format!("{q:?}"));
             let c = p.config;
             assert!(c.slots.is_power_of_two() && c.slots >= 2);

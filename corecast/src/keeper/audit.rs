@@ -84,20 +84,33 @@ impl Keeper {
         self.record_lateness(now, next);
     }
 
-    /// `next`, first put back if it moved below what was already seen or
-    /// beyond what an honest claim can reach (each claim checks the slowest
-    /// receiver's cursor); `None` if it moved meanwhile (look again later).
-    /// Without live receivers nothing bounds it, and it is taken as it is.
+    /// `next`, first put back if it moved below a number already claimed
+    /// (the highest `next` the keeper saw, or any trusted sender's claim
+    /// word) or beyond what an honest claim can reach (each claim checks the
+    /// slowest receiver's cursor); `None` if it moved meanwhile (look again
+    /// later). A claim word beyond that reach is a hostile sender's and is
+    /// no evidence; without live receivers nothing bounds either.
     pub(super) fn repaired_next(&mut self) -> Option<u64> {
         let slots = u64::from(self.membership.geometry.slots);
+        let slowest = self.slowest_raw_cursor();
+        let reach = slowest.map(|c| c.saturating_add(slots));
+        let claimed = self
+            .trusted_senders()
+            .map(|(j, _)| ring::taken_below(self.claim_word(j)))
+            .filter(|&c| reach.is_none_or(|r| c <= r))
+            .max()
+            .unwrap_or(0);
+        let floor = self.audit.high_water.max(claimed);
         let mut next = self.sequencer.next().load(Ordering::SeqCst);
-        if let Some(slowest) = self.slowest_raw_cursor() {
-            if next < self.audit.high_water || next > slowest.saturating_add(slots) {
-                let fixed = self.legitimate_next(slowest, slots);
-                self.sequencer.next().compare_exchange(next, fixed, Ordering::SeqCst, Ordering::SeqCst).ok()?;
-                self.note_tamper();
-                next = fixed;
-            }
+        let beyond = reach.is_some_and(|r| next > r);
+        if next < floor || beyond {
+            let fixed = match slowest {
+                Some(slowest) if beyond => self.legitimate_next(slowest, slots).max(floor),
+                _ => floor,
+            };
+            self.sequencer.next().compare_exchange(next, fixed, Ordering::SeqCst, Ordering::SeqCst).ok()?;
+            self.note_tamper();
+            next = fixed;
         }
         self.audit.high_water = self.audit.high_water.max(next);
         self.membership.header().floor.store(self.audit.high_water, Ordering::Release);

@@ -31,8 +31,8 @@ use crate::transport::{Availability, Launcher, Mechanism, Prepared, Topology, Tr
 pub const RANK_SUBCOMMAND: &str = "internal-mpi-rank";
 
 /// How to get MPI support into a build that lacks it.
-pub const HOW_TO_ENABLE: &str = "this build has no MPI support: run `bash scripts/install-mpi.sh` (Open MPI and \
-                                 libclang from Debian) and rebuild with `cargo build --release --features mpi`";
+pub const HOW_TO_ENABLE: &str = "this build has no MPI support; to include it: `bash scripts/install-mpi.sh && \
+                                 cargo run --release -p corecast-cli --features corecast-cli/mpi -- bench quick`";
 
 /// MPI point-to-point, or MPI_Bcast for group sends.
 pub struct Mpi {
