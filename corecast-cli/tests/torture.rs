@@ -36,6 +36,7 @@ fn torture_finds_nothing_lost_duplicated_reordered_hung_crashed_or_leaked() {
     assert!(out.status.success(), "torture failed (seed {seed}):\n{report}\n{diag}");
     assert!(report.contains("result: PASS"), "{report}");
     assert!(figure(&report, "published") > 0 && figure(&report, "delivered") > 0, "{report}");
+    assert!(report.contains("sequencer repairs"), "the keeper's figures are reported: {report}");
     for name in [
         "lost",
         "duplicated",
@@ -47,6 +48,7 @@ fn torture_finds_nothing_lost_duplicated_reordered_hung_crashed_or_leaked() {
         "hangs",
         "leaked objects",
         "crashes",
+        "names stolen",
     ] {
         assert_eq!(figure(&report, name), 0, "{name} must be 0 (seed {seed}):\n{report}\n{diag}");
     }

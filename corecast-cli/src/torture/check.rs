@@ -175,6 +175,15 @@ pub fn judge(r: &RoundResult) -> (Figures, Vec<String>) {
             Event::End { how, next } => Some((*how, *next)),
             _ => None,
         });
+        let attached = p.child.events.iter().any(|e| matches!(e, Event::Attached { .. }));
+        if p.role == Role::Receiver && !attached && end.is_some_and(|e| e.0 == End::KeeperGone) {
+            if faults.keeper_killed || faults.recreated {
+                f.told_keeper_gone += 1;
+            } else {
+                f.unexpected += 1;
+                notes.push(format!("{tag}: pid {} could not join a channel the round left alone", p.child.pid));
+            }
+        }
         if p.role == Role::Flooder && !p.killed {
             match end {
                 Some((End::Done, 1)) => f.flooders_dropped += 1,

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use corecast::{Channel, RecvError};
+use corecast::{Channel, ChannelError, RecvError};
 
 use super::log::{End, Event, Log};
 use super::payload;
@@ -17,12 +17,20 @@ const SLACK: Duration = Duration::from_secs(2);
 
 /// Runs one receiver; returns its exit code (0 unless something unexpected).
 pub fn run(name: &str, round: u32, plan: &ReceiverPlan, log: &mut Log) -> i32 {
+    // A receiver joining as the keeper is killed (or the channel destroyed)
+    // is told so, typed; the checks accept it only in a round that did that.
+    let keeper_gone = |log: &mut Log| {
+        log.put(Event::End { how: End::KeeperGone, next: 0 });
+        0
+    };
     let chan = match Channel::open(name) {
         Ok(c) => c,
+        Err(ChannelError::KeeperGone | ChannelError::NotFound(_)) => return keeper_gone(log),
         Err(e) => return fail(log, format!("receiver: open: {e}")),
     };
     let mut rx = match chan.receiver() {
         Ok(r) => r,
+        Err(ChannelError::KeeperGone) => return keeper_gone(log),
         Err(e) => return fail(log, format!("receiver: attach: {e}")),
     };
     log.put(Event::Attached { role: 1, index: rx.index() as u32, start: rx.next_sequence() });
