@@ -80,44 +80,29 @@ fn list_inspect_and_destroy_a_live_channel() {
 fn clean_removes_a_dead_channels_name() {
     let name = format!("cli-clean-{}", std::process::id());
     // A private directory: a concurrent `list` elsewhere would also remove
-    // the leftover, and this test wants to see `clean` do it.
+    // the leftover, and this test wants to see `clean` do it. The channel
+    // is made by `corecast channel create` (no fork of this multi-threaded
+    // test process, whose other threads may hold locks a child would need).
     let dir = std::env::temp_dir().join(format!("corecast-cli-clean-{}", std::process::id()));
-    let mut fds = [0; 2];
-    // SAFETY: fds is a valid array for pipe to fill.
-    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-    // SAFETY: the child only creates a channel, reports and waits to be killed.
-    let pid = unsafe { libc::fork() };
-    if pid == 0 {
-        // SAFETY: the forked child is single-threaded; nothing reads the
-        // environment concurrently.
-        unsafe { std::env::set_var("CORECAST_DIR", &dir) };
-        let code = match Channel::create(&name, &ChannelConfig::default()) {
-            Ok(chan) => {
-                let line = format!("{}\n", chan.keeper_pid());
-                // SAFETY: writing our own buffer to the pipe's write end.
-                unsafe { libc::write(fds[1], line.as_ptr().cast(), line.len()) };
-                loop {
-                    std::thread::sleep(Duration::from_secs(1));
-                }
-            }
-            Err(_) => 1,
-        };
-        // SAFETY: leave the child without running the test harness's destructors.
-        unsafe { libc::_exit(code) };
-    }
-    // SAFETY: closing our copy of the write end.
-    unsafe { libc::close(fds[1]) };
-    let mut buf = [0u8; 32];
-    // SAFETY: reading into our own buffer.
-    let n = unsafe { libc::read(fds[0], buf.as_mut_ptr().cast(), buf.len()) };
-    let keeper: i32 = String::from_utf8_lossy(&buf[..n.max(0) as usize]).trim().parse().expect("keeper pid");
+    let mut holder = Command::new(env!("CARGO_BIN_EXE_corecast"))
+        .env("CORECAST_DIR", &dir)
+        .args(["channel", "create", &name])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run corecast channel create");
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(holder.stdout.take().unwrap()), &mut first).unwrap();
+    let keeper: i32 = first
+        .split("keeper pid ")
+        .nth(1)
+        .and_then(|t| t.split(')').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no keeper pid in {first:?}"));
     // Kill every participant, keeper included: only `clean` can remove the name.
-    // SAFETY: signalling the keeper our child started, then the child.
-    unsafe {
-        libc::kill(keeper, libc::SIGKILL);
-        libc::kill(pid, libc::SIGKILL);
-        libc::waitpid(pid, std::ptr::null_mut(), 0);
-    }
+    // SAFETY: signalling the keeper the child command started.
+    unsafe { libc::kill(keeper, libc::SIGKILL) };
+    holder.kill().unwrap();
+    holder.wait().unwrap();
     while keeper_alive(keeper) {
         std::thread::sleep(Duration::from_millis(5));
     }

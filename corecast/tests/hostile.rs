@@ -46,6 +46,16 @@ fn become_nobody() {
     }
 }
 
+/// Points this (forked, single-threaded) child at another channel
+/// directory. Through libc's setenv, not `std::env::set_var`: the parent's
+/// other test threads may have held the standard library's environment
+/// lock when this child was forked, and the child would wait on it forever.
+fn use_channel_dir(dir: &std::path::Path) {
+    let value = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: two valid NUL-terminated strings; this child has one thread.
+    assert_eq!(unsafe { libc::setenv(c"CORECAST_DIR".as_ptr(), value.as_ptr(), 1) }, 0);
+}
+
 /// Makes sure the shared channel directory exists, made by this (root)
 /// process, before any test drops privileges and might make it instead.
 fn shared_dir_exists() {
@@ -122,7 +132,7 @@ fn a_channel_directory_another_user_made_is_refused() {
     let victim = fork({
         let dir = dir.clone();
         move |out| {
-            std::env::set_var("CORECAST_DIR", &dir);
+            use_channel_dir(&dir);
             let name = "secret";
             let created = Channel::create(name, &cfg(2, 1, None));
             writeln!(out, "create {}", matches!(created, Err(ChannelError::UnsafeDirectory { .. }))).unwrap();
@@ -136,7 +146,7 @@ fn a_channel_directory_another_user_made_is_refused() {
             let link = dir.with_extension("link");
             let _ = std::fs::remove_file(&link);
             std::os::unix::fs::symlink("/tmp", &link).unwrap();
-            std::env::set_var("CORECAST_DIR", &link);
+            use_channel_dir(&link);
             let created = Channel::create(name, &cfg(2, 1, None));
             writeln!(out, "symlink {}", matches!(created, Err(ChannelError::UnsafeDirectory { .. }))).unwrap();
             let _ = std::fs::remove_file(&link);
