@@ -17,6 +17,7 @@
 
 use std::fmt;
 use std::io;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -158,26 +159,107 @@ pub trait Mechanism: Send + Sync {
     /// Creates whatever the processes of `topology` need, in the parent,
     /// before they are forked.
     fn prepare(&self, topology: &Topology) -> Result<Box<dyn Prepared>, TransportError>;
-    /// `Some` when this mechanism's processes are not forked by the harness
+    /// `Some` when this mechanism's processes are not forked by the suite
     /// but started by an outside launcher (MPI ranks by `mpirun`); such a
-    /// mechanism runs workloads only through [`crate::harness::job::run_job`].
+    /// mechanism runs only jobs that can be sent as bytes.
     fn launcher(&self) -> Option<&dyn Launcher> {
         None
     }
 }
 
+/// How a launcher runs the processes of one run.
+#[derive(Clone, Debug)]
+pub struct LaunchOptions {
+    /// Kill everything and fail when the run takes longer than this.
+    pub watchdog: Duration,
+    /// CPU to pin process `i` to: `cpus[i % cpus.len()]`; empty means no pinning.
+    pub cpus: Vec<usize>,
+}
+
+/// Runs one process's part of an encoded job over its endpoint and returns
+/// its report, or the failure as a sentence (it crosses a process boundary
+/// as text). The program a launcher starts calls it; the job's encoding is
+/// the caller's business.
+pub type JobRunner = dyn Fn(&[u8], PeerId, &mut dyn Endpoint) -> Result<Vec<u8>, String> + Sync;
+
 /// Starts the processes of one run itself and returns their reports in id
-/// order, exactly like [`crate::harness::run_processes`] does for forked
-/// processes. The job is data, not a closure, so that a program started by
-/// someone else (an MPI rank) can rebuild and run the same workload code.
+/// order. The job is bytes, not a closure, so that a program started by
+/// someone else (an MPI rank) can decode it and run the same workload code
+/// (with a [`JobRunner`]).
 pub trait Launcher: Send + Sync {
     /// Runs `job` in `topology.processes` processes under `options`.
-    fn launch(
-        &self,
-        topology: &Topology,
-        options: &crate::harness::RunOptions,
-        job: &crate::harness::job::JobSpec,
-    ) -> Result<Vec<Vec<u8>>, String>;
+    fn launch(&self, topology: &Topology, options: &LaunchOptions, job: &[u8]) -> Result<Vec<Vec<u8>>, RunFailure>;
+}
+
+/// How a run of processes failed, whoever started them.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum RunFailure {
+    /// The mechanism could not set the run up.
+    Setup(TransportError),
+    /// The run outlived its watchdog; every process was killed.
+    Watchdog {
+        /// The mechanism's name.
+        mechanism: &'static str,
+        /// The watchdog's length.
+        after: Duration,
+    },
+    /// A process reported a failure.
+    Process {
+        /// The mechanism's name.
+        mechanism: &'static str,
+        /// Which process.
+        process: PeerId,
+        /// What it said.
+        error: String,
+    },
+    /// A process ended without a report (killed, crashed, or lost it).
+    Died {
+        /// The mechanism's name.
+        mechanism: &'static str,
+        /// Which process.
+        process: PeerId,
+        /// What else is known (exit status, launcher output); may be empty.
+        detail: String,
+    },
+    /// Starting, watching or reaping the processes failed.
+    Os {
+        /// What was being done, e.g. `"fork"`.
+        op: &'static str,
+        /// The error.
+        source: io::Error,
+    },
+}
+
+impl fmt::Display for RunFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunFailure::Setup(e) => write!(f, "{e}"),
+            RunFailure::Watchdog { mechanism, after } => {
+                write!(f, "{mechanism}: watchdog expired after {after:?}; killed")
+            }
+            RunFailure::Process { mechanism, process, error } => {
+                write!(f, "{mechanism}: process {process} failed: {error}")
+            }
+            RunFailure::Died { mechanism, process, detail } if detail.is_empty() => {
+                write!(f, "{mechanism}: process {process} died without a report")
+            }
+            RunFailure::Died { mechanism, process, detail } => {
+                write!(f, "{mechanism}: process {process} died without a report ({detail})")
+            }
+            RunFailure::Os { op, source } => write!(f, "{op}: {source}"),
+        }
+    }
+}
+
+impl std::error::Error for RunFailure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RunFailure::Setup(e) => Some(e),
+            RunFailure::Os { source, .. } => Some(source),
+            _ => None,
+        }
+    }
 }
 
 /// The state a mechanism created for one run, inherited by every forked

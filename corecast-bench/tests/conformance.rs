@@ -7,9 +7,9 @@
 
 use std::io::Write;
 
-use corecast_bench::conformance::check_mechanism;
 use corecast_bench::mechanisms::by_name;
 use corecast_bench::transport::Availability;
+use corecast_bench::workloads::conformance::check_mechanism;
 
 fn may_skip(name: &str) -> bool {
     std::env::var("CORECAST_SKIP_UNAVAILABLE").is_ok_and(|v| v.split(',').any(|n| n == name || n == "all"))
@@ -32,8 +32,8 @@ fn conform(name: &str) {
 }
 
 macro_rules! conformance_tests {
-    ($($test:ident => $name:literal),* $(,)?) => {
-        $( #[test] fn $test() { conform($name); } )*
+    ($($(#[$attr:meta])* $test:ident => $name:literal),* $(,)?) => {
+        $( $(#[$attr])* #[test] fn $test() { conform($name); } )*
     };
 }
 
@@ -51,7 +51,9 @@ conformance_tests! {
     corecast => "corecast",
     corecast_spin => "corecast-spin",
     corecast_sleep => "corecast-sleep",
+    #[cfg(feature = "iceoryx2")]
     iceoryx2 => "iceoryx2",
+    #[cfg(feature = "iceoryx2")]
     iceoryx2_event => "iceoryx2-event",
     mempipe_spin => "mempipe-spin",
     mempipe_futex => "mempipe-futex",

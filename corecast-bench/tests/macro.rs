@@ -4,16 +4,15 @@
 
 use std::time::Duration;
 
-use corecast_bench::harness::pairs::{self, Closeness};
-use corecast_bench::harness::placement::Placement;
-use corecast_bench::harness::topology::CpuTopology;
 use corecast_bench::harness::RunOptions;
+use corecast_bench::host::pairs::{self, Closeness};
+use corecast_bench::host::placement::Placement;
+use corecast_bench::host::topology::CpuTopology;
 use corecast_bench::mechanisms;
-use corecast_bench::record::{Metric, Provenance, Unit, Workload};
-use corecast_bench::suite::plan::macro_grid;
-use corecast_bench::suite::{run_plan, MacroSettings, Settings, Status};
+use corecast_bench::record::{Metric, Provenance, Unit};
+use corecast_bench::suite::{grid, run_plan, Settings, Status, WorkloadOptions};
 use corecast_bench::transport::{Availability, Mechanism};
-use corecast_bench::workloads::{contend, corpus, paxos, pi, snapshot, wordcount};
+use corecast_bench::workloads::{contend, corpus, describe_point, paxos, pi, snapshot, wordcount};
 
 const SHORT: Duration = Duration::from_millis(10);
 const MECHANISMS: [&str; 3] = ["pipe", "unix-dgram", "corecast"];
@@ -130,14 +129,12 @@ fn wordcount_matches_a_single_threaded_count() {
 fn runner_records_macro_points_and_skips_what_does_not_fit() {
     let mechs: Vec<Box<dyn Mechanism>> = ["pipe", "unix-dgram"].iter().filter_map(|n| mechanisms::by_name(n)).collect();
     let names: Vec<String> = mechs.iter().map(|m| m.name().to_string()).collect();
-    let mut plan = macro_grid(Workload::Paxos, &names, &[3], &[64]);
-    plan.extend(macro_grid(Workload::Snapshot, &names, &[3], &[1024, 4 << 20]));
-    plan.extend(macro_grid(Workload::Pi, &names, &[2], &[pi::MESSAGE_BYTES]));
-    let mut wc = names.clone();
-    wc.push(wordcount::THREADS.to_string());
-    plan.extend(macro_grid(Workload::Wordcount, &wc, &[2], &[32 << 10]));
-    let macros = MacroSettings { pi_rounds: 5, pi_intervals: 1000, paxos_window: 4, ..MacroSettings::default() };
-    let settings = Settings { duration: SHORT, repetitions: 2, placement: Placement::spread(&[0]), macros };
+    let mut plan = grid(&paxos::Paxos, &names, &[3], &[64]);
+    plan.extend(grid(&snapshot::Snapshot, &names, &[3], &[1024, 4 << 20]));
+    plan.extend(grid(&pi::Pi, &names, &[2], &[pi::MESSAGE_BYTES]));
+    plan.extend(grid(&wordcount::Wordcount, &names, &[2], &[32 << 10]));
+    let options = WorkloadOptions { pi_rounds: 5, pi_intervals: 1000, paxos_window: 4, ..WorkloadOptions::default() };
+    let settings = Settings { duration: SHORT, repetitions: 2, placement: Placement::spread(&[0]), options };
     let prov = Provenance::collect(vec!["test".into()]);
     let mut seen = Vec::new();
     run_plan(&plan, &mechs, &settings, &prov, |o, _| {
@@ -150,12 +147,12 @@ fn runner_records_macro_points_and_skips_what_does_not_fit() {
         match &o.status {
             Status::Measured(rs) => {
                 let r = &rs[0];
-                let want = match r.workload {
-                    Workload::Paxos => (Metric::Throughput, Unit::DecisionsPerSec),
-                    Workload::Snapshot => (Metric::Completion, Unit::Micros),
+                let want = match r.workload.as_str() {
+                    "paxos" => (Metric::Throughput, Unit::DecisionsPerSec),
+                    "snapshot" => (Metric::Completion, Unit::Micros),
                     _ => (Metric::WallTime, Unit::Millis),
                 };
-                assert_eq!((r.metric, r.unit), want, "{}", o.point.describe());
+                assert_eq!((r.metric, r.unit), want, "{}", describe_point(&o.point));
                 assert!(r.value > 0.0 && r.repetitions >= 1);
             }
             // 4 MiB checkpoints are over unix-dgram's limit: skipped, said why.
@@ -163,7 +160,7 @@ fn runner_records_macro_points_and_skips_what_does_not_fit() {
                 assert!(o.point.size == 4 << 20 && o.point.mechanism == "unix-dgram", "{why}");
                 assert!(why.contains("limit"), "{why}");
             }
-            Status::Failed(e) => panic!("{}: {e}", o.point.describe()),
+            Status::Failed(e) => panic!("{}: {e}", describe_point(&o.point)),
         }
     }
     assert!(seen.iter().any(|o| o.point.mechanism == wordcount::THREADS && matches!(o.status, Status::Measured(_))));

@@ -5,11 +5,11 @@
 
 use std::time::Duration;
 
-use corecast_bench::conformance::{self, check_mechanism};
 use corecast_bench::harness::RunOptions;
 use corecast_bench::mechanisms::by_name;
 use corecast_bench::mechanisms::mpi::run_rank_if_asked;
 use corecast_bench::transport::{Availability, Mechanism, Topology};
+use corecast_bench::workloads::conformance::{self, check_mechanism};
 use corecast_bench::workloads::{bandwidth, fanout, logp, pingpong};
 
 const SHORT: Duration = Duration::from_millis(5);
@@ -34,8 +34,9 @@ fn bcast_refuses_members_that_also_receive_point_to_point() {
     let m = mechanism("mpi-bcast");
     let mut t = Topology::fan_out(2, 8);
     t.links.push((0, 1));
-    let job = corecast_bench::harness::JobSpec::Conformance(conformance::Check::FanOut { receivers: 2, size: 8 });
+    let job = conformance::Check::FanOut { receivers: 2, size: 8 };
     let e = corecast_bench::harness::run_job(&*m, &t, &RunOptions::default(), &job).unwrap_err();
+    let e = e.to_string();
     assert!(e.contains("MPI_Bcast needs every member"), "{e}");
 }
 
@@ -65,7 +66,7 @@ fn workloads_run_over_mpi() {
 }
 
 fn main() {
-    if let Some(code) = run_rank_if_asked() {
+    if let Some(code) = run_rank_if_asked(&corecast_bench::workloads::jobs::run_encoded) {
         std::process::exit(code);
     }
     let tests: [(&str, fn()); 4] = [

@@ -4,12 +4,12 @@
 
 use std::time::Duration;
 
-use corecast_bench::harness::placement::Placement;
 use corecast_bench::harness::RunOptions;
+use corecast_bench::host::placement::Placement;
 use corecast_bench::mechanisms::by_name;
-use corecast_bench::record::build_pair::{bandwidth_records, logp_records};
-use corecast_bench::record::{Metric, Provenance, Unit, Workload};
-use corecast_bench::suite::plan::bandwidth_grid;
+
+use corecast_bench::record::{Metric, Provenance, Unit};
+use corecast_bench::suite::grid;
 use corecast_bench::suite::{run_plan, Ending, Settings, Status};
 use corecast_bench::workloads::fanout::FanoutParams;
 use corecast_bench::workloads::logp::{self, LogpParams, FACTORS};
@@ -31,7 +31,7 @@ fn logp_on_pipes_is_positive_and_self_consistent() {
             // Each interval is a spin of D plus a send or receive.
             assert!(sweep.iter().all(|pt| pt.g_us > pt.d_us), "{sweep:?}");
         }
-        let recs = logp_records(&prov, "pipe", &p, &r, &Placement::spread(&[0]));
+        let recs = logp::records(&prov, "pipe", &p, &r, &Placement::spread(&[0]));
         let metrics: Vec<Metric> = recs.iter().map(|r| r.metric).collect();
         assert_eq!(metrics, vec![Metric::RttHalf, Metric::G, Metric::Os, Metric::Or, Metric::L]);
         let v = |m: Metric| recs.iter().find(|r| r.metric == m).unwrap().value;
@@ -41,7 +41,7 @@ fn logp_on_pipes_is_positive_and_self_consistent() {
         let sum = v(Metric::Os) + v(Metric::Or) + v(Metric::L);
         assert!((sum - v(Metric::RttHalf)).abs() <= 1e-9 * v(Metric::RttHalf).max(1.0), "{size} B");
         for r in &recs {
-            assert_eq!((r.workload, r.unit), (Workload::Logp, Unit::Micros));
+            assert_eq!((r.workload.as_str(), r.unit), ("logp", Unit::Micros));
             assert!(r.method.as_deref().is_some_and(|m| !m.is_empty()), "{:?} has no method", r.metric);
             assert!(r.min <= r.value && r.value <= r.max, "{r:?}");
         }
@@ -57,7 +57,7 @@ fn bandwidth_on_pipes_reports_three_patterns() {
         let mut p = FanoutParams::new(1, size, SHORT, 2);
         p.warmup_messages = 4;
         let r = bandwidth::run(&*pipe, &p, &RunOptions::default()).unwrap_or_else(|e| panic!("{size} B: {e}"));
-        let recs = bandwidth_records(&prov, "pipe", &p, &r, &Placement::spread(&[0]));
+        let recs = bandwidth::records(&prov, "pipe", &p, &r, &Placement::spread(&[0]));
         let metrics: Vec<Metric> = recs.iter().map(|r| r.metric).collect();
         assert_eq!(
             metrics,
@@ -73,13 +73,13 @@ fn bandwidth_on_pipes_reports_three_patterns() {
 #[test]
 fn bandwidth_plan_has_the_memcpy_reference() {
     let pipe = by_name("pipe").expect("pipe is registered");
-    let plan = bandwidth_grid(&["pipe".to_string()], &[64]);
+    let plan = grid(&bandwidth::Bandwidth, &["pipe".to_string()], &[1], &[64]);
     assert_eq!(plan[0].mechanism, memcpy::NAME);
     let settings = Settings {
         duration: SHORT,
         repetitions: 1,
         placement: Placement::pinned(vec![0], &[0]).unwrap(),
-        macros: Default::default(),
+        options: Default::default(),
     };
     let prov = Provenance::collect(vec!["test".into()]);
     let mut seen = Vec::new();

@@ -8,10 +8,10 @@ mod support {
 
 use std::time::Duration;
 
-use corecast_bench::harness::placement::Placement;
 use corecast_bench::harness::RunOptions;
-use corecast_bench::record::{Metric, Provenance, Unit, Workload};
-use corecast_bench::suite::plan::{fanout_grid, pingpong_grid};
+use corecast_bench::host::placement::Placement;
+use corecast_bench::record::{Metric, Provenance, Unit};
+use corecast_bench::suite::grid;
 use corecast_bench::suite::{run_plan, Ending, Settings, Status};
 use corecast_bench::transport::Mechanism;
 use corecast_bench::workloads::{fanout, pingpong};
@@ -37,7 +37,7 @@ fn fanout_fails_loudly_on_a_corrupted_payload() {
         let m = Seqpacket { corrupt_at: Some(at) };
         let mut p = fanout::FanoutParams::new(2, 64, Duration::from_millis(200), 1);
         p.warmup_messages = 10;
-        let e = fanout::run(&m, &p, &RunOptions::default()).unwrap_err();
+        let e = fanout::run(&m, &p, &RunOptions::default()).unwrap_err().to_string();
         assert!(e.contains("payload mismatch") && e.contains(&format!("message {at}")), "{e}");
     }
 }
@@ -59,13 +59,13 @@ fn pingpong_reports_percentiles() {
 fn runner_writes_records_skips_and_pins() {
     let mechs: Vec<Box<dyn Mechanism>> = vec![Box::new(Seqpacket { corrupt_at: None })];
     let names = vec!["test-seqpacket".to_string()];
-    let mut plan = fanout_grid(&names, &[2], &[64, 1 << 20]);
-    plan.extend(pingpong_grid(&names, &[8]));
+    let mut plan = grid(&fanout::Fanout, &names, &[2], &[64, 1 << 20]);
+    plan.extend(grid(&pingpong::Pingpong, &names, &[1], &[8]));
     let settings = Settings {
         duration: SHORT,
         repetitions: 2,
         placement: Placement::pinned(vec![0], &[0]).unwrap(),
-        macros: Default::default(),
+        options: Default::default(),
     };
     let prov = Provenance::collect(vec!["test".into()]);
     let mut seen = Vec::new();
@@ -82,7 +82,7 @@ fn runner_writes_records_skips_and_pins() {
     assert_eq!((rs[0].unit, rs[1].unit), (Unit::MsgPerSec, Unit::BytesPerSec));
     assert!((rs[1].value / rs[0].value - 64.0).abs() < 1e-9);
     assert_eq!(rs[0].placement.process_cpus, vec![0, 0, 0]);
-    assert_eq!((rs[0].workload, rs[0].receivers, rs[0].repetitions), (Workload::Fanout, 2, 2));
+    assert_eq!((rs[0].workload.as_str(), rs[0].receivers, rs[0].repetitions), ("fanout", 2, 2));
     assert!(rs[0].min <= rs[0].median && rs[0].median <= rs[0].max);
     assert!(matches!(&seen[1].status, Status::Skipped(w) if w.contains("above its limit")));
     let Status::Measured(rs) = &seen[2].status else { panic!("{:?}", seen[2].status) };

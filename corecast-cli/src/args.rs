@@ -1,8 +1,9 @@
-//! Parsers for command-line values: durations, sizes, lists, mechanism sets.
+//! Parsers for command-line values: durations, sizes, counts, mechanism sets.
+//! Lists are split by clap (`value_delimiter = ','`).
 
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use corecast_bench::mechanisms;
 use corecast_bench::transport::Mechanism;
 
@@ -52,32 +53,18 @@ pub fn count(s: &str) -> Result<usize, String> {
     }
 }
 
-/// Comma-separated values parsed by `one`.
-pub fn list<T>(s: &str, one: fn(&str) -> Result<T, String>) -> Result<Vec<T>> {
-    let v: Vec<T> = s
-        .split(',')
-        .filter(|p| !p.trim().is_empty())
-        .map(|p| one(p).map_err(anyhow::Error::msg))
-        .collect::<Result<_>>()
-        .with_context(|| format!("in list `{s}`"))?;
-    if v.is_empty() {
-        bail!("the list `{s}` is empty");
-    }
-    Ok(v)
-}
-
-/// `all` (every registered mechanism) or names separated by commas.
-pub fn mechanisms(spec: &str) -> Result<Vec<Box<dyn Mechanism>>> {
+/// `all` (every registered mechanism) or the names given.
+pub fn mechanisms(names: &[String]) -> Result<Vec<Box<dyn Mechanism>>> {
     let every = mechanisms::all();
     if every.is_empty() {
         bail!("no mechanisms are registered in this build");
     }
-    if spec.trim() == "all" {
+    if names.iter().any(|n| n.trim() == "all") {
         return Ok(every);
     }
     let known = || every.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ");
     let mut out: Vec<Box<dyn Mechanism>> = Vec::new();
-    for name in spec.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+    for name in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
         match mechanisms::by_name(name) {
             Some(m) if !out.iter().any(|o| o.name() == name) => out.push(m),
             Some(_) => {}
@@ -85,7 +72,7 @@ pub fn mechanisms(spec: &str) -> Result<Vec<Box<dyn Mechanism>>> {
         }
     }
     if out.is_empty() {
-        bail!("no mechanism named in `{spec}`");
+        bail!("no mechanism named");
     }
     Ok(out)
 }
@@ -104,14 +91,11 @@ mod tests {
     }
 
     #[test]
-    fn sizes_and_lists() {
+    fn sizes() {
         assert_eq!(size("64").unwrap(), 64);
         assert_eq!(size("64K").unwrap(), 65536);
         assert_eq!(size("64KiB").unwrap(), 65536);
         assert_eq!(size("1M").unwrap(), 1 << 20);
         assert!(size("0").is_err() && size("1T").is_err());
-        assert_eq!(list("1,64,4096", size).unwrap(), vec![1, 64, 4096]);
-        assert!(list("1,x", size).is_err());
-        assert!(list(",", count).is_err());
     }
 }

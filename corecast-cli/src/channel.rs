@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use clap::Subcommand;
 use corecast::{Channel, ChannelConfig, ChannelStatus};
-use corecast_bench::harness::interrupt;
 use corecast_bench::report::format::human;
+use corecast_process::interrupt;
 use serde_json::{json, Value};
 
 /// The channel management commands.

@@ -59,7 +59,7 @@ fn main() -> std::process::ExitCode {
         Command::Torture(a) => torture::run(a),
         #[cfg(feature = "mpi")]
         Command::InternalMpiRank { spec } => {
-            let code = corecast_bench::mechanisms::mpi::rank_main(&spec);
+            let code = corecast_bench::mechanisms::mpi::rank_main(&spec, &corecast_bench::workloads::jobs::run_encoded);
             Ok(std::process::ExitCode::from(code.clamp(0, 255) as u8))
         }
     };

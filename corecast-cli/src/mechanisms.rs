@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use corecast_bench::mechanisms;
-use corecast_bench::suite::plan::format_size;
 use corecast_bench::transport::Availability;
+use corecast_bench::workloads::format_size;
 
 /// Arguments of `corecast mechanisms`.
 #[derive(clap::Args, Debug)]

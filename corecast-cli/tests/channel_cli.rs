@@ -99,8 +99,8 @@ fn clean_removes_a_dead_channels_name() {
         .and_then(|p| p.parse().ok())
         .unwrap_or_else(|| panic!("no keeper pid in {first:?}"));
     // Kill every participant, keeper included: only `clean` can remove the name.
-    // SAFETY: signalling the keeper the child command started.
-    unsafe { libc::kill(keeper, libc::SIGKILL) };
+    let pid = rustix::process::Pid::from_raw(keeper).expect("a positive pid");
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL).expect("the keeper is alive");
     holder.kill().unwrap();
     holder.wait().unwrap();
     while keeper_alive(keeper) {

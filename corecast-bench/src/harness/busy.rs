@@ -11,10 +11,12 @@
 //! else is runnable (a woken benchmark process preempts it at once), so a
 //! CPU never halts, the way `idle=poll` would keep it.
 
+use corecast_process::{fork, Child, ForkOptions, Signal};
+
 /// One `SCHED_IDLE` spinner per online CPU, killed on drop.
 #[derive(Debug)]
 pub struct CpusBusy {
-    spinners: Vec<libc::pid_t>,
+    spinners: Vec<Child>,
 }
 
 impl CpusBusy {
@@ -27,40 +29,34 @@ impl CpusBusy {
     }
 }
 
-fn spin_on(cpu: usize) -> Option<libc::pid_t> {
-    let parent = std::process::id() as libc::pid_t;
-    // SAFETY: the child only pins itself, lowers its class and spins until
-    // its parent is gone, then _exits; it touches no shared state.
-    let pid = unsafe { libc::fork() };
-    if pid != 0 {
-        return (pid > 0).then_some(pid);
-    }
-    let _ = super::pin_to_cpu(cpu);
-    // SAFETY: sched_param is plain data; SCHED_IDLE takes priority 0.
-    unsafe {
-        let param: libc::sched_param = std::mem::zeroed();
-        libc::sched_setscheduler(0, libc::SCHED_IDLE, &param);
-    }
-    let mut n = 0u64;
-    loop {
-        std::hint::spin_loop();
-        n = n.wrapping_add(1);
-        // SAFETY: getppid has no preconditions.
-        if n.is_multiple_of(1 << 24) && unsafe { libc::getppid() } != parent {
-            // SAFETY: leaving the forked child without the parent's destructors.
-            unsafe { libc::_exit(0) };
+fn spin_on(cpu: usize) -> Option<Child> {
+    let parent = rustix::process::getpid();
+    let options = ForkOptions { cpu: Some(cpu), ..ForkOptions::default() };
+    fork(options, move |_report| {
+        // SAFETY: sched_param is plain data; SCHED_IDLE takes priority 0.
+        // rustix has no sched_setscheduler.
+        unsafe {
+            let param: libc::sched_param = std::mem::zeroed();
+            libc::sched_setscheduler(0, libc::SCHED_IDLE, &param);
         }
-    }
+        let mut n = 0u64;
+        loop {
+            std::hint::spin_loop();
+            n = n.wrapping_add(1);
+            // Orphaned (the parent died without dropping us): stop.
+            if n.is_multiple_of(1 << 24) && rustix::process::getppid() != Some(parent) {
+                return 0;
+            }
+        }
+    })
+    .ok()
 }
 
 impl Drop for CpusBusy {
     fn drop(&mut self) {
-        for &pid in &self.spinners {
-            // SAFETY: signalling and reaping our own children.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-                libc::waitpid(pid, std::ptr::null_mut(), 0);
-            }
+        for s in &mut self.spinners {
+            s.signal(Signal::KILL);
+            s.wait();
         }
     }
 }

@@ -1,64 +1,43 @@
-//! A workload's per-process body as data, so the same code runs in processes
-//! the harness forks and in processes someone else starts (MPI ranks started
-//! by `mpirun`, which re-run the corecast binary and cannot inherit a
-//! closure).
-//!
-//! Every workload that should run over every mechanism describes its body
-//! as one [`JobSpec`] variant and calls [`run_job`]; [`JobSpec::body`] is
-//! the only place a variant is turned back into code. A new workload adds
-//! one variant and one arm.
+//! A workload's per-process body as a [`Job`]: code the harness runs in
+//! processes it forks, and bytes a launcher hands to processes someone else
+//! starts (MPI ranks started by `mpirun`, which re-run the corecast binary
+//! and cannot inherit a closure). The workloads decode those bytes back
+//! into their jobs (`workloads::jobs`); the harness knows none of them.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use super::{run_processes, RunOptions};
-use crate::conformance::Check;
-use crate::transport::{Endpoint, Mechanism, PeerId, Topology};
-use crate::workloads::{bandwidth, fanout, logp, pingpong};
+use super::{run_processes, BenchError, RunOptions};
+use crate::transport::{Endpoint, LaunchOptions, Mechanism, PeerId, RunFailure, Topology};
 
-/// What every process of one run executes, with its parameters.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub enum JobSpec {
-    /// [`fanout`]: process 0 streams to a group of receivers.
-    Fanout(fanout::FanoutParams),
-    /// [`pingpong`]: round trips between processes 0 and 1.
-    Pingpong(pingpong::PingpongParams),
-    /// [`logp`]: the sender-side Spin(D) sweep (g and Os).
-    LogpSender(logp::SenderSweep),
-    /// [`logp`]: the receiver-side Spin(D) sweep (Or).
-    LogpReceiver(logp::ReceiverSweep),
-    /// [`bandwidth`]: two opposite streams at once.
-    Bidirectional(fanout::FanoutParams),
-    /// One conformance check ([`crate::conformance`]).
-    Conformance(Check),
+/// What every process of one run executes.
+pub trait Job: Sync {
+    /// Runs process `me`'s part of the job over `ep`; returns its report.
+    fn body(&self, me: PeerId, ep: &mut dyn Endpoint) -> Result<Vec<u8>, BenchError>;
+    /// The job as bytes for a launched process to decode (see [`encode`]).
+    fn encode(&self) -> Vec<u8>;
 }
 
-impl JobSpec {
-    /// Runs process `me`'s part of the job over `ep`; returns its report.
-    pub fn body(&self, me: PeerId, ep: &mut dyn Endpoint) -> Result<Vec<u8>, String> {
-        match self {
-            JobSpec::Fanout(p) => fanout::body(p, me, ep),
-            JobSpec::Pingpong(p) => pingpong::body(p, me, ep),
-            JobSpec::LogpSender(p) => logp::sender_body(p, me, ep),
-            JobSpec::LogpReceiver(p) => logp::receiver_body(p, me, ep),
-            JobSpec::Bidirectional(p) => bandwidth::bidirectional_body(p, me, ep),
-            JobSpec::Conformance(c) => c.body(me, ep),
-        }
-    }
+/// A job's bytes: its kind and its parameters as JSON, for the decoder of
+/// the workloads to dispatch on.
+pub fn encode(kind: &str, params: &impl Serialize) -> Vec<u8> {
+    let value = serde_json::json!({ "kind": kind, "params": params });
+    serde_json::to_vec(&value).expect("job parameters serialise")
 }
 
 /// Runs `job` over `mechanism` in `topology.processes` processes: forked by
 /// [`run_processes`], or started by the mechanism's own launcher. Returns
-/// the reports in process order, or the first failure as a sentence.
+/// the reports in process order.
 pub fn run_job(
     mechanism: &dyn Mechanism,
     topology: &Topology,
     options: &RunOptions,
-    job: &JobSpec,
-) -> Result<Vec<Vec<u8>>, String> {
+    job: &dyn Job,
+) -> Result<Vec<Vec<u8>>, BenchError> {
     match mechanism.launcher() {
         Some(launcher) => {
-            topology.validate().map_err(|e| e.to_string())?;
-            launcher.launch(topology, options, job)
+            topology.validate().map_err(RunFailure::Setup)?;
+            let launch = LaunchOptions { watchdog: options.watchdog, cpus: options.cpus.clone() };
+            Ok(launcher.launch(topology, &launch, &job.encode())?)
         }
         None => run_processes(mechanism, topology, options, &|me, ep| job.body(me, ep)),
     }

@@ -5,9 +5,13 @@
 //! receiver can tell a lost, duplicated, reordered or corrupted message from
 //! the bytes alone.
 
+use corecast_process::mix;
+
+use super::BenchError;
+
 /// Distance between consecutive pattern words: odd, so every word of a
 /// message up to 2^67 bytes differs from every other.
-const STEP: u64 = 0x9E37_79B9_7F4A_7C15;
+const STEP: u64 = mix::GOLDEN;
 
 /// Fills `buf` with the pattern of message `seq` from `sender`.
 ///
@@ -21,7 +25,7 @@ pub fn fill(buf: &mut [u8], seq: u64, sender: u32) {
     for (b, h) in buf[..n].iter_mut().zip(head) {
         *b = h;
     }
-    let mut w = mix(seq, sender);
+    let mut w = key(seq, sender);
     let mut chunks = buf[n..].chunks_exact_mut(8);
     for c in &mut chunks {
         c.copy_from_slice(&w.to_le_bytes());
@@ -33,16 +37,19 @@ pub fn fill(buf: &mut [u8], seq: u64, sender: u32) {
 
 /// Checks that `buf` is exactly message `seq` from `sender` of length
 /// `expected_len`; returns a sentence describing the first difference.
-pub fn check(buf: &[u8], expected_len: usize, seq: u64, sender: u32) -> Result<(), String> {
+pub fn check(buf: &[u8], expected_len: usize, seq: u64, sender: u32) -> Result<(), BenchError> {
     if buf.len() != expected_len {
-        return Err(format!("message {seq} from {sender}: {} bytes delivered, {expected_len} sent", buf.len()));
+        return Err(BenchError::mismatch(format!(
+            "message {seq} from {sender}: {} bytes delivered, {expected_len} sent",
+            buf.len()
+        )));
     }
     let n = buf.len().min(12);
     let mut head = [0u8; 12];
     fill(&mut head[..n], seq, sender);
     let mut bad = buf[..n].iter().zip(&head).position(|(a, b)| a != b);
     if bad.is_none() {
-        let mut w = mix(seq, sender);
+        let mut w = key(seq, sender);
         let mut chunks = buf[n..].chunks_exact(8);
         let mut words_ok = 0usize;
         for c in &mut chunks {
@@ -66,12 +73,12 @@ pub fn check(buf: &[u8], expected_len: usize, seq: u64, sender: u32) -> Result<(
             let mut want = vec![0u8; expected_len];
             fill(&mut want, seq, sender);
             let i = (at..expected_len).find(|&i| buf[i] != want[i]).unwrap_or(at);
-            Err(format!(
+            Err(BenchError::mismatch(format!(
                 "message {seq} from {sender}: byte {i} is {:#04x}, expected {:#04x}{}",
                 buf[i],
                 want[i],
                 describe_header(buf)
-            ))
+            )))
         }
     }
 }
@@ -90,11 +97,9 @@ fn describe_header(buf: &[u8]) -> String {
     }
 }
 
-fn mix(seq: u64, sender: u32) -> u64 {
-    let mut z = seq ^ (u64::from(sender) << 48) ^ 0x9E37_79B9_7F4A_7C15;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+/// The first pattern word of message `seq` from `sender`.
+fn key(seq: u64, sender: u32) -> u64 {
+    mix::finalize(seq ^ (u64::from(sender) << 48) ^ mix::GOLDEN)
 }
 
 #[cfg(test)]

@@ -27,7 +27,7 @@ use std::collections::VecDeque;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::OnceLock;
 
-use super::shm_util::{peer_gone_is, pipe, poll_readable, protocol, read_record, write_all};
+use super::shared_memory::{peer_gone_is, pipe, poll_readable, protocol, read_record, write_all};
 use crate::transport::{
     Availability, Endpoint, Group, Mechanism, PeerId, Prepared, Received, Topology, TransportError,
 };
@@ -386,14 +386,14 @@ mod tests {
         if Cma.availability() != Availability::Available {
             return;
         }
-        let body = |me: PeerId, ep: &mut dyn Endpoint| -> Result<Vec<u8>, String> {
+        let body = |me: PeerId, ep: &mut dyn Endpoint| -> Result<Vec<u8>, crate::harness::BenchError> {
             let mut buf = vec![0u8; 1000];
             for seq in 0..20 {
                 payload::fill(&mut buf, seq, me as u32);
-                ep.send_to(1 - me, &buf).map_err(|e| e.to_string())?;
+                ep.send_to(1 - me, &buf)?;
             }
             for seq in 0..20 {
-                let got = ep.recv_any(&mut buf).map_err(|e| e.to_string())?;
+                let got = ep.recv_any(&mut buf)?;
                 payload::check(&buf[..got.len], 1000, seq, (1 - me) as u32)?;
             }
             Ok(Vec::new())

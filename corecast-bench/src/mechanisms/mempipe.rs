@@ -30,7 +30,7 @@
 
 use std::sync::atomic::{fence, Ordering};
 
-use super::shm_util::{futex_wait, futex_wake_all, protocol, Backoff, SharedMapping, CACHE_LINE};
+use super::shared_memory::{futex_wait, futex_wake_all, protocol, Backoff, SharedMapping, CACHE_LINE};
 use crate::transport::{Endpoint, Mechanism, PeerId, Prepared, Received, Topology, TransportError};
 
 /// Data bytes per ring: holds a 64 KiB message whole; 1 MiB ones stream.

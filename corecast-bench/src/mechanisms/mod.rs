@@ -3,15 +3,16 @@
 
 pub mod cma;
 pub mod corecast;
+mod fd_stream;
 mod fragment;
-pub mod iceoryx2;
+#[cfg(feature = "iceoryx2")]
+pub mod iox2;
 pub mod mempipe;
 pub mod mpi;
 pub mod pipe;
 pub mod posix_mq;
-pub mod shm_util;
+pub mod shared_memory;
 pub mod shmem_pipe;
-mod stream_util;
 pub mod sysv_mq;
 pub mod tcp;
 pub mod udp;
@@ -37,8 +38,10 @@ pub fn all() -> Vec<Box<dyn crate::transport::Mechanism>> {
         Box::new(shmem_pipe::ShmemPipe),
         Box::new(ump::Ump),
         Box::new(cma::Cma),
-        Box::new(iceoryx2::Iceoryx2::POLLING),
-        Box::new(iceoryx2::Iceoryx2::EVENT),
+        #[cfg(feature = "iceoryx2")]
+        Box::new(iox2::Iceoryx2::POLLING),
+        #[cfg(feature = "iceoryx2")]
+        Box::new(iox2::Iceoryx2::EVENT),
         Box::new(corecast::Corecast::ADAPTIVE),
         Box::new(corecast::Corecast::SPIN),
         Box::new(corecast::Corecast::SLEEP),

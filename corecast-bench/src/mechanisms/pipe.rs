@@ -1,10 +1,10 @@
 //! `pipe`: one anonymous pipe per directed link (ipc-bench `pipe`, paper 002
-//! section 2.1.1). Messages are framed with `stream_util::header`; a
+//! section 2.1.1). Messages are framed with `fd_stream::header`; a
 //! receiver with several senders polls their pipes; a group send writes the
 //! message once per member. Two copies per message: into and out of the
 //! kernel's pipe pages.
 
-use crate::mechanisms::stream_util::{self, FdLink, StreamPrepared};
+use crate::mechanisms::fd_stream::{self, FdLink, StreamPrepared};
 use crate::transport::{Mechanism, Prepared, Topology, TransportError};
 
 /// Anonymous pipes, one per directed link.
@@ -24,7 +24,7 @@ impl Mechanism for Pipe {
     fn prepare(&self, topology: &Topology) -> Result<Box<dyn Prepared>, TransportError> {
         let mut links = Vec::new();
         for (from, to) in topology.all_links() {
-            let (rd, wr) = stream_util::pipe(NAME)?;
+            let (rd, wr) = fd_stream::pipe(NAME)?;
             links.push(FdLink { from, to, at_from: wr, at_to: rd });
         }
         Ok(Box::new(StreamPrepared { name: NAME, topology: topology.clone(), links }))

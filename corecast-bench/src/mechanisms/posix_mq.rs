@@ -15,8 +15,8 @@
 use std::ffi::CString;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::mechanisms::fd_stream;
 use crate::mechanisms::fragment::{self, Reassembly, FRAG_HEADER_BYTES};
-use crate::mechanisms::stream_util;
 use crate::transport::{Availability, Endpoint, Mechanism, PeerId, Prepared, Received, Topology, TransportError};
 
 /// POSIX message queues, one per receiver.
@@ -28,7 +28,7 @@ const NAME: &str = "posix-mq";
 static NEXT_NAME: AtomicUsize = AtomicUsize::new(0);
 
 fn sysctl(file: &str, default: usize) -> usize {
-    stream_util::read_proc_usize(&format!("/proc/sys/fs/mqueue/{file}")).unwrap_or(default)
+    fd_stream::read_proc_usize(&format!("/proc/sys/fs/mqueue/{file}")).unwrap_or(default)
 }
 
 /// A created queue: its name (for unlinking) and descriptor.
@@ -138,7 +138,7 @@ impl Prepared for PosixPrepared {
             me,
             processes: self.topology.processes,
             max: self.topology.max_message_bytes,
-            groups: stream_util::my_groups(&self.topology.groups, me),
+            groups: fd_stream::my_groups(&self.topology.groups, me),
             out: (0..self.topology.processes)
                 .map(|to| self.queues[to].as_ref().filter(|_| links.contains(&(me, to))).map(|q| q.mqd))
                 .collect(),
@@ -202,13 +202,13 @@ impl PosixEndpoint {
 
 impl Endpoint for PosixEndpoint {
     fn send_to(&mut self, to: PeerId, msg: &[u8]) -> Result<(), TransportError> {
-        stream_util::check_len(NAME, msg.len(), self.max)?;
+        fd_stream::check_len(NAME, msg.len(), self.max)?;
         self.send_one(to, msg)
     }
 
     fn send_group(&mut self, group: usize, msg: &[u8]) -> Result<(), TransportError> {
-        stream_util::check_len(NAME, msg.len(), self.max)?;
-        for m in stream_util::group_members(&self.groups, group)?.to_vec() {
+        fd_stream::check_len(NAME, msg.len(), self.max)?;
+        for m in fd_stream::group_members(&self.groups, group)?.to_vec() {
             self.send_one(m, msg)?;
         }
         Ok(())

@@ -24,7 +24,7 @@
 use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
 
-use super::shm_util::{
+use super::shared_memory::{
     line_round, peer_gone_is, pipe, poll_events, protocol, read_record, set_nonblocking, try_write_record, write_all,
     SharedMapping,
 };

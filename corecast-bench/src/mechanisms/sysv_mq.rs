@@ -18,8 +18,8 @@
 //! needs one contiguous buffer) and the receiver copies it out of a scratch
 //! buffer (it only learns the sender from the message).
 
+use crate::mechanisms::fd_stream;
 use crate::mechanisms::fragment::{self, Reassembly, FRAG_HEADER_BYTES};
-use crate::mechanisms::stream_util;
 use crate::transport::{Availability, Endpoint, Mechanism, PeerId, Prepared, Received, Topology, TransportError};
 
 /// System V message queues, one per receiver.
@@ -32,7 +32,7 @@ pub const QBYTES_WANTED: usize = 4 << 20;
 const MTYPE_BYTES: usize = std::mem::size_of::<libc::c_long>();
 
 fn msgmax() -> usize {
-    stream_util::read_proc_usize("/proc/sys/kernel/msgmax").unwrap_or(8192)
+    fd_stream::read_proc_usize("/proc/sys/kernel/msgmax").unwrap_or(8192)
 }
 
 fn create_queue() -> Result<i32, TransportError> {
@@ -127,7 +127,7 @@ impl Prepared for SysvPrepared {
             me,
             processes: self.topology.processes,
             max: self.topology.max_message_bytes,
-            groups: stream_util::my_groups(&self.topology.groups, me),
+            groups: fd_stream::my_groups(&self.topology.groups, me),
             queues: self.queues.clone(),
             linked: (0..self.topology.processes).map(|to| self.topology.all_links().contains(&(me, to))).collect(),
             piece: self.piece,
@@ -252,13 +252,13 @@ impl SysvEndpoint {
 
 impl Endpoint for SysvEndpoint {
     fn send_to(&mut self, to: PeerId, msg: &[u8]) -> Result<(), TransportError> {
-        stream_util::check_len(NAME, msg.len(), self.max)?;
+        fd_stream::check_len(NAME, msg.len(), self.max)?;
         self.send_one(to, msg)
     }
 
     fn send_group(&mut self, group: usize, msg: &[u8]) -> Result<(), TransportError> {
-        stream_util::check_len(NAME, msg.len(), self.max)?;
-        for m in stream_util::group_members(&self.groups, group)?.to_vec() {
+        fd_stream::check_len(NAME, msg.len(), self.max)?;
+        for m in fd_stream::group_members(&self.groups, group)?.to_vec() {
             self.send_one(m, msg)?;
         }
         Ok(())

@@ -2,12 +2,12 @@
 //! (ipc-bench `tcp-sock` and `tcp-sock-nd`, paper 002 section 2.1.1). The
 //! parent listens on `127.0.0.1` port 0 (the kernel picks the port), connects
 //! and accepts every link before the fork, then closes the listener. Framing,
-//! polling and group send are `stream_util::StreamEndpoint`'s.
+//! polling and group send are `fd_stream::StreamEndpoint`'s.
 
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::OwnedFd;
 
-use crate::mechanisms::stream_util::{FdLink, StreamPrepared};
+use crate::mechanisms::fd_stream::{FdLink, StreamPrepared};
 use crate::transport::{Mechanism, Prepared, Topology, TransportError};
 
 /// Loopback TCP, one connection per directed link; `nodelay` sets

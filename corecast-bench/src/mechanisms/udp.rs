@@ -27,8 +27,8 @@
 use std::net::UdpSocket;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
+use crate::mechanisms::fd_stream::{self, FdLink, PeerFds};
 use crate::mechanisms::fragment::{self, FRAG_HEADER_BYTES};
-use crate::mechanisms::stream_util::{self, FdLink, PeerFds};
 use crate::transport::{Endpoint, Mechanism, PeerId, Prepared, Received, Topology, TransportError};
 
 /// Loopback UDP with fragmentation and credit flow control.
@@ -66,11 +66,11 @@ impl Mechanism for Udp {
             a.connect(b.local_addr().map_err(io("getsockname"))?).map_err(io("connect"))?;
             b.connect(a.local_addr().map_err(io("getsockname"))?).map_err(io("connect"))?;
             let (a, b) = (OwnedFd::from(a), OwnedFd::from(b));
-            let opt = |o| stream_util::setsockopt_int(NAME, &b, libc::SOL_SOCKET, o, RCVBUF_WANTED);
+            let opt = |o| fd_stream::setsockopt_int(NAME, &b, libc::SOL_SOCKET, o, RCVBUF_WANTED);
             if opt(libc::SO_RCVBUFFORCE).is_err() {
                 opt(libc::SO_RCVBUF)?;
             }
-            let rcvbuf = stream_util::getsockopt_int(NAME, &b, libc::SOL_SOCKET, libc::SO_RCVBUF)?;
+            let rcvbuf = fd_stream::getsockopt_int(NAME, &b, libc::SOL_SOCKET, libc::SO_RCVBUF)?;
             window = window.min(rcvbuf as u64 / 2);
             links.push(FdLink { from, to, at_from: a, at_to: b });
         }
@@ -94,12 +94,12 @@ struct UdpPrepared {
 impl Prepared for UdpPrepared {
     fn endpoint(&mut self, me: PeerId) -> Result<Box<dyn Endpoint>, TransportError> {
         let n = self.topology.processes;
-        let fds = stream_util::take_fds(&mut self.links, n, me);
+        let fds = fd_stream::take_fds(&mut self.links, n, me);
         Ok(Box::new(UdpEndpoint {
             me,
             processes: n,
             max: self.topology.max_message_bytes,
-            groups: stream_util::my_groups(&self.topology.groups, me),
+            groups: fd_stream::my_groups(&self.topology.groups, me),
             window: self.window,
             piece: self.piece,
             credit: vec![self.window; n],
@@ -235,13 +235,13 @@ impl UdpEndpoint {
 
 impl Endpoint for UdpEndpoint {
     fn send_to(&mut self, to: PeerId, msg: &[u8]) -> Result<(), TransportError> {
-        stream_util::check_len(NAME, msg.len(), self.max)?;
+        fd_stream::check_len(NAME, msg.len(), self.max)?;
         self.send_one(to, msg)
     }
 
     fn send_group(&mut self, group: usize, msg: &[u8]) -> Result<(), TransportError> {
-        stream_util::check_len(NAME, msg.len(), self.max)?;
-        for m in stream_util::group_members(&self.groups, group)?.to_vec() {
+        fd_stream::check_len(NAME, msg.len(), self.max)?;
+        for m in fd_stream::group_members(&self.groups, group)?.to_vec() {
             self.send_one(m, msg)?;
         }
         Ok(())
@@ -251,7 +251,7 @@ impl Endpoint for UdpEndpoint {
         if self.inc_raw.is_empty() {
             return Err(TransportError::Topology(format!("no peer sends to {}", self.me)));
         }
-        let i = stream_util::wait_readable(NAME, &self.inc_raw, self.next)?;
+        let i = fd_stream::wait_readable(NAME, &self.inc_raw, self.next)?;
         self.next = i + 1;
         let (first, mut filled) = self.recv_piece(i, buf, 0)?;
         while filled < first.total {

@@ -31,7 +31,7 @@
 //! incoming ring into a local queue (what a Barrelfish event loop does), so
 //! two processes sending to each other cannot deadlock.
 //!
-//! Waiting spins with a pause hint, then yields (see `shm_util::Backoff`).
+//! Waiting spins with a pause hint, then yields (see `shared_memory::Backoff`).
 //! Channels are point-to-point, so a group send is one send per member.
 //! Every header from the peer is validated (type, epoch-consistent fragment
 //! sequence, ack range, length); violations are `TransportError::Protocol`.
@@ -39,7 +39,7 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::shm_util::{protocol, Backoff, SharedMapping, CACHE_LINE};
+use super::shared_memory::{protocol, Backoff, SharedMapping, CACHE_LINE};
 use crate::transport::{Endpoint, Group, Mechanism, PeerId, Prepared, Received, Topology, TransportError};
 
 const NAME: &str = "ump";
@@ -439,14 +439,14 @@ mod tests {
     #[test]
     fn crossing_bursts_do_not_deadlock() {
         let (count, size) = (600u64, 300usize);
-        let body = move |me: PeerId, ep: &mut dyn Endpoint| -> Result<Vec<u8>, String> {
+        let body = move |me: PeerId, ep: &mut dyn Endpoint| -> Result<Vec<u8>, crate::harness::BenchError> {
             let mut buf = vec![0u8; size];
             for seq in 0..count {
                 payload::fill(&mut buf, seq, me as u32);
-                ep.send_to(1 - me, &buf).map_err(|e| e.to_string())?;
+                ep.send_to(1 - me, &buf)?;
             }
             for seq in 0..count {
-                let got = ep.recv_any(&mut buf).map_err(|e| e.to_string())?;
+                let got = ep.recv_any(&mut buf)?;
                 payload::check(&buf[..got.len], size, seq, (1 - me) as u32)?;
             }
             Ok(Vec::new())

@@ -16,7 +16,7 @@
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
-use crate::mechanisms::stream_util::{self, FdLink, PeerFds};
+use crate::mechanisms::fd_stream::{self, FdLink, PeerFds};
 use crate::mechanisms::unix_stream::socketpair;
 use crate::transport::{Endpoint, Mechanism, PeerId, Prepared, Received, Topology, TransportError};
 
@@ -33,15 +33,15 @@ const KMALLOC_CAP: usize = 4 << 20;
 /// doubles what it is asked for), forcing past `wmem_max` where permitted;
 /// returns the `sk_sndbuf` it got.
 fn raise_sndbuf(fd: &OwnedFd, sndbuf: usize) -> Result<usize, TransportError> {
-    let cur = stream_util::getsockopt_int(NAME, fd, libc::SOL_SOCKET, libc::SO_SNDBUF)?;
+    let cur = fd_stream::getsockopt_int(NAME, fd, libc::SOL_SOCKET, libc::SO_SNDBUF)?;
     if cur as usize >= sndbuf {
         return Ok(cur as usize);
     }
     let ask = i32::try_from(sndbuf / 2 + 1).unwrap_or(i32::MAX);
-    if stream_util::setsockopt_int(NAME, fd, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, ask).is_err() {
-        stream_util::setsockopt_int(NAME, fd, libc::SOL_SOCKET, libc::SO_SNDBUF, ask)?;
+    if fd_stream::setsockopt_int(NAME, fd, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, ask).is_err() {
+        fd_stream::setsockopt_int(NAME, fd, libc::SOL_SOCKET, libc::SO_SNDBUF, ask)?;
     }
-    Ok(stream_util::getsockopt_int(NAME, fd, libc::SOL_SOCKET, libc::SO_SNDBUF)? as usize)
+    Ok(fd_stream::getsockopt_int(NAME, fd, libc::SOL_SOCKET, libc::SO_SNDBUF)? as usize)
 }
 
 /// Largest datagram a socket can send once its buffer is as large as allowed.
@@ -92,11 +92,11 @@ struct DgramPrepared {
 
 impl Prepared for DgramPrepared {
     fn endpoint(&mut self, me: PeerId) -> Result<Box<dyn Endpoint>, TransportError> {
-        let fds = stream_util::take_fds(&mut self.links, self.topology.processes, me);
+        let fds = fd_stream::take_fds(&mut self.links, self.topology.processes, me);
         Ok(Box::new(DgramEndpoint {
             me,
             max: self.topology.max_message_bytes,
-            groups: stream_util::my_groups(&self.topology.groups, me),
+            groups: fd_stream::my_groups(&self.topology.groups, me),
             inc_raw: fds.inc.iter().map(|(_, fd)| fd.as_raw_fd()).collect(),
             fds,
             next: 0,
@@ -139,13 +139,13 @@ impl DgramEndpoint {
 
 impl Endpoint for DgramEndpoint {
     fn send_to(&mut self, to: PeerId, msg: &[u8]) -> Result<(), TransportError> {
-        stream_util::check_len(NAME, msg.len(), self.max)?;
+        fd_stream::check_len(NAME, msg.len(), self.max)?;
         self.send_one(to, msg)
     }
 
     fn send_group(&mut self, group: usize, msg: &[u8]) -> Result<(), TransportError> {
-        stream_util::check_len(NAME, msg.len(), self.max)?;
-        for &m in stream_util::group_members(&self.groups, group)? {
+        fd_stream::check_len(NAME, msg.len(), self.max)?;
+        for &m in fd_stream::group_members(&self.groups, group)? {
             self.send_one(m, msg)?;
         }
         Ok(())
@@ -155,7 +155,7 @@ impl Endpoint for DgramEndpoint {
         if self.inc_raw.is_empty() {
             return Err(TransportError::Topology(format!("no peer sends to {}", self.me)));
         }
-        let i = stream_util::wait_readable(NAME, &self.inc_raw, self.next)?;
+        let i = fd_stream::wait_readable(NAME, &self.inc_raw, self.next)?;
         self.next = i + 1;
         let from = self.fds.inc[i].0;
         loop {

@@ -1,9 +1,9 @@
 //! `unix-stream`: one connected `AF_UNIX`/`SOCK_STREAM` socketpair per
 //! directed link (ipc-bench `unix`, paper 002 section 2.1.1), with the same
 //! framing, polling and per-member group send as `pipe`
-//! (`stream_util::StreamEndpoint`).
+//! (`fd_stream::StreamEndpoint`).
 
-use crate::mechanisms::stream_util::{self, FdLink, StreamPrepared};
+use crate::mechanisms::fd_stream::{self, FdLink, StreamPrepared};
 use crate::transport::{Mechanism, Prepared, Topology, TransportError};
 
 /// Unix-domain stream sockets, one socketpair per directed link.
@@ -22,7 +22,7 @@ pub(crate) fn socketpair(
     if rc != 0 {
         return Err(TransportError::last_os(name, "socketpair"));
     }
-    Ok((stream_util::own_fd(name, "socketpair", sv[0])?, stream_util::own_fd(name, "socketpair", sv[1])?))
+    Ok((fd_stream::own_fd(name, "socketpair", sv[0])?, fd_stream::own_fd(name, "socketpair", sv[1])?))
 }
 
 impl Mechanism for UnixStream {

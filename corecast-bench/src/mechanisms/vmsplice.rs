@@ -29,7 +29,7 @@
 
 use std::os::fd::{AsRawFd, RawFd};
 
-use crate::mechanisms::stream_util::{self, FdLink, PeerFds, HEADER_BYTES};
+use crate::mechanisms::fd_stream::{self, FdLink, PeerFds, HEADER_BYTES};
 use crate::transport::{Endpoint, Mechanism, PeerId, Prepared, Received, Topology, TransportError};
 
 /// Cooperative vmsplice pipes, one data and one ack pipe per directed link.
@@ -55,9 +55,9 @@ impl Mechanism for Vmsplice {
     fn prepare(&self, topology: &Topology) -> Result<Box<dyn Prepared>, TransportError> {
         let (mut data, mut acks) = (Vec::new(), Vec::new());
         for (from, to) in topology.all_links() {
-            let (rd, wr) = stream_util::pipe(NAME)?;
+            let (rd, wr) = fd_stream::pipe(NAME)?;
             data.push(FdLink { from, to, at_from: wr, at_to: rd });
-            let (rd, wr) = stream_util::pipe(NAME)?;
+            let (rd, wr) = fd_stream::pipe(NAME)?;
             acks.push(FdLink { from: to, to: from, at_from: wr, at_to: rd });
         }
         Ok(Box::new(VmsplicePrepared { topology: topology.clone(), data, acks }))
@@ -73,8 +73,8 @@ struct VmsplicePrepared {
 impl Prepared for VmsplicePrepared {
     fn endpoint(&mut self, me: PeerId) -> Result<Box<dyn Endpoint>, TransportError> {
         let n = self.topology.processes;
-        let data = stream_util::take_fds(&mut self.data, n, me);
-        let acks = stream_util::take_fds(&mut self.acks, n, me);
+        let data = fd_stream::take_fds(&mut self.data, n, me);
+        let acks = fd_stream::take_fds(&mut self.acks, n, me);
         let mut ack_in = vec![None; n];
         for (p, fd) in &acks.inc {
             ack_in[*p] = Some(fd.as_raw_fd());
@@ -82,7 +82,7 @@ impl Prepared for VmsplicePrepared {
         Ok(Box::new(VmspliceEndpoint {
             me,
             max: self.topology.max_message_bytes,
-            groups: stream_util::my_groups(&self.topology.groups, me),
+            groups: fd_stream::my_groups(&self.topology.groups, me),
             data_in: data.inc.iter().map(|(_, fd)| fd.as_raw_fd()).collect(),
             ack_in,
             data,
@@ -132,7 +132,7 @@ fn splice_all(fd: RawFd, peer: PeerId, parts: &[&[u8]]) -> Result<(), TransportE
                 _ => return Err(TransportError::Io { mechanism: NAME, op: "vmsplice", source: e }),
             }
         }
-        stream_util::advance(&mut iov, &mut first, n as usize);
+        fd_stream::advance(&mut iov, &mut first, n as usize);
     }
     Ok(())
 }
@@ -141,7 +141,7 @@ impl VmspliceEndpoint {
     fn wait_ack(&self, peer: PeerId) -> Result<(), TransportError> {
         let fd = fd_for(&self.ack_in, self.me, peer)?;
         let mut b = [0u8; 1];
-        stream_util::read_exact(NAME, fd, peer, &mut b)?;
+        fd_stream::read_exact(NAME, fd, peer, &mut b)?;
         if b[0] != ACK {
             return Err(TransportError::Protocol {
                 mechanism: NAME,
@@ -161,17 +161,17 @@ impl VmspliceEndpoint {
 
 impl Endpoint for VmspliceEndpoint {
     fn send_to(&mut self, to: PeerId, msg: &[u8]) -> Result<(), TransportError> {
-        stream_util::check_len(NAME, msg.len(), self.max)?;
-        let h = stream_util::header(msg.len(), self.me);
+        fd_stream::check_len(NAME, msg.len(), self.max)?;
+        let h = fd_stream::header(msg.len(), self.me);
         splice_all(self.data_out(to)?, to, &[&h, msg])?;
         // `h` and `msg` stay referenced by the pipe until this ack.
         self.wait_ack(to)
     }
 
     fn send_group(&mut self, group: usize, msg: &[u8]) -> Result<(), TransportError> {
-        stream_util::check_len(NAME, msg.len(), self.max)?;
-        let h = stream_util::header(msg.len(), self.me);
-        let members = stream_util::group_members(&self.groups, group)?.to_vec();
+        fd_stream::check_len(NAME, msg.len(), self.max)?;
+        let h = fd_stream::header(msg.len(), self.me);
+        let members = fd_stream::group_members(&self.groups, group)?.to_vec();
         for &m in &members {
             splice_all(self.data_out(m)?, m, &[&h, msg])?;
         }
@@ -185,19 +185,19 @@ impl Endpoint for VmspliceEndpoint {
         if self.data_in.is_empty() {
             return Err(TransportError::Topology(format!("no peer sends to {}", self.me)));
         }
-        let i = stream_util::wait_readable(NAME, &self.data_in, self.next)?;
+        let i = fd_stream::wait_readable(NAME, &self.data_in, self.next)?;
         self.next = i + 1;
         let (from, fd) = (self.data.inc[i].0, self.data_in[i]);
         let mut h = [0u8; HEADER_BYTES];
-        stream_util::read_exact(NAME, fd, from, &mut h)?;
-        let len = stream_util::parse_header(NAME, &h, from, self.max, buf.len())?;
-        stream_util::read_exact(NAME, fd, from, &mut buf[..len])?;
+        fd_stream::read_exact(NAME, fd, from, &mut h)?;
+        let len = fd_stream::parse_header(NAME, &h, from, self.max, buf.len())?;
+        fd_stream::read_exact(NAME, fd, from, &mut buf[..len])?;
         // The whole frame is out of the pipe: release the sender's pages.
         let ack = match self.acks.out.get(from) {
             Some(Some(fd)) => fd.as_raw_fd(),
             _ => return Err(TransportError::Topology(format!("no ack pipe from {} to {from}", self.me))),
         };
-        stream_util::write_all(NAME, ack, from, &[&[ACK]])?;
+        fd_stream::write_all(NAME, ack, from, &[&[ACK]])?;
         Ok(Received { from, len })
     }
 }

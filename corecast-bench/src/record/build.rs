@@ -3,8 +3,8 @@
 use super::provenance::Provenance;
 use super::schema::{Metric, Record, Unit, Workload, SCHEMA_VERSION};
 use super::time::now_rfc3339;
-use crate::harness::placement::Placement;
-use crate::harness::stats::Summary;
+use crate::host::placement::Placement;
+use crate::record::summary::Summary;
 use crate::workloads::fanout::{FanoutParams, FanoutResult};
 use crate::workloads::pingpong::{PingpongParams, PingpongResult};
 

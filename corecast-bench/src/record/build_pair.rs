@@ -5,8 +5,8 @@
 use super::build::base;
 use super::provenance::Provenance;
 use super::schema::{Metric, Record, Unit, Workload};
-use crate::harness::placement::Placement;
-use crate::harness::stats::Summary;
+use crate::host::placement::Placement;
+use crate::record::summary::Summary;
 use crate::workloads::bandwidth::BandwidthResult;
 use crate::workloads::fanout::FanoutParams;
 use crate::workloads::logp::{LogpParams, LogpResult, FACTORS};

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::schema::{Metric, Record, Unit, Workload};
+use super::schema::{Metric, Record, Unit};
 
 /// The verdict on one point.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,7 +28,7 @@ pub enum Verdict {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Change {
     /// The workload.
-    pub workload: Workload,
+    pub workload: String,
     /// The mechanism.
     pub mechanism: String,
     /// Message size in bytes.
@@ -49,7 +49,7 @@ pub struct Change {
     pub verdict: Verdict,
 }
 
-type Key = (Workload, String, usize, usize, Metric, Unit);
+type Key = (String, String, usize, usize, Metric, Unit);
 
 /// Compares two result sets; `threshold` is the relative change under which a
 /// point counts as the same (0.05 = 5%).
@@ -76,7 +76,7 @@ pub fn compare(old: &[Record], new: &[Record], threshold: f64) -> Vec<Change> {
                 _ => Verdict::Same,
             };
             Change {
-                workload: k.0,
+                workload: k.0.clone(),
                 mechanism: k.1.clone(),
                 size: k.2,
                 receivers: k.3,
@@ -156,7 +156,7 @@ pub fn render(changes: &[Change], threshold: f64) -> String {
                 out,
                 "{:<9} {:<9} {:<16} N={:<3} {:>8} B  {:>14} -> {:<14} {:<6} {}",
                 format!("{v:?}").to_lowercase(),
-                c.workload.name(),
+                c.workload,
                 c.mechanism,
                 c.receivers,
                 c.size,

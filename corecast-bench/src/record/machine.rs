@@ -8,7 +8,7 @@ use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 
-use crate::harness::topology::CpuTopology;
+use crate::host::topology::CpuTopology;
 
 /// This machine, as recorded with every measurement.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

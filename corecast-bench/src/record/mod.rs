@@ -2,16 +2,18 @@
 //! the machine description, writing and reading results files, and the
 //! comparison of two result sets.
 
-pub mod build;
-pub mod build_pair;
+pub mod assemble;
 pub mod compare;
 pub mod jsonl;
 pub mod machine;
+pub mod outcome;
 pub mod provenance;
 pub mod schema;
+pub mod summary;
 pub mod time;
 
 pub use jsonl::{RecordError, Writer};
 pub use machine::Machine;
+pub use outcome::{Outcome, Point, Status};
 pub use provenance::Provenance;
-pub use schema::{Metric, Record, Unit, Workload, SCHEMA_VERSION};
+pub use schema::{Metric, Record, Unit, SCHEMA_VERSION};

@@ -33,63 +33,13 @@
 use serde::{Deserialize, Serialize};
 
 use super::machine::Machine;
-use crate::harness::placement::Placement;
+use crate::host::placement::Placement;
 
 /// Version of this schema, written into every record.
 pub const SCHEMA_VERSION: u32 = 2;
 
 /// The oldest schema version this tool still reads.
 pub const OLDEST_READABLE_VERSION: u32 = 1;
-
-/// Which workload produced a record.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Workload {
-    /// One sender, N receivers ([`crate::workloads::fanout`]).
-    Fanout,
-    /// Two processes bouncing a message ([`crate::workloads::pingpong`]).
-    Pingpong,
-    /// How long corecast takes to notice a crashed or stalled peer
-    /// (`corecast bench detect`); one record per kind of failure.
-    Detect,
-    /// PaxosInside consensus ([`crate::workloads::paxos`]).
-    Paxos,
-    /// Manivannan–Singhal snapshot gather ([`crate::workloads::snapshot`]).
-    Snapshot,
-    /// mem-contend, pairs placed near ([`crate::workloads::contend`]).
-    #[serde(rename = "contend-near")]
-    ContendNear,
-    /// mem-contend, pairs placed far ([`crate::workloads::contend`]).
-    #[serde(rename = "contend-far")]
-    ContendFar,
-    /// The DIPC Pi computation ([`crate::workloads::pi`]).
-    Pi,
-    /// MapReduce word count ([`crate::workloads::wordcount`]).
-    Wordcount,
-    /// The LogP parameters of a pair ([`crate::workloads::logp`]).
-    Logp,
-    /// The three bandwidths of a pair ([`crate::workloads::bandwidth`]).
-    Bandwidth,
-}
-
-impl Workload {
-    /// The name used in records and tables.
-    pub fn name(self) -> &'static str {
-        match self {
-            Workload::Fanout => "fanout",
-            Workload::Pingpong => "pingpong",
-            Workload::Detect => "detect",
-            Workload::Paxos => "paxos",
-            Workload::Snapshot => "snapshot",
-            Workload::ContendNear => "contend-near",
-            Workload::ContendFar => "contend-far",
-            Workload::Pi => "pi",
-            Workload::Wordcount => "wordcount",
-            Workload::Logp => "logp",
-            Workload::Bandwidth => "bandwidth",
-        }
-    }
-}
 
 /// What a record measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -191,8 +141,9 @@ impl Unit {
 pub struct Record {
     /// [`SCHEMA_VERSION`] at the time of writing.
     pub schema_version: u32,
-    /// The workload.
-    pub workload: Workload,
+    /// The workload's name (`fanout`, `pingpong`, `contend-near`...), as its
+    /// `Workload::name` in the suite says.
+    pub workload: String,
     /// The mechanism's name, e.g. `pipe` or `corecast`.
     pub mechanism: String,
     /// Message size in bytes (macro-benchmarks: their size parameter, see
@@ -254,15 +205,15 @@ pub struct Record {
 
 impl Record {
     /// The identity of the point and metric, for matching records across runs.
-    pub fn key(&self) -> (Workload, String, usize, usize, Metric, Unit) {
-        (self.workload, self.mechanism.clone(), self.size, self.receivers, self.metric, self.unit)
+    pub fn key(&self) -> (String, String, usize, usize, Metric, Unit) {
+        (self.workload.clone(), self.mechanism.clone(), self.size, self.receivers, self.metric, self.unit)
     }
 }
 
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::harness::topology::CpuTopology;
+    use crate::host::topology::CpuTopology;
     use crate::record::machine::{Kernel, Virtualization};
 
     /// A plausible record for tests.
@@ -296,7 +247,7 @@ pub(crate) mod tests {
         };
         Record {
             schema_version: SCHEMA_VERSION,
-            workload: Workload::Fanout,
+            workload: "fanout".into(),
             mechanism: "pipe".into(),
             size: 64,
             receivers: 2,

@@ -1,5 +1,7 @@
 //! Numbers for people: three significant digits, k/M/G prefixes.
 
+use std::fmt::Write as _;
+
 /// 1234567 -> `1.23M`, 45600 -> `45.6k`.
 pub fn human(v: f64) -> String {
     match v {
@@ -20,6 +22,31 @@ pub fn sig3(v: f64) -> String {
         2
     };
     format!("{v:.decimals$}")
+}
+
+/// Writes a table: a name column, then one column per header (two header
+/// lines each), right-aligned.
+pub fn grid(out: &mut String, rows: &[String], headers: &[(String, String)], body: &[Vec<String>]) {
+    let first = rows.iter().map(String::len).chain(["mechanism".len()]).max().unwrap_or(9);
+    let widths: Vec<usize> = headers
+        .iter()
+        .enumerate()
+        .map(|(j, (a, b))| body.iter().map(|r| r[j].len()).chain([a.len(), b.len()]).max().unwrap_or(1))
+        .collect();
+    let line = |out: &mut String, name: &str, cols: Vec<&str>| {
+        let _ = write!(out, "{name:<first$}");
+        for (c, w) in cols.iter().zip(&widths) {
+            let _ = write!(out, " | {c:>w$}");
+        }
+        out.push('\n');
+    };
+    line(out, "mechanism", headers.iter().map(|h| h.0.as_str()).collect());
+    line(out, "", headers.iter().map(|h| h.1.as_str()).collect());
+    let rule: usize = first + widths.iter().map(|w| w + 3).sum::<usize>();
+    let _ = writeln!(out, "{}", "-".repeat(rule));
+    for (name, r) in rows.iter().zip(body) {
+        line(out, name, r.iter().map(String::as_str).collect());
+    }
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! Reports for humans.
 
 pub mod format;
-pub mod pair_table;
+pub mod metric_table;
 pub mod table;

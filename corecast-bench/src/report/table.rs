@@ -12,30 +12,36 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::format::{human, sig3};
-use crate::record::Workload;
-use crate::suite::plan::format_size;
-use crate::suite::{Outcome, Status};
+use super::format::{grid, human, sig3};
+use crate::record::{Outcome, Status};
+use crate::workloads::{registry, Table, Workload};
 
-type Column = (Workload, usize, usize);
+/// A column: the workload, its count and size.
+type Column = (&'static str, usize, usize);
 
 enum Cell {
     Value(f64, Option<usize>),
     Note(&'static str, usize),
 }
 
-/// Whether the headline metric of `w` is better when higher.
-fn higher_is_better(w: Workload) -> bool {
-    matches!(w, Workload::Fanout | Workload::Paxos | Workload::ContendNear | Workload::ContendFar | Workload::Bandwidth)
+fn workload(name: &str) -> Option<&'static dyn Workload> {
+    registry::by_name(name)
 }
 
-/// Renders the table of `outcomes` (in the order they ran); LogP and
-/// bandwidth points get their own tables ([`super::pair_table`]).
+/// Whether the headline metric of workload `w` is better when higher.
+fn higher_is_better(w: &str) -> bool {
+    workload(w).is_some_and(|w| w.higher_is_better())
+}
+
+/// Renders the table of `outcomes` (in the order they ran); workloads with
+/// a table of their own (LogP, bandwidth) get it ([`super::metric_table`]).
 pub fn render(outcomes: &[Outcome]) -> String {
-    let (pair, main): (Vec<Outcome>, Vec<Outcome>) =
-        outcomes.iter().cloned().partition(|o| matches!(o.point.workload, Workload::Logp | Workload::Bandwidth));
+    let (pair, main): (Vec<Outcome>, Vec<Outcome>) = outcomes
+        .iter()
+        .cloned()
+        .partition(|o| matches!(workload(o.point.workload).map(|w| w.table()), Some(Table::Metrics { .. })));
     let mut out = if main.is_empty() && !pair.is_empty() { String::new() } else { render_main(&main) };
-    out.push_str(&super::pair_table::render(&pair));
+    out.push_str(&super::metric_table::render(&pair));
     out
 }
 
@@ -53,7 +59,7 @@ fn render_main(outcomes: &[Outcome]) -> String {
         }
         rows.push(name.clone());
         for o in mine {
-            let col = (o.point.workload, o.point.receivers, o.point.size);
+            let col = (o.point.workload, o.point.count, o.point.size);
             if !columns.contains(&col) {
                 columns.push(col);
             }
@@ -70,25 +76,11 @@ fn render_main(outcomes: &[Outcome]) -> String {
         }
     }
     let mut out = String::new();
-    let has = |w: Workload| columns.iter().any(|c| c.0 == w);
-    let mut legend = Vec::new();
-    if has(Workload::Fanout) {
-        legend.push("fanout: messages/s delivered to the slowest of N receivers (median)");
-    }
-    if has(Workload::Pingpong) {
-        legend.push("pingpong: RTT/2 in microseconds (median)");
-    }
-    if has(Workload::Paxos) {
-        legend.push("paxos: consensus decisions/s (median of phases)");
-    }
-    if has(Workload::Snapshot) {
-        legend.push("snapshot: completion time in microseconds (median)");
-    }
-    if has(Workload::ContendNear) || has(Workload::ContendFar) {
-        legend.push("contend: bytes/s of all pairs together (median)");
-    }
-    if has(Workload::Pi) || has(Workload::Wordcount) {
-        legend.push("pi, wordcount: wall time in milliseconds (median)");
+    let mut legend: Vec<&str> = Vec::new();
+    for w in registry::ALL {
+        if columns.iter().any(|c| c.0 == w.name()) && !legend.contains(&w.legend()) {
+            legend.push(w.legend());
+        }
     }
     for l in legend {
         let _ = writeln!(out, "{l}");
@@ -142,21 +134,14 @@ fn note(notes: &mut Vec<String>, text: &str) -> usize {
 fn headers(columns: &[Column]) -> Vec<(String, String)> {
     columns
         .iter()
-        .map(|&(w, n, size)| match w {
-            Workload::Fanout => (format!("fanout N={n}"), format_size(size)),
-            Workload::Pingpong | Workload::Logp | Workload::Bandwidth => (w.name().to_string(), format_size(size)),
-            Workload::Detect => ("detect".to_string(), format_size(size)),
-            Workload::Paxos => ("paxos".to_string(), format_size(size)),
-            Workload::Snapshot => (format!("snapshot n={n}"), format_size(size)),
-            Workload::ContendNear => (format!("contend near P={n}"), format_size(size)),
-            Workload::ContendFar => (format!("contend far P={n}"), format_size(size)),
-            Workload::Pi => (format!("pi W={n}"), "wall ms".to_string()),
-            Workload::Wordcount => (format!("wordcount M={n}"), format_size(size)),
+        .map(|&(w, n, size)| match workload(w) {
+            Some(w) => w.column(n, size),
+            None => (w.to_string(), crate::workloads::format_size(size)),
         })
         .collect()
 }
 
-fn show(cell: Option<&Cell>, w: Workload) -> String {
+fn show(cell: Option<&Cell>, w: &str) -> String {
     match cell {
         None => "-".to_string(),
         Some(Cell::Value(v, n)) => {
@@ -220,66 +205,42 @@ fn ratios(
     grid(out, &others, headers, &body);
 }
 
-pub(crate) fn grid(out: &mut String, rows: &[String], headers: &[(String, String)], body: &[Vec<String>]) {
-    let first = rows.iter().map(String::len).chain(["mechanism".len()]).max().unwrap_or(9);
-    let widths: Vec<usize> = headers
-        .iter()
-        .enumerate()
-        .map(|(j, (a, b))| body.iter().map(|r| r[j].len()).chain([a.len(), b.len()]).max().unwrap_or(1))
-        .collect();
-    let line = |out: &mut String, name: &str, cols: Vec<&str>| {
-        let _ = write!(out, "{name:<first$}");
-        for (c, w) in cols.iter().zip(&widths) {
-            let _ = write!(out, " | {c:>w$}");
-        }
-        out.push('\n');
-    };
-    line(out, "mechanism", headers.iter().map(|h| h.0.as_str()).collect());
-    line(out, "", headers.iter().map(|h| h.1.as_str()).collect());
-    let rule: usize = first + widths.iter().map(|w| w + 3).sum::<usize>();
-    let _ = writeln!(out, "{}", "-".repeat(rule));
-    for (name, r) in rows.iter().zip(body) {
-        line(out, name, r.iter().map(String::as_str).collect());
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::record::schema::tests::sample;
-    use crate::record::{Metric, Record, Unit};
-    use crate::suite::Point;
+    use crate::record::{Metric, Point, Record, Unit};
 
-    fn measured(mech: &str, w: Workload, n: usize, value: f64) -> Outcome {
+    fn measured(mech: &str, w: &'static str, n: usize, value: f64) -> Outcome {
         let mut r: Record = sample();
         r.mechanism = mech.into();
-        r.workload = w;
+        r.workload = w.to_string();
         r.receivers = n;
         r.value = value;
-        if w == Workload::Pingpong {
+        if w == "pingpong" {
             r.metric = Metric::RttHalf;
             r.unit = Unit::Micros;
         }
         let mut bytes = r.clone();
         bytes.unit = Unit::BytesPerSec;
         bytes.value = value * 64.0;
-        let point = Point { workload: w, mechanism: mech.into(), receivers: n, size: 64 };
+        let point = Point { workload: w, mechanism: mech.into(), count: n, size: 64 };
         Outcome { point, status: Status::Measured(vec![r, bytes]) }
     }
 
     fn other(mech: &str, n: usize, status: Status) -> Outcome {
-        let point = Point { workload: Workload::Fanout, mechanism: mech.into(), receivers: n, size: 64 };
+        let point = Point { workload: "fanout", mechanism: mech.into(), count: n, size: 64 };
         Outcome { point, status }
     }
 
     #[test]
     fn values_ratios_and_notes() {
         let t = render(&[
-            measured("pipe", Workload::Fanout, 1, 1_000_000.0),
-            measured("corecast", Workload::Fanout, 1, 10_000_000.0),
+            measured("pipe", "fanout", 1, 1_000_000.0),
+            measured("corecast", "fanout", 1, 10_000_000.0),
             other("tcp", 1, Status::Failed("boom".into())),
-            measured("pipe", Workload::Pingpong, 1, 10.0),
-            measured("corecast", Workload::Pingpong, 1, 2.0),
+            measured("pipe", "pingpong", 1, 10.0),
+            measured("corecast", "pingpong", 1, 2.0),
             other("tcp", 2, Status::Skipped("too big".into())),
             other("ice", 1, Status::Skipped("unavailable here: no".into())),
             other("ice", 2, Status::Skipped("unavailable here: no".into())),
@@ -302,23 +263,22 @@ mod tests {
     #[test]
     fn the_ratio_is_the_default_modes_with_other_modes_as_rows() {
         let t = render(&[
-            measured("pipe", Workload::Fanout, 1, 1_000_000.0),
-            measured("corecast", Workload::Fanout, 1, 4_000_000.0),
-            measured("corecast-spin", Workload::Fanout, 1, 8_000_000.0),
+            measured("pipe", "fanout", 1, 1_000_000.0),
+            measured("corecast", "fanout", 1, 4_000_000.0),
+            measured("corecast-spin", "fanout", 1, 8_000_000.0),
         ]);
         let ratios = t.split("ratio over").nth(1).unwrap();
         // 4x over pipe (not the spin mode's 8x), and 0.5x over the spin mode.
         assert!(ratios.lines().any(|l| l.starts_with("pipe") && l.contains("4.00x")), "{t}");
         assert!(ratios.lines().any(|l| l.starts_with("corecast-spin") && l.contains("0.50x")), "{t}");
         // Without the default mode, the first corecast mode measured is named.
-        let t =
-            render(&[measured("pipe", Workload::Fanout, 1, 1.0), measured("corecast-spin", Workload::Fanout, 1, 2.0)]);
+        let t = render(&[measured("pipe", "fanout", 1, 1.0), measured("corecast-spin", "fanout", 1, 2.0)]);
         assert!(t.contains("mode corecast-spin: the default did not run"), "{t}");
     }
 
     #[test]
     fn says_when_there_is_no_corecast() {
-        let t = render(&[measured("pipe", Workload::Fanout, 1, 5.0)]);
+        let t = render(&[measured("pipe", "fanout", 1, 5.0)]);
         assert!(t.contains("no corecast mechanism"), "{t}");
         assert!(t.contains("5.00"), "{t}");
     }

@@ -1,9 +1,10 @@
 //! Running a grid of points over many mechanisms: the plan, and the runner
 //! that measures it point by point.
 
-mod macros;
 pub mod plan;
 pub mod runner;
 
-pub use plan::{MacroSettings, Point, Settings};
-pub use runner::{run_plan, Ending, Outcome, Progress, Status};
+pub use crate::record::{Outcome, Point, Status};
+pub use crate::workloads::{Settings, WorkloadOptions};
+pub use plan::grid;
+pub use runner::{run_plan, Ending, Progress};

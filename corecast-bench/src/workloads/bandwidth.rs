@@ -23,8 +23,15 @@
 
 use super::fanout::{self, Dest, FanoutParams};
 use super::pingpong::{self, PingpongParams};
-use crate::harness::{run_job, JobSpec, RunOptions};
+use super::{memcpy, Context, Settings, Table, Workload};
+use crate::harness::BenchError;
+use crate::harness::{job, run_job, Job, RunOptions};
+use crate::host::placement::Placement;
+use crate::record::assemble::base;
+use crate::record::summary::Summary;
+use crate::record::{Metric, Point, Provenance, Record, Unit};
 use crate::transport::{Endpoint, Mechanism, PeerId, Topology};
+use serde::{Deserialize, Serialize};
 
 /// The measurements of one bandwidth point, in MB/s per repetition.
 #[derive(Clone, Debug)]
@@ -46,7 +53,7 @@ pub struct BandwidthResult {
 }
 
 /// Runs the three measurements of one size; `p.receivers` is ignored (1).
-pub fn run(mechanism: &dyn Mechanism, p: &FanoutParams, opts: &RunOptions) -> Result<BandwidthResult, String> {
+pub fn run(mechanism: &dyn Mechanism, p: &FanoutParams, opts: &RunOptions) -> Result<BandwidthResult, BenchError> {
     let p = FanoutParams { receivers: 1, ..p.clone() };
     let _busy = crate::harness::busy::CpusBusy::start();
     let pp = pingpong::run(mechanism, &PingpongParams::new(p.size, p.duration, p.repetitions), opts)?;
@@ -76,7 +83,7 @@ pub const METHOD: &str = "every CPU kept from halting by a SCHED_IDLE spinner (a
 /// CPUs cannot deliver much more than twice one stream's rate (2.5x with
 /// slack for noise), so more means one of them measured something else.
 pub fn consistency(r: &BandwidthResult) -> Option<String> {
-    let median = |v: &[f64]| crate::harness::stats::Summary::of(v).map(|s| s.median);
+    let median = |v: &[f64]| crate::record::summary::Summary::of(v).map(|s| s.median);
     let (uni, bi) = (median(&r.unidirectional)?, median(&r.bidirectional)?);
     (bi > 2.5 * uni).then(|| {
         format!(
@@ -94,8 +101,8 @@ fn topology(size: usize) -> Topology {
     Topology { processes: 4, max_message_bytes: size, links: vec![(0, 3), (1, 2), (3, 0), (2, 1)], groups: Vec::new() }
 }
 
-fn bidirectional(m: &dyn Mechanism, p: &FanoutParams, opts: &RunOptions) -> Result<(Vec<f64>, u64), String> {
-    let reports = run_job(m, &topology(p.size), opts, &JobSpec::Bidirectional(p.clone()))?;
+fn bidirectional(m: &dyn Mechanism, p: &FanoutParams, opts: &RunOptions) -> Result<(Vec<f64>, u64), BenchError> {
+    let reports = run_job(m, &topology(p.size), opts, &Bidirectional(p.clone()))?;
     let mut per_phase = vec![0.0; p.repetitions];
     let mut messages = 0;
     for (sender, receiver) in [(0usize, 3usize), (1, 2)] {
@@ -109,15 +116,135 @@ fn bidirectional(m: &dyn Mechanism, p: &FanoutParams, opts: &RunOptions) -> Resu
     Ok((per_phase, messages))
 }
 
-/// The body of process `me` of the bidirectional run ([`JobSpec::Bidirectional`]).
-pub fn bidirectional_body(p: &FanoutParams, me: PeerId, ep: &mut dyn Endpoint) -> Result<Vec<u8>, String> {
-    let report = match me {
-        0 => fanout::sender_report(ep, p, Dest::Peer(3), 1),
-        1 => fanout::sender_report(ep, p, Dest::Peer(2), 1),
-        2 => fanout::receiver_report(ep, p, 1),
-        _ => fanout::receiver_report(ep, p, 0),
+/// The bidirectional job: processes 0 and 1 stream to 3 and 2.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Bidirectional(pub FanoutParams);
+
+impl Bidirectional {
+    /// Its kind among encoded jobs.
+    pub const KIND: &'static str = "bidirectional";
+}
+
+impl Job for Bidirectional {
+    fn encode(&self) -> Vec<u8> {
+        job::encode(Self::KIND, self)
+    }
+
+    fn body(&self, me: PeerId, ep: &mut dyn Endpoint) -> Result<Vec<u8>, BenchError> {
+        let p = &self.0;
+        let report = match me {
+            0 => fanout::sender_report(ep, p, Dest::Peer(3), 1),
+            1 => fanout::sender_report(ep, p, Dest::Peer(2), 1),
+            2 => fanout::receiver_report(ep, p, 1),
+            _ => fanout::receiver_report(ep, p, 0),
+        };
+        report?.map_err(|e| BenchError::Report(format!("report: {e}")))
+    }
+}
+
+/// The columns of the bandwidth table.
+const BANDWIDTH: [(Metric, &str); 4] = [
+    (Metric::BandwidthPingpong, "ping-pong"),
+    (Metric::BandwidthUnidirectional, "unidirectional"),
+    (Metric::BandwidthBidirectional, "bidirectional"),
+    (Metric::BandwidthMemcpy, "memcpy"),
+];
+
+/// The bandwidth workload (seed 004), with the memcpy reference.
+pub struct Bandwidth;
+
+impl Workload for Bandwidth {
+    fn name(&self) -> &'static str {
+        "bandwidth"
+    }
+
+    fn higher_is_better(&self) -> bool {
+        true
+    }
+
+    fn legend(&self) -> &'static str {
+        "bandwidth: MB/s (10^6 B/s, median); memcpy is one core copying the message"
+    }
+
+    fn table(&self) -> Table {
+        Table::Metrics { metrics: &BANDWIDTH, legend: self.legend() }
+    }
+
+    fn processes(&self, p: &Point, _: &Settings) -> usize {
+        if self.is_reference(&p.mechanism) {
+            1
+        } else {
+            2
+        }
+    }
+
+    fn estimate(&self, p: &Point, s: &Settings) -> std::time::Duration {
+        let phases = s.duration * s.repetitions as u32;
+        if self.is_reference(&p.mechanism) {
+            phases
+        } else {
+            phases * 3 + std::time::Duration::from_millis(450)
+        }
+    }
+
+    fn is_reference(&self, name: &str) -> bool {
+        name == memcpy::NAME
+    }
+
+    fn with_references(&self, mechanisms: &[String]) -> Vec<String> {
+        std::iter::once(memcpy::NAME.to_string()).chain(mechanisms.iter().cloned()).collect()
+    }
+
+    fn run(&self, ctx: &Context<'_>) -> Result<Vec<Record>, BenchError> {
+        let (point, s) = (ctx.point, ctx.settings);
+        let Some(m) = ctx.mechanism else {
+            return memcpy::reference(ctx);
+        };
+        let p = FanoutParams::new(1, point.size, s.duration, s.repetitions);
+        let r = run(m, &p, ctx.options)?;
+        Ok(records(ctx.provenance, m.name(), &p, &r, ctx.placement))
+    }
+}
+
+/// The three bandwidth records of a point, in MB/s.
+pub fn records(
+    prov: &Provenance,
+    mechanism: &str,
+    p: &FanoutParams,
+    r: &BandwidthResult,
+    placement: &Placement,
+) -> Vec<Record> {
+    let base = Record {
+        unit: Unit::MegabytesPerSec,
+        duration_s: p.duration.as_secs_f64(),
+        warmup: p.warmup_messages,
+        method: Some(METHOD.to_string()),
+        notes: consistency(r).into_iter().collect(),
+        ..base(prov, "bandwidth", mechanism, p.size, 1, placement)
     };
-    report?.map_err(|e| format!("report: {e}"))
+    let mk = |metric: Metric, samples: &[f64], value: Option<f64>, count: u64| -> Option<Record> {
+        let s = Summary::of(samples)?;
+        let value = value.unwrap_or(s.median);
+        Some(Record {
+            metric,
+            value,
+            median: value,
+            min: s.min.min(value),
+            max: s.max.max(value),
+            repetitions: samples.len(),
+            samples: samples.to_vec(),
+            count,
+            ..base.clone()
+        })
+    };
+    [
+        mk(Metric::BandwidthPingpong, &r.pingpong, Some(r.pingpong_overall), r.round_trips),
+        mk(Metric::BandwidthUnidirectional, &r.unidirectional, None, r.unidirectional_messages),
+        mk(Metric::BandwidthBidirectional, &r.bidirectional, None, r.bidirectional_messages),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 #[cfg(test)]

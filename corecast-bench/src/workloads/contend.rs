@@ -1,6 +1,6 @@
 //! mem-contend (seed 002, section 2.2): N/2 pairs of processes stream
 //! messages at the same time, each pair pinned near or far per
-//! [`crate::harness::pairs`], so the pairs contend for caches and memory.
+//! [`crate::host::pairs`], so the pairs contend for caches and memory.
 //! Process `2k` sends to `2k + 1`. Each pair runs the fan-out protocol with
 //! one receiver (warm-up, timed phases closed by the end marker, every
 //! payload checked, an acknowledgement at the end); the result is the
@@ -12,8 +12,15 @@ use serde::{Deserialize, Serialize};
 
 use super::fanout::{default_warmup, Window};
 use super::stream::{end_marker, Expect, Seen};
-use super::wire::{parse, report, te};
+use super::wire::{parse, report};
+use super::{Context, Settings, Workload};
+use crate::harness::BenchError;
 use crate::harness::{payload, run_processes, RunOptions};
+use crate::host::pairs::{self, Closeness};
+use crate::host::placement::Placement;
+use crate::host::topology::CpuTopology;
+use crate::record::assemble::{base, summary_record};
+use crate::record::{Metric, Point, Record, Unit};
 use crate::transport::{Endpoint, Mechanism, PeerId, Topology};
 
 /// What to run.
@@ -88,11 +95,11 @@ enum Report {
 
 /// Runs one contend point of `mechanism`; `opts.cpus` should be
 /// [`ContendParams::process_cpus`].
-pub fn run(mechanism: &dyn Mechanism, p: &ContendParams, opts: &RunOptions) -> Result<ContendResult, String> {
+pub fn run(mechanism: &dyn Mechanism, p: &ContendParams, opts: &RunOptions) -> Result<ContendResult, BenchError> {
     if p.cpus.is_empty() || p.size == 0 || p.repetitions == 0 {
-        return Err("contend needs at least 1 pair, 1 byte and 1 repetition".to_string());
+        return Err(BenchError::mismatch("contend needs at least 1 pair, 1 byte and 1 repetition"));
     }
-    let body = |me: PeerId, ep: &mut dyn Endpoint| -> Result<Vec<u8>, String> {
+    let body = |me: PeerId, ep: &mut dyn Endpoint| -> Result<Vec<u8>, BenchError> {
         if me.is_multiple_of(2) {
             report(&Report::Sent(send(ep, me, p)?))
         } else {
@@ -104,23 +111,26 @@ pub fn run(mechanism: &dyn Mechanism, p: &ContendParams, opts: &RunOptions) -> R
     for (k, pair) in reports.chunks(2).enumerate() {
         let (Report::Sent(sent), Report::Received(got)) = (parse(&pair[0], "sender")?, parse(&pair[1], "receiver")?)
         else {
-            return Err(format!("pair {k}: reports in the wrong roles"));
+            return Err(BenchError::mismatch(format!("pair {k}: reports in the wrong roles")));
         };
         if sent.len() != got.len() || sent.iter().zip(&got).any(|(s, w)| *s != w.messages) {
-            return Err(format!("{}: pair {k} sent {sent:?} messages per phase, received {got:?}", mechanism.name()));
+            return Err(BenchError::mismatch(format!(
+                "{}: pair {k} sent {sent:?} messages per phase, received {got:?}",
+                mechanism.name()
+            )));
         }
         windows.push(got);
     }
     Ok(ContendResult { windows, size: p.size })
 }
 
-fn send(ep: &mut dyn Endpoint, me: PeerId, p: &ContendParams) -> Result<Vec<u64>, String> {
+fn send(ep: &mut dyn Endpoint, me: PeerId, p: &ContendParams) -> Result<Vec<u64>, BenchError> {
     let to = me + 1;
     let mut buf = vec![0u8; p.size];
     let mut seq = 0u64;
     for _ in 0..p.warmup {
         payload::fill(&mut buf, seq, me as u32);
-        ep.send_to(to, &buf).map_err(te)?;
+        ep.send_to(to, &buf)?;
         seq += 1;
     }
     let stride = (4096 / p.size).clamp(1, 16) as u64;
@@ -130,7 +140,7 @@ fn send(ep: &mut dyn Endpoint, me: PeerId, p: &ContendParams) -> Result<Vec<u64>
         let mut n = 0u64;
         loop {
             payload::fill(&mut buf, seq, me as u32);
-            ep.send_to(to, &buf).map_err(te)?;
+            ep.send_to(to, &buf)?;
             seq += 1;
             n += 1;
             if n.is_multiple_of(stride) && Instant::now() >= end {
@@ -138,25 +148,95 @@ fn send(ep: &mut dyn Endpoint, me: PeerId, p: &ContendParams) -> Result<Vec<u64>
             }
         }
         end_marker(&mut buf, seq, me as u32);
-        ep.send_to(to, &buf).map_err(te)?;
+        ep.send_to(to, &buf)?;
         sent.push(n);
     }
-    ep.recv_any(&mut buf).map_err(te)?;
+    ep.recv_any(&mut buf)?;
     Ok(sent)
 }
 
-fn receive(ep: &mut dyn Endpoint, me: PeerId, p: &ContendParams) -> Result<Vec<Window>, String> {
+fn receive(ep: &mut dyn Endpoint, me: PeerId, p: &ContendParams) -> Result<Vec<Window>, BenchError> {
     let from = me - 1;
     let mut buf = vec![0u8; p.size];
     let mut expect = Expect::new(p.size, from as u32);
-    let mut next = |ep: &mut dyn Endpoint, buf: &mut [u8], seq: u64| -> Result<Seen, String> {
-        let got = ep.recv_any(buf).map_err(te)?;
+    let mut next = |ep: &mut dyn Endpoint, buf: &mut [u8], seq: u64| -> Result<Seen, BenchError> {
+        let got = ep.recv_any(buf)?;
         if got.from != from {
-            return Err(format!("message {seq} reported as from process {}", got.from));
+            return Err(BenchError::mismatch(format!("message {seq} reported as from process {}", got.from)));
         }
-        expect.classify(buf.get(..got.len).ok_or("reported length exceeds the buffer")?, seq)
+        expect.classify(
+            buf.get(..got.len).ok_or_else(|| BenchError::mismatch("reported length exceeds the buffer"))?,
+            seq,
+        )
     };
     let (windows, _) = super::stream::timed_windows(|seq| next(ep, &mut buf, seq), p.warmup, p.repetitions, 0)?;
-    ep.send_to(from, &buf[..1]).map_err(te)?;
+    ep.send_to(from, &buf[..1])?;
     Ok(windows)
+}
+/// mem-contend as a workload, pairs placed near or far.
+pub struct Contend {
+    closeness: Closeness,
+}
+
+impl Contend {
+    /// Pairs sharing the closest cache.
+    pub const NEAR: Contend = Contend { closeness: Closeness::Near };
+    /// Pairs as far apart as the machine allows.
+    pub const FAR: Contend = Contend { closeness: Closeness::Far };
+}
+
+impl Workload for Contend {
+    fn name(&self) -> &'static str {
+        match self.closeness {
+            Closeness::Near => "contend-near",
+            Closeness::Far => "contend-far",
+        }
+    }
+
+    fn count_label(&self) -> Option<&'static str> {
+        Some("pairs")
+    }
+
+    fn higher_is_better(&self) -> bool {
+        true
+    }
+
+    fn legend(&self) -> &'static str {
+        "contend: bytes/s of all pairs together (median)"
+    }
+
+    fn column(&self, count: usize, size: usize) -> (String, String) {
+        let how = match self.closeness {
+            Closeness::Near => "near",
+            Closeness::Far => "far",
+        };
+        (format!("contend {how} P={count}"), super::format_size(size))
+    }
+
+    fn processes(&self, p: &Point, _: &Settings) -> usize {
+        2 * p.count
+    }
+
+    fn run(&self, ctx: &Context<'_>) -> Result<Vec<Record>, BenchError> {
+        let (m, point, s, prov, opts) = (ctx.mechanism()?, ctx.point, ctx.settings, ctx.provenance, ctx.options);
+        let closeness = self.closeness;
+        let topo = CpuTopology::read();
+        let (cpus, coincide) = pairs::choose(&topo, closeness, point.count).map_err(BenchError::Params)?;
+        let p = ContendParams::new(cpus, point.size, s.duration, s.repetitions);
+        let placement = Placement::pinned(p.process_cpus(), &topo.online_cpus)
+            .map_err(BenchError::Params)?
+            .for_processes(2 * point.count);
+        let opts = RunOptions { cpus: p.process_cpus(), ..opts.clone() };
+        let r = run(m, &p, &opts)?;
+        let mut b = base(prov, point.workload, m.name(), point.size, point.count, &placement);
+        b.count = r.messages();
+        b.duration_s = s.duration.as_secs_f64();
+        b.warmup = p.warmup;
+        b.notes.push(format!("pairs: {}", pairs::describe(&topo, &p.cpus)));
+        b.notes.extend(coincide);
+        let mut out: Vec<Record> = Vec::new();
+        out.extend(summary_record(&b, Metric::Throughput, Unit::BytesPerSec, r.aggregate_bytes_per_s(), None));
+        out.extend(summary_record(&b, Metric::PairThroughput, Unit::BytesPerSec, r.pair_bytes_per_s(), None));
+        Ok(out)
+    }
 }

@@ -17,7 +17,13 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::stream::{end_marker, Expect, Seen};
-use crate::harness::{payload, run_job, JobSpec, RunOptions};
+use super::{Context, Settings, Workload};
+use crate::harness::BenchError;
+use crate::harness::{job, payload, run_job, Job, RunOptions};
+use crate::host::placement::Placement;
+use crate::record::assemble::base;
+use crate::record::summary::Summary;
+use crate::record::{Metric, Point, Provenance, Record, Unit};
 use crate::transport::{Endpoint, Mechanism, PeerId, Topology};
 
 /// What to run.
@@ -42,12 +48,12 @@ impl FanoutParams {
         FanoutParams { receivers, size, duration, repetitions, warmup_messages }
     }
 
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), BenchError> {
         if self.receivers == 0 || self.size == 0 || self.repetitions == 0 {
-            return Err(format!(
+            return Err(BenchError::mismatch(format!(
                 "fan-out needs at least 1 receiver, 1 byte and 1 repetition (got {}, {}, {})",
                 self.receivers, self.size, self.repetitions
-            ));
+            )));
         }
         Ok(())
     }
@@ -113,10 +119,10 @@ struct ReceiverReport {
 
 /// Runs one fan-out point of `mechanism`; any failure, including a wrong
 /// payload or count, is a sentence saying which process saw what.
-pub fn run(mechanism: &dyn Mechanism, p: &FanoutParams, opts: &RunOptions) -> Result<FanoutResult, String> {
+pub fn run(mechanism: &dyn Mechanism, p: &FanoutParams, opts: &RunOptions) -> Result<FanoutResult, BenchError> {
     p.validate()?;
     let topo = Topology::fan_out(p.receivers, p.size);
-    let reports = run_job(mechanism, &topo, opts, &JobSpec::Fanout(p.clone()))?;
+    let reports = run_job(mechanism, &topo, opts, &FanoutJob(p.clone()))?;
     let sent: SenderReport = parse(&reports[0], "sender")?;
     let mut windows = Vec::with_capacity(p.receivers);
     for (r, rep) in reports.iter().enumerate().skip(1) {
@@ -125,10 +131,95 @@ pub fn run(mechanism: &dyn Mechanism, p: &FanoutParams, opts: &RunOptions) -> Re
     Ok(FanoutResult { size: p.size, windows })
 }
 
-/// The body of process `me` ([`JobSpec::Fanout`]).
-pub fn body(p: &FanoutParams, me: PeerId, ep: &mut dyn Endpoint) -> Result<Vec<u8>, String> {
-    let report = if me == 0 { sender_report(ep, p, Dest::Group(0), p.receivers) } else { receiver_report(ep, p, 0) };
-    report?.map_err(|e| format!("report: {e}"))
+/// The fan-out job: process 0 streams to group 0, the others receive.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct FanoutJob(pub FanoutParams);
+
+impl FanoutJob {
+    /// Its kind among encoded jobs.
+    pub const KIND: &'static str = "fanout";
+}
+
+impl Job for FanoutJob {
+    fn encode(&self) -> Vec<u8> {
+        job::encode(Self::KIND, self)
+    }
+
+    fn body(&self, me: PeerId, ep: &mut dyn Endpoint) -> Result<Vec<u8>, BenchError> {
+        let p = &self.0;
+        let report =
+            if me == 0 { sender_report(ep, p, Dest::Group(0), p.receivers) } else { receiver_report(ep, p, 0) };
+        report?.map_err(|e| BenchError::Report(format!("report: {e}")))
+    }
+}
+
+/// The fan-out workload (SPEC B2).
+pub struct Fanout;
+
+impl Workload for Fanout {
+    fn name(&self) -> &'static str {
+        "fanout"
+    }
+
+    fn count_label(&self) -> Option<&'static str> {
+        Some("N")
+    }
+
+    fn higher_is_better(&self) -> bool {
+        true
+    }
+
+    fn legend(&self) -> &'static str {
+        "fanout: messages/s delivered to the slowest of N receivers (median)"
+    }
+
+    fn column(&self, count: usize, size: usize) -> (String, String) {
+        (format!("fanout N={count}"), super::format_size(size))
+    }
+
+    fn processes(&self, p: &Point, _: &Settings) -> usize {
+        p.count + 1
+    }
+
+    fn run(&self, ctx: &Context<'_>) -> Result<Vec<Record>, BenchError> {
+        let m = ctx.mechanism()?;
+        let (point, s) = (ctx.point, ctx.settings);
+        let p = FanoutParams::new(point.count, point.size, s.duration, s.repetitions);
+        let r = run(m, &p, ctx.options)?;
+        Ok(records(ctx.provenance, m.name(), &p, &r, ctx.placement))
+    }
+}
+
+/// The two fan-out records of a point: throughput in msg/s and in B/s.
+pub fn records(
+    prov: &Provenance,
+    mechanism: &str,
+    p: &FanoutParams,
+    r: &FanoutResult,
+    placement: &Placement,
+) -> Vec<Record> {
+    let base = base(prov, "fanout", mechanism, p.size, p.receivers, placement);
+    let mk = |unit: Unit, samples: Vec<f64>| -> Option<Record> {
+        let s = Summary::of(&samples)?;
+        Some(Record {
+            metric: Metric::Throughput,
+            unit,
+            value: s.median,
+            repetitions: samples.len(),
+            min: s.min,
+            median: s.median,
+            max: s.max,
+            samples,
+            count: r.messages_per_receiver(),
+            duration_s: p.duration.as_secs_f64(),
+            warmup: p.warmup_messages,
+            ..base.clone()
+        })
+    };
+    [mk(Unit::MsgPerSec, r.slowest_msgs_per_s()), mk(Unit::BytesPerSec, r.slowest_bytes_per_s())]
+        .into_iter()
+        .flatten()
+        .collect()
 }
 
 /// Where a stream goes.
@@ -146,7 +237,7 @@ pub(crate) fn sender_report(
     p: &FanoutParams,
     dest: Dest,
     receivers: usize,
-) -> Result<serde_json::Result<Vec<u8>>, String> {
+) -> Result<serde_json::Result<Vec<u8>>, BenchError> {
     Ok(serde_json::to_vec(&SenderReport { sent: send(ep, p, dest, receivers)? }))
 }
 
@@ -155,44 +246,49 @@ pub(crate) fn receiver_report(
     ep: &mut dyn Endpoint,
     p: &FanoutParams,
     from: PeerId,
-) -> Result<serde_json::Result<Vec<u8>>, String> {
+) -> Result<serde_json::Result<Vec<u8>>, BenchError> {
     Ok(serde_json::to_vec(&ReceiverReport { windows: receive(ep, p, from)? }))
 }
 
 /// What the sender's report says it sent in each phase.
-pub(crate) fn sent_per_phase(report: &[u8]) -> Result<Vec<u64>, String> {
+pub(crate) fn sent_per_phase(report: &[u8]) -> Result<Vec<u64>, BenchError> {
     parse::<SenderReport>(report, "sender").map(|s| s.sent)
 }
 
 /// A receiver's windows, checked against what its sender sent.
-pub(crate) fn receiver_windows(mechanism: &str, report: &[u8], r: PeerId, sent: &[u64]) -> Result<Vec<Window>, String> {
+pub(crate) fn receiver_windows(
+    mechanism: &str,
+    report: &[u8],
+    r: PeerId,
+    sent: &[u64],
+) -> Result<Vec<Window>, BenchError> {
     let got: ReceiverReport = parse(report, "receiver")?;
     if got.windows.len() != sent.len() {
-        return Err(format!("receiver {r} reported {} phases", got.windows.len()));
+        return Err(BenchError::mismatch(format!("receiver {r} reported {} phases", got.windows.len())));
     }
     for (k, (w, &s)) in got.windows.iter().zip(sent).enumerate() {
         if w.messages != s {
-            return Err(format!(
+            return Err(BenchError::mismatch(format!(
                 "{mechanism}: receiver {r} got {} messages in phase {k}, the sender sent {s}",
                 w.messages
-            ));
+            )));
         }
     }
     Ok(got.windows)
 }
 
-fn parse<T: for<'de> Deserialize<'de>>(bytes: &[u8], who: &str) -> Result<T, String> {
-    serde_json::from_slice(bytes).map_err(|e| format!("bad {who} report: {e}"))
+fn parse<T: for<'de> Deserialize<'de>>(bytes: &[u8], who: &str) -> Result<T, BenchError> {
+    serde_json::from_slice(bytes).map_err(|e| BenchError::Report(format!("bad {who} report: {e}")))
 }
 
 /// The sender: warm-up, timed phases each closed by a marker, then one ack
 /// from each of `receivers`. Payloads carry the sender id 0.
-fn send(ep: &mut dyn Endpoint, p: &FanoutParams, dest: Dest, receivers: usize) -> Result<Vec<u64>, String> {
+fn send(ep: &mut dyn Endpoint, p: &FanoutParams, dest: Dest, receivers: usize) -> Result<Vec<u64>, BenchError> {
     let mut buf = vec![0u8; p.size];
     let mut seq = 0u64;
     let put = |ep: &mut dyn Endpoint, buf: &[u8]| match dest {
-        Dest::Group(g) => ep.send_group(g, buf).map_err(|e| e.to_string()),
-        Dest::Peer(to) => ep.send_to(to, buf).map_err(|e| e.to_string()),
+        Dest::Group(g) => ep.send_group(g, buf),
+        Dest::Peer(to) => ep.send_to(to, buf),
     };
     for _ in 0..p.warmup_messages {
         payload::fill(&mut buf, seq, 0);
@@ -225,9 +321,9 @@ fn send(ep: &mut dyn Endpoint, p: &FanoutParams, dest: Dest, receivers: usize) -
     }
     let mut acked: Vec<PeerId> = Vec::with_capacity(receivers);
     for _ in 0..receivers {
-        let got = ep.recv_any(&mut buf).map_err(|e| e.to_string())?;
+        let got = ep.recv_any(&mut buf)?;
         if acked.contains(&got.from) {
-            return Err(format!("unexpected message from process {} at the end", got.from));
+            return Err(BenchError::mismatch(format!("unexpected message from process {} at the end", got.from)));
         }
         acked.push(got.from);
     }
@@ -236,20 +332,23 @@ fn send(ep: &mut dyn Endpoint, p: &FanoutParams, dest: Dest, receivers: usize) -
 
 /// A receiver of the stream from `from`: checks every message, times each
 /// phase up to its marker, and acknowledges to `from` at the end.
-fn receive(ep: &mut dyn Endpoint, p: &FanoutParams, from: PeerId) -> Result<Vec<Window>, String> {
+fn receive(ep: &mut dyn Endpoint, p: &FanoutParams, from: PeerId) -> Result<Vec<Window>, BenchError> {
     let mut buf = vec![0u8; p.size];
     let mut expect = Expect::new(p.size, 0);
-    let mut next = |ep: &mut dyn Endpoint, buf: &mut [u8], seq: u64| -> Result<Seen, String> {
-        let got = ep.recv_any(buf).map_err(|e| e.to_string())?;
+    let mut next = |ep: &mut dyn Endpoint, buf: &mut [u8], seq: u64| -> Result<Seen, BenchError> {
+        let got = ep.recv_any(buf)?;
         if got.from != from {
-            return Err(format!("message {seq} reported as from process {}, expected {from}", got.from));
+            return Err(BenchError::mismatch(format!(
+                "message {seq} reported as from process {}, expected {from}",
+                got.from
+            )));
         }
-        let msg = buf.get(..got.len).ok_or("reported length exceeds the buffer")?;
+        let msg = buf.get(..got.len).ok_or_else(|| BenchError::mismatch("reported length exceeds the buffer"))?;
         expect.classify(msg, seq)
     };
     let (windows, _) =
         super::stream::timed_windows(|seq| next(ep, &mut buf, seq), p.warmup_messages, p.repetitions, 0)?;
-    ep.send_to(from, &[1]).map_err(|e| e.to_string())?;
+    ep.send_to(from, &[1])?;
     Ok(windows)
 }
 

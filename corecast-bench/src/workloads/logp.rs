@@ -31,8 +31,14 @@ use serde::{Deserialize, Serialize};
 
 use super::logp_stream::{SpinPoint, Stream};
 use super::pingpong::{self, PingpongParams, PingpongResult};
-use crate::harness::stats::Summary;
-use crate::harness::{run_job, JobSpec, RunOptions};
+use super::wire::{parse, report};
+use super::{Context, Settings, Table, Workload};
+use crate::harness::BenchError;
+use crate::harness::{job, run_job, Job, RunOptions};
+use crate::host::placement::Placement;
+use crate::record::assemble::base;
+use crate::record::summary::Summary;
+use crate::record::{Metric, Point, Provenance, Record, Unit};
 use crate::transport::{Endpoint, Mechanism, PeerId, Topology};
 
 /// The spin delays of a sweep, as multiples of g(0).
@@ -58,8 +64,39 @@ impl LogpParams {
     }
 }
 
-/// The sender-side sweep is described by the parameters alone.
-pub type SenderSweep = LogpParams;
+/// The sender-side sweep job, described by the parameters alone.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SenderSweep(pub LogpParams);
+
+impl SenderSweep {
+    /// Its kind among encoded jobs.
+    pub const KIND: &'static str = "logp-sender";
+}
+
+impl Job for SenderSweep {
+    fn encode(&self) -> Vec<u8> {
+        job::encode(Self::KIND, self)
+    }
+
+    fn body(&self, me: PeerId, ep: &mut dyn Endpoint) -> Result<Vec<u8>, BenchError> {
+        sender_body(&self.0, me, ep)
+    }
+}
+
+impl ReceiverSweep {
+    /// Its kind among encoded jobs.
+    pub const KIND: &'static str = "logp-receiver";
+}
+
+impl Job for ReceiverSweep {
+    fn encode(&self) -> Vec<u8> {
+        job::encode(Self::KIND, self)
+    }
+
+    fn body(&self, me: PeerId, ep: &mut dyn Endpoint) -> Result<Vec<u8>, BenchError> {
+        receiver_body(self, me, ep)
+    }
+}
 
 /// The receiver-side sweep. The message counts are fixed by the parent (the
 /// sender must know how many to send); the receiver picks each D itself,
@@ -118,30 +155,32 @@ pub fn overhead(points: &[SpinPoint]) -> Option<f64> {
 
 /// Runs one LogP point of `mechanism`: a ping-pong, the sender sweep, the
 /// receiver sweep.
-pub fn run(mechanism: &dyn Mechanism, p: &LogpParams, opts: &RunOptions) -> Result<LogpResult, String> {
+pub fn run(mechanism: &dyn Mechanism, p: &LogpParams, opts: &RunOptions) -> Result<LogpResult, BenchError> {
     if p.size == 0 || p.repetitions == 0 {
-        return Err("LogP needs at least 1 byte and 1 repetition".to_string());
+        return Err(BenchError::params("LogP needs at least 1 byte and 1 repetition"));
     }
     let pingpong = pingpong::run(mechanism, &PingpongParams::new(p.size, p.duration, p.repetitions), opts)?;
     let topo = Topology::pair(p.size);
-    let reports = run_job(mechanism, &topo, opts, &JobSpec::LogpSender(p.clone()))?;
+    let reports = run_job(mechanism, &topo, opts, &SenderSweep(p.clone()))?;
     let (sender, sent): (Vec<Vec<SpinPoint>>, u64) = parse(&reports[0], "sender")?;
     check_count(mechanism, sent, parse(&reports[1], "receiver")?)?;
-    let g0 = Summary::of(&sender.iter().map(|r| r[0].g_us).collect::<Vec<_>>()).ok_or("no sweep")?.median;
+    let g0 = Summary::of(&sender.iter().map(|r| r[0].g_us).collect::<Vec<_>>())
+        .ok_or_else(|| BenchError::mismatch("no sweep"))?
+        .median;
     let reps = (0..p.repetitions).map(|_| receiver_counts(g0, p.duration)).collect();
     let sweep = ReceiverSweep { size: p.size, warmup_messages: p.warmup_messages, g0_us: g0, reps };
-    let reports = run_job(mechanism, &topo, opts, &JobSpec::LogpReceiver(sweep))?;
+    let reports = run_job(mechanism, &topo, opts, &sweep)?;
     let (receiver, got): (Vec<Vec<SpinPoint>>, u64) = parse(&reports[1], "receiver")?;
     check_count(mechanism, parse(&reports[0], "sender")?, got)?;
     let r = LogpResult { pingpong, sender, receiver };
     if r.os_us().is_empty() || r.or_us().is_empty() {
-        return Err(format!(
+        return Err(BenchError::mismatch(format!(
             "{}: no spin delay was past the knee (g(D) > g(0), check within D) in any sweep; \
              sender g(D) {:?}, receiver g_r(D) {:?}",
             mechanism.name(),
             r.sender,
             r.receiver
-        ));
+        )));
     }
     Ok(r)
 }
@@ -154,23 +193,18 @@ fn receiver_counts(g0_us: f64, duration: Duration) -> Vec<u64> {
     std::iter::once(count(0.0)).chain(FACTORS.iter().map(|&f| count(f))).collect()
 }
 
-fn check_count(m: &dyn Mechanism, sent: u64, got: u64) -> Result<(), String> {
+fn check_count(m: &dyn Mechanism, sent: u64, got: u64) -> Result<(), BenchError> {
     if sent != got {
-        return Err(format!("{}: the sender sent {sent} messages, the receiver got {got}", m.name()));
+        return Err(BenchError::mismatch(format!(
+            "{}: the sender sent {sent} messages, the receiver got {got}",
+            m.name()
+        )));
     }
     Ok(())
 }
 
-fn parse<T: for<'de> Deserialize<'de>>(bytes: &[u8], who: &str) -> Result<T, String> {
-    serde_json::from_slice(bytes).map_err(|e| format!("bad {who} report: {e}"))
-}
-
-fn report<T: Serialize>(v: &T) -> Result<Vec<u8>, String> {
-    serde_json::to_vec(v).map_err(|e| format!("report: {e}"))
-}
-
-/// The body of the sender sweep ([`JobSpec::LogpSender`]).
-pub fn sender_body(p: &SenderSweep, me: PeerId, ep: &mut dyn Endpoint) -> Result<Vec<u8>, String> {
+/// The body of the sender sweep ([`SenderSweep`]).
+fn sender_body(p: &LogpParams, me: PeerId, ep: &mut dyn Endpoint) -> Result<Vec<u8>, BenchError> {
     let stream = Stream::new(p.size);
     if me != 0 {
         return report(&stream.drain(ep)?);
@@ -192,8 +226,8 @@ pub fn sender_body(p: &SenderSweep, me: PeerId, ep: &mut dyn Endpoint) -> Result
     report(&(reps, sent))
 }
 
-/// The body of the receiver sweep ([`JobSpec::LogpReceiver`]).
-pub fn receiver_body(p: &ReceiverSweep, me: PeerId, ep: &mut dyn Endpoint) -> Result<Vec<u8>, String> {
+/// The body of the receiver sweep ([`ReceiverSweep`]).
+fn receiver_body(p: &ReceiverSweep, me: PeerId, ep: &mut dyn Endpoint) -> Result<Vec<u8>, BenchError> {
     let stream = Stream::new(p.size);
     if me == 0 {
         let total: u64 = p.warmup_messages + p.reps.iter().flatten().sum::<u64>();
@@ -230,6 +264,115 @@ pub fn receiver_body(p: &ReceiverSweep, me: PeerId, ep: &mut dyn Endpoint) -> Re
     }
     let got = rx.finish()?;
     report(&(reps, got))
+}
+
+/// The columns of the LogP table.
+const LOGP: [(Metric, &str); 5] =
+    [(Metric::RttHalf, "RTT/2"), (Metric::G, "g"), (Metric::Os, "Os"), (Metric::Or, "Or"), (Metric::L, "L")];
+
+/// The LogP workload (seed 004).
+pub struct Logp;
+
+impl Workload for Logp {
+    fn name(&self) -> &'static str {
+        "logp"
+    }
+
+    fn higher_is_better(&self) -> bool {
+        false
+    }
+
+    fn legend(&self) -> &'static str {
+        "logp: microseconds (median over repetitions); L = RTT/2 - Os - Or; Os, Or by Spin(D)"
+    }
+
+    fn table(&self) -> Table {
+        Table::Metrics { metrics: &LOGP, legend: self.legend() }
+    }
+
+    fn processes(&self, _: &Point, _: &Settings) -> usize {
+        2
+    }
+
+    fn estimate(&self, _: &Point, s: &Settings) -> Duration {
+        s.duration * s.repetitions as u32 * 11 + Duration::from_millis(450)
+    }
+
+    fn run(&self, ctx: &Context<'_>) -> Result<Vec<Record>, BenchError> {
+        let m = ctx.mechanism()?;
+        let p = LogpParams::new(ctx.point.size, ctx.settings.duration, ctx.settings.repetitions);
+        let r = run(m, &p, ctx.options)?;
+        Ok(records(ctx.provenance, m.name(), &p, &r, ctx.placement))
+    }
+}
+
+/// How each LogP number is derived (seed 004, section 4.1).
+pub mod method {
+    /// RTT/2.
+    pub const RTT_HALF: &str = "RTT/2: median over every timed round trip of a ping-pong, halved";
+    /// g.
+    pub const G: &str = "g = max(g(0), g_r(0)): interval per message with no spin on a saturated channel, \
+                         timed at the sender (sending back to back) and at the receiver (receiving back to back)";
+    /// Os.
+    pub const OS: &str = "Os = mean(g(D) - D) over D in {1.25,1.5,2,3}*g(0) with g(D) > g(0); \
+                          the sender spins D after each send and times g(D)";
+    /// Or.
+    pub const OR: &str = "Or = mean(g_r(D) - D) over D in {1.25,1.5,2,3}*max(g(0), g_r(0)) with g_r(D) > g_r(0); \
+                          the receiver spins D after each receive and times g_r(D)";
+    /// L.
+    pub const L: &str = "L = RTT/2 - Os - Or";
+}
+
+/// The five LogP records of a point: `rtt_half`, `g`, `os`, `or`, `l`.
+pub fn records(
+    prov: &Provenance,
+    mechanism: &str,
+    p: &LogpParams,
+    r: &LogpResult,
+    placement: &Placement,
+) -> Vec<Record> {
+    debug_assert_eq!(FACTORS.len(), 4, "the method sentences list the factors");
+    let base = Record {
+        unit: Unit::Micros,
+        duration_s: p.duration.as_secs_f64(),
+        warmup: p.warmup_messages,
+        ..base(prov, "logp", mechanism, p.size, 1, placement)
+    };
+    let rtt = r.pingpong.rtt_half_us;
+    let mk = |metric: Metric, how: &str, value: f64, samples: Vec<f64>, count: u64| {
+        let s = Summary::of(&samples);
+        Record {
+            metric,
+            value,
+            median: value,
+            repetitions: samples.len(),
+            min: s.map_or(value, |s| s.min.min(value)),
+            max: s.map_or(value, |s| s.max.max(value)),
+            samples,
+            count,
+            method: Some(how.to_string()),
+            ..base.clone()
+        }
+    };
+    let median = |v: &[f64]| Summary::of(v).map_or(f64::NAN, |s| s.median);
+    let (g, os, or) = (r.g_us(), r.os_us(), r.or_us());
+    let (gm, osm, orm) = (median(&g), median(&os), median(&or));
+    let l = rtt.median - osm - orm;
+    let l_samples: Vec<f64> =
+        r.pingpong.phase_medians_us.iter().zip(os.iter().zip(&or)).map(|(t, (s, o))| t - s - o).collect();
+    let sweeps = r.sender.len() as u64;
+    let mut rtt_rec = mk(Metric::RttHalf, method::RTT_HALF, rtt.median, r.pingpong.phase_medians_us.clone(), 0);
+    rtt_rec.count = r.pingpong.round_trips;
+    rtt_rec.min = rtt.min;
+    rtt_rec.max = rtt.max;
+    rtt_rec.p99 = Some(rtt.p99);
+    vec![
+        rtt_rec,
+        mk(Metric::G, method::G, gm, g, sweeps),
+        mk(Metric::Os, method::OS, osm, os, sweeps),
+        mk(Metric::Or, method::OR, orm, or, sweeps),
+        mk(Metric::L, method::L, l, l_samples, sweeps),
+    ]
 }
 
 #[cfg(test)]

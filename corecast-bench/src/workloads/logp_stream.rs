@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::stream::Seen;
 use crate::harness::payload;
+use crate::harness::BenchError;
 use crate::transport::Endpoint;
 
 /// One measured point g(D) of a sweep.
@@ -60,7 +61,7 @@ impl Stream {
 
     /// Receives everything up to the end marker and acknowledges; returns
     /// the number of data messages.
-    pub fn drain(&self, ep: &mut dyn Endpoint) -> Result<u64, String> {
+    pub fn drain(&self, ep: &mut dyn Endpoint) -> Result<u64, BenchError> {
         let mut rx = self.receiver(ep);
         while rx.next()? == Seen::Data {}
         rx.ack()
@@ -71,7 +72,7 @@ impl Stream {
         buf[..n].copy_from_slice(&seq.to_le_bytes()[..n]);
     }
 
-    fn classify(&self, msg: &[u8], seq: u64) -> Result<Seen, String> {
+    fn classify(&self, msg: &[u8], seq: u64) -> Result<Seen, BenchError> {
         let r = &self.reference;
         let n = r.len().min(8);
         let head = &seq.to_le_bytes()[..n];
@@ -86,8 +87,12 @@ impl Stream {
         }
         let want = head.iter().chain(&r[n..]);
         match msg.iter().zip(want).position(|(a, b)| a != b) {
-            Some(i) => Err(format!("payload mismatch: message {seq}, byte {i} is wrong")),
-            None => Err(format!("payload mismatch: message {seq} has {} bytes, expected {}", msg.len(), r.len())),
+            Some(i) => Err(BenchError::mismatch(format!("payload mismatch: message {seq}, byte {i} is wrong"))),
+            None => Err(BenchError::mismatch(format!(
+                "payload mismatch: message {seq} has {} bytes, expected {}",
+                msg.len(),
+                r.len()
+            ))),
         }
     }
 }
@@ -101,21 +106,21 @@ pub struct Tx<'a> {
 }
 
 impl Tx<'_> {
-    fn send(&mut self) -> Result<(), String> {
+    fn send(&mut self) -> Result<(), BenchError> {
         Stream::stamp(&mut self.buf, self.seq);
-        self.ep.send_to(1, &self.buf).map_err(|e| e.to_string())?;
+        self.ep.send_to(1, &self.buf)?;
         self.seq += 1;
         Ok(())
     }
 
     /// Sends `n` messages back to back.
-    pub fn burst(&mut self, n: u64) -> Result<(), String> {
+    pub fn burst(&mut self, n: u64) -> Result<(), BenchError> {
         (0..n).try_for_each(|_| self.send())
     }
 
     /// Sends for `duration`, spinning `d` after each send; returns the mean
     /// interval between sends in microseconds.
-    pub fn timed_phase(&mut self, d: Duration, duration: Duration) -> Result<f64, String> {
+    pub fn timed_phase(&mut self, d: Duration, duration: Duration) -> Result<f64, BenchError> {
         let t0 = Instant::now();
         let end = t0 + duration;
         // Without a spin, read the clock only every few sends.
@@ -136,14 +141,14 @@ impl Tx<'_> {
 
     /// Sends the end marker and waits for the acknowledgement; returns the
     /// number of data messages sent.
-    pub fn finish(mut self) -> Result<u64, String> {
+    pub fn finish(mut self) -> Result<u64, BenchError> {
         self.buf.copy_from_slice(&self.stream.reference);
         Stream::stamp(&mut self.buf, self.seq);
         self.buf.iter_mut().for_each(|b| *b = !*b);
-        self.ep.send_to(1, &self.buf).map_err(|e| e.to_string())?;
-        let got = self.ep.recv_any(&mut self.buf).map_err(|e| e.to_string())?;
+        self.ep.send_to(1, &self.buf)?;
+        let got = self.ep.recv_any(&mut self.buf)?;
         if got.from != 1 {
-            return Err(format!("acknowledgement reported as from process {}", got.from));
+            return Err(BenchError::mismatch(format!("acknowledgement reported as from process {}", got.from)));
         }
         Ok(self.seq)
     }
@@ -158,18 +163,18 @@ pub struct Rx<'a> {
 }
 
 impl Rx<'_> {
-    fn recv(&mut self) -> Result<usize, String> {
-        let got = self.ep.recv_any(&mut self.buf).map_err(|e| e.to_string())?;
+    fn recv(&mut self) -> Result<usize, BenchError> {
+        let got = self.ep.recv_any(&mut self.buf)?;
         if got.from != 0 {
-            return Err(format!("message {} reported as from process {}", self.seq, got.from));
+            return Err(BenchError::mismatch(format!("message {} reported as from process {}", self.seq, got.from)));
         }
         if got.len > self.buf.len() {
-            return Err("reported length exceeds the buffer".to_string());
+            return Err(BenchError::mismatch("reported length exceeds the buffer"));
         }
         Ok(got.len)
     }
 
-    fn next(&mut self) -> Result<Seen, String> {
+    fn next(&mut self) -> Result<Seen, BenchError> {
         let len = self.recv()?;
         let seen = self.stream.classify(&self.buf[..len], self.seq)?;
         if seen == Seen::Data {
@@ -179,20 +184,20 @@ impl Rx<'_> {
     }
 
     /// Receives one message, which must be data.
-    pub fn next_data(&mut self) -> Result<(), String> {
+    pub fn next_data(&mut self) -> Result<(), BenchError> {
         match self.next()? {
             Seen::Data => Ok(()),
-            Seen::End => Err(format!("end marker at message {}, more were due", self.seq)),
+            Seen::End => Err(BenchError::mismatch(format!("end marker at message {}, more were due", self.seq))),
         }
     }
 
     /// Receives one data message, then Spin(d) with the check inside the
     /// spin; returns whether the check took longer than `d`.
-    pub fn next_data_spin(&mut self, d: Duration) -> Result<bool, String> {
+    pub fn next_data_spin(&mut self, d: Duration) -> Result<bool, BenchError> {
         let len = self.recv()?;
         let t = Instant::now();
         if self.stream.classify(&self.buf[..len], self.seq)? == Seen::End {
-            return Err(format!("end marker at message {}, more were due", self.seq));
+            return Err(BenchError::mismatch(format!("end marker at message {}, more were due", self.seq)));
         }
         self.seq += 1;
         if d.is_zero() {
@@ -204,15 +209,15 @@ impl Rx<'_> {
     }
 
     /// Receives the end marker and acknowledges; returns the data count.
-    pub fn finish(mut self) -> Result<u64, String> {
+    pub fn finish(mut self) -> Result<u64, BenchError> {
         match self.next()? {
             Seen::End => self.ack(),
-            Seen::Data => Err(format!("message {} arrived after the last one due", self.seq - 1)),
+            Seen::Data => Err(BenchError::mismatch(format!("message {} arrived after the last one due", self.seq - 1))),
         }
     }
 
-    fn ack(self) -> Result<u64, String> {
-        self.ep.send_to(0, &[1]).map_err(|e| e.to_string())?;
+    fn ack(self) -> Result<u64, BenchError> {
+        self.ep.send_to(0, &[1])?;
         Ok(self.seq)
     }
 }
@@ -229,9 +234,9 @@ mod tests {
             for seq in [0u64, 1, 300, 1 << 40] {
                 m.copy_from_slice(&s.reference);
                 Stream::stamp(&mut m, seq);
-                assert_eq!(s.classify(&m, seq), Ok(Seen::Data));
+                assert_eq!(s.classify(&m, seq).ok(), Some(Seen::Data));
                 m.iter_mut().for_each(|b| *b = !*b);
-                assert_eq!(s.classify(&m, seq), Ok(Seen::End));
+                assert_eq!(s.classify(&m, seq).ok(), Some(Seen::End));
             }
             Stream::stamp(&mut m, 5);
             m.copy_from_slice(&s.reference);
@@ -239,7 +244,7 @@ mod tests {
             assert!(s.classify(&m, 6).is_err());
             if size > 8 {
                 m[size - 1] ^= 1;
-                assert!(s.classify(&m, 5).unwrap_err().contains(&format!("byte {}", size - 1)));
+                assert!(s.classify(&m, 5).unwrap_err().to_string().contains(&format!("byte {}", size - 1)));
             }
             assert!(s.classify(&m[..size - 1], 5).is_err());
         }

@@ -8,7 +8,24 @@
 
 use std::time::{Duration, Instant};
 
+use super::Context;
 use crate::harness::payload;
+use crate::harness::BenchError;
+use crate::host::placement::Placement;
+use crate::record::assemble::base;
+use crate::record::summary::Summary;
+use crate::record::{Metric, Provenance, Record, Unit};
+
+/// Measures the reference point of `ctx` (one size), on its first CPU when
+/// pinned.
+pub fn reference(ctx: &Context<'_>) -> Result<Vec<Record>, BenchError> {
+    let s = ctx.settings;
+    let cpu = ctx.options.cpus.first().copied();
+    let r = run(ctx.point.size, s.duration, s.repetitions, cpu)?;
+    record(ctx.provenance, ctx.point.size, s.duration.as_secs_f64(), &r, ctx.placement)
+        .map(|rec| vec![rec])
+        .ok_or_else(|| BenchError::mismatch("memcpy: no phase was timed"))
+}
 
 /// The mechanism name of the reference records.
 pub const NAME: &str = "memcpy";
@@ -24,21 +41,26 @@ pub struct MemcpyResult {
 
 /// Copies `size` bytes for `repetitions` phases of `duration`, on `cpu`
 /// when given.
-pub fn run(size: usize, duration: Duration, repetitions: usize, cpu: Option<usize>) -> Result<MemcpyResult, String> {
+pub fn run(
+    size: usize,
+    duration: Duration,
+    repetitions: usize,
+    cpu: Option<usize>,
+) -> Result<MemcpyResult, BenchError> {
     if size == 0 || repetitions == 0 {
-        return Err("memcpy needs at least 1 byte and 1 repetition".to_string());
+        return Err(BenchError::params("memcpy needs at least 1 byte and 1 repetition"));
     }
     let worker = std::thread::spawn(move || {
         if let Some(c) = cpu {
             // A failed pin is not fatal: the record's placement says what was asked.
-            let _ = crate::harness::pin_to_cpu(c);
+            let _ = corecast_process::cpu::pin_to_cpu(c);
         }
         measure(size, duration, repetitions)
     });
-    worker.join().map_err(|_| "memcpy thread panicked".to_string())?
+    worker.join().map_err(|_| BenchError::Report("memcpy thread panicked".to_string()))?
 }
 
-fn measure(size: usize, duration: Duration, repetitions: usize) -> Result<MemcpyResult, String> {
+fn measure(size: usize, duration: Duration, repetitions: usize) -> Result<MemcpyResult, BenchError> {
     let mut src = vec![0u8; size];
     payload::fill(&mut src, 1, 0);
     let mut dst = vec![0u8; size];
@@ -64,11 +86,36 @@ fn measure(size: usize, duration: Duration, repetitions: usize) -> Result<Memcpy
             }
         }
         let secs = t0.elapsed().as_secs_f64();
-        payload::check(&dst, size, 1, 0).map_err(|e| format!("memcpy: {e}"))?;
+        payload::check(&dst, size, 1, 0).map_err(|e| BenchError::mismatch(format!("memcpy: {e}")))?;
         mb_per_s.push(n as f64 * size as f64 / secs / 1e6);
         copies += n;
     }
     Ok(MemcpyResult { mb_per_s, copies })
+}
+
+/// The memcpy reference record of one size (mechanism `memcpy`).
+pub fn record(
+    prov: &Provenance,
+    size: usize,
+    duration_s: f64,
+    r: &MemcpyResult,
+    placement: &Placement,
+) -> Option<Record> {
+    let s = Summary::of(&r.mb_per_s)?;
+    Some(Record {
+        metric: Metric::BandwidthMemcpy,
+        unit: Unit::MegabytesPerSec,
+        value: s.median,
+        median: s.median,
+        min: s.min,
+        max: s.max,
+        repetitions: r.mb_per_s.len(),
+        samples: r.mb_per_s.clone(),
+        count: r.copies,
+        duration_s,
+        method: Some("one thread copying the message between two buffers (slice copy_from_slice)".to_string()),
+        ..base(prov, "bandwidth", NAME, size, 1, placement)
+    })
 }
 
 #[cfg(test)]

@@ -10,8 +10,12 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use super::wire::{parse, report, te, Header};
+use super::wire::{parse, report, Header};
+use super::{params, Context, Settings, Workload};
+use crate::harness::BenchError;
 use crate::harness::{run_processes, RunOptions};
+use crate::record::assemble::{base, summary_record};
+use crate::record::{Metric, Point, Record, Unit};
 use crate::transport::{Endpoint, Mechanism, PeerId, Topology};
 
 /// Size of a work description and of a partial sum, in bytes.
@@ -75,15 +79,15 @@ pub fn partial_sum(w: u64, workers: u64, n: u64) -> f64 {
 }
 
 /// Runs one Pi point of `mechanism`.
-pub fn run(mechanism: &dyn Mechanism, p: &PiParams, opts: &RunOptions) -> Result<PiResult, String> {
+pub fn run(mechanism: &dyn Mechanism, p: &PiParams, opts: &RunOptions) -> Result<PiResult, BenchError> {
     if p.workers == 0 || p.rounds == 0 || p.repetitions == 0 || p.intervals < p.workers as u64 {
-        return Err(format!(
+        return Err(BenchError::mismatch(format!(
             "pi needs at least 1 worker, 1 round, 1 repetition and as many intervals as workers (got {}, {}, {}, {})",
             p.workers, p.rounds, p.repetitions, p.intervals
-        ));
+        )));
     }
     let topo = Topology::fan_out(p.workers, MESSAGE_BYTES);
-    let body = |me: PeerId, ep: &mut dyn Endpoint| -> Result<Vec<u8>, String> {
+    let body = |me: PeerId, ep: &mut dyn Endpoint| -> Result<Vec<u8>, BenchError> {
         if me == 0 {
             report(&master(ep, p)?)
         } else {
@@ -96,35 +100,40 @@ pub fn run(mechanism: &dyn Mechanism, p: &PiParams, opts: &RunOptions) -> Result
     for (w, r) in reports.iter().enumerate().skip(1) {
         let done: u64 = parse(r, "worker")?;
         if done != rounds {
-            return Err(format!("{}: worker {w} computed {done} rounds of {rounds}", mechanism.name()));
+            return Err(BenchError::mismatch(format!(
+                "{}: worker {w} computed {done} rounds of {rounds}",
+                mechanism.name()
+            )));
         }
     }
     Ok(result)
 }
 
-fn master(ep: &mut dyn Endpoint, p: &PiParams) -> Result<PiResult, String> {
+fn master(ep: &mut dyn Endpoint, p: &PiParams) -> Result<PiResult, BenchError> {
     let mut msg = [0u8; MESSAGE_BYTES];
     let mut buf = [0u8; MESSAGE_BYTES];
     let tol = tolerance(p.intervals);
     let mut round = 0u64;
     let mut pi = 0.0;
-    let mut compute = |round: u64, msg: &mut [u8], buf: &mut [u8]| -> Result<f64, String> {
+    let mut compute = |round: u64, msg: &mut [u8], buf: &mut [u8]| -> Result<f64, BenchError> {
         Header { kind: WORK, a: p.workers as u32, b: round, c: p.intervals }.write(msg);
-        ep.send_group(0, msg).map_err(te)?;
+        ep.send_group(0, msg)?;
         let mut seen = vec![false; p.workers + 1];
         let mut sum = 0.0;
         for _ in 0..p.workers {
-            let got = ep.recv_any(buf).map_err(te)?;
+            let got = ep.recv_any(buf)?;
             let h = Header::read(&buf[..got.len.min(buf.len())])?;
             let fresh = matches!(seen.get(got.from), Some(false)) && got.from != 0;
             if h.kind != PARTIAL || h.b != round || h.a as usize + 1 != got.from || !fresh {
-                return Err(format!("round {round}: unexpected {h:?} from process {}", got.from));
+                return Err(BenchError::mismatch(format!("round {round}: unexpected {h:?} from process {}", got.from)));
             }
             seen[got.from] = true;
             sum += f64::from_bits(h.c);
         }
         if (sum - std::f64::consts::PI).abs() > tol {
-            return Err(format!("round {round}: pi came out as {sum:.17}, off by more than {tol:e}"));
+            return Err(BenchError::mismatch(format!(
+                "round {round}: pi came out as {sum:.17}, off by more than {tol:e}"
+            )));
         }
         Ok(sum)
     };
@@ -142,20 +151,20 @@ fn master(ep: &mut dyn Endpoint, p: &PiParams) -> Result<PiResult, String> {
         wall_ms.push(t0.elapsed().as_secs_f64() * 1e3);
     }
     Header { kind: STOP, a: 0, b: round, c: 0 }.write(&mut msg);
-    ep.send_group(0, &msg).map_err(te)?;
+    ep.send_group(0, &msg)?;
     Ok(PiResult { wall_ms, pi, tolerance: tol })
 }
 
 /// A worker: computes its share of each round; returns the rounds done.
-fn worker(ep: &mut dyn Endpoint, me: PeerId) -> Result<u64, String> {
+fn worker(ep: &mut dyn Endpoint, me: PeerId) -> Result<u64, BenchError> {
     let mut buf = [0u8; MESSAGE_BYTES];
     let mut out = [0u8; MESSAGE_BYTES];
     let mut done = 0u64;
     loop {
-        let got = ep.recv_any(&mut buf).map_err(te)?;
+        let got = ep.recv_any(&mut buf)?;
         let h = Header::read(&buf[..got.len.min(MESSAGE_BYTES)])?;
         if got.from != 0 {
-            return Err(format!("work from process {}", got.from));
+            return Err(BenchError::mismatch(format!("work from process {}", got.from)));
         }
         match h.kind {
             STOP => return Ok(done),
@@ -163,11 +172,66 @@ fn worker(ep: &mut dyn Endpoint, me: PeerId) -> Result<u64, String> {
                 let w = me as u64 - 1;
                 let part = partial_sum(w, u64::from(h.a), h.c);
                 Header { kind: PARTIAL, a: w as u32, b: h.b, c: part.to_bits() }.write(&mut out);
-                ep.send_to(0, &out).map_err(te)?;
+                ep.send_to(0, &out)?;
                 done += 1;
             }
-            _ => return Err(format!("bad work description {h:?}")),
+            _ => return Err(BenchError::mismatch(format!("bad work description {h:?}"))),
         }
+    }
+}
+
+/// The DIPC Pi computation as a workload (SPEC B4).
+pub struct Pi;
+
+impl Workload for Pi {
+    fn name(&self) -> &'static str {
+        "pi"
+    }
+
+    fn count_label(&self) -> Option<&'static str> {
+        Some("workers")
+    }
+
+    fn higher_is_better(&self) -> bool {
+        false
+    }
+
+    fn legend(&self) -> &'static str {
+        "pi, wordcount: wall time in milliseconds (median)"
+    }
+
+    fn describe_point(&self, p: &Point) -> String {
+        format!("pi {} workers={}", p.mechanism, p.count)
+    }
+
+    fn column(&self, count: usize, _: usize) -> (String, String) {
+        (format!("pi W={count}"), "wall ms".to_string())
+    }
+
+    fn processes(&self, p: &Point, _: &Settings) -> usize {
+        p.count + 1
+    }
+
+    fn message_bytes(&self, _: &Point, _: &Settings) -> usize {
+        MESSAGE_BYTES
+    }
+
+    fn run(&self, ctx: &Context<'_>) -> Result<Vec<Record>, BenchError> {
+        let (m, point, s, prov, placement, opts) =
+            (ctx.mechanism()?, ctx.point, ctx.settings, ctx.provenance, ctx.placement, ctx.options);
+        let p = PiParams::new(point.count, s.options.pi_rounds, s.options.pi_intervals, s.repetitions);
+        let r = run(m, &p, opts)?;
+        let mut b = base(prov, "pi", m.name(), MESSAGE_BYTES, point.count, placement);
+        b.count = p.rounds;
+        b.warmup = p.warmup;
+        b.params = params(&[("rounds", p.rounds), ("intervals", p.intervals)]);
+        b.notes.push(format!(
+            "every round checked: last pi = {:.15}, error {:.1e}, allowed {:.1e}",
+            r.pi,
+            (r.pi - std::f64::consts::PI).abs(),
+            r.tolerance
+        ));
+        Ok(summary_record(&b, Metric::WallTime, Unit::Millis, r.wall_ms, None).into_iter().collect())
     }
 }
 

@@ -13,8 +13,13 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::stream::{end_marker, first_byte, Expect, Seen};
-use crate::harness::stats::Summary;
-use crate::harness::{payload, run_job, JobSpec, RunOptions};
+use super::{Context, Settings, Workload};
+use crate::harness::BenchError;
+use crate::harness::{job, payload, run_job, Job, RunOptions};
+use crate::host::placement::Placement;
+use crate::record::assemble::base;
+use crate::record::summary::Summary;
+use crate::record::{Metric, Point, Provenance, Record, Unit};
 use crate::transport::{Endpoint, Mechanism, PeerId, Topology};
 
 /// At most this many round trips are timed per phase (bounds memory).
@@ -53,47 +58,120 @@ pub struct PingpongResult {
 }
 
 /// Runs one ping-pong point of `mechanism`.
-pub fn run(mechanism: &dyn Mechanism, p: &PingpongParams, opts: &RunOptions) -> Result<PingpongResult, String> {
+pub fn run(mechanism: &dyn Mechanism, p: &PingpongParams, opts: &RunOptions) -> Result<PingpongResult, BenchError> {
     if p.size == 0 || p.repetitions == 0 {
-        return Err("ping-pong needs at least 1 byte and 1 repetition".to_string());
+        return Err(BenchError::params("ping-pong needs at least 1 byte and 1 repetition"));
     }
     let topo = Topology::pair(p.size);
-    let reports = run_job(mechanism, &topo, opts, &JobSpec::Pingpong(p.clone()))?;
-    let result: PingpongResult =
-        serde_json::from_slice(&reports[0]).map_err(|e| format!("bad report from process 0: {e}"))?;
-    let echoed: u64 = serde_json::from_slice(&reports[1]).map_err(|e| format!("bad report from process 1: {e}"))?;
+    let reports = run_job(mechanism, &topo, opts, &PingpongJob(p.clone()))?;
+    let result: PingpongResult = serde_json::from_slice(&reports[0])
+        .map_err(|e| BenchError::Report(format!("bad report from process 0: {e}")))?;
+    let echoed: u64 = serde_json::from_slice(&reports[1])
+        .map_err(|e| BenchError::Report(format!("bad report from process 1: {e}")))?;
     if echoed != p.warmup_round_trips + result.round_trips {
-        return Err(format!(
+        return Err(BenchError::mismatch(format!(
             "{}: process 1 echoed {echoed} messages, process 0 completed {} round trips",
             mechanism.name(),
             p.warmup_round_trips + result.round_trips
-        ));
+        )));
     }
     Ok(result)
 }
 
-/// The body of process `me` ([`JobSpec::Pingpong`]).
-pub fn body(p: &PingpongParams, me: PeerId, ep: &mut dyn Endpoint) -> Result<Vec<u8>, String> {
-    let json = if me == 0 { serde_json::to_vec(&ping(ep, p)?) } else { serde_json::to_vec(&pong(ep, p.size)?) };
-    json.map_err(|e| format!("report: {e}"))
+/// The ping-pong job: process 0 pings, process 1 echoes.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PingpongJob(pub PingpongParams);
+
+impl PingpongJob {
+    /// Its kind among encoded jobs.
+    pub const KIND: &'static str = "pingpong";
+}
+
+impl Job for PingpongJob {
+    fn encode(&self) -> Vec<u8> {
+        job::encode(Self::KIND, self)
+    }
+
+    fn body(&self, me: PeerId, ep: &mut dyn Endpoint) -> Result<Vec<u8>, BenchError> {
+        let p = &self.0;
+        let json = if me == 0 { serde_json::to_vec(&ping(ep, p)?) } else { serde_json::to_vec(&pong(ep, p.size)?) };
+        json.map_err(|e| BenchError::Report(format!("report: {e}")))
+    }
+}
+
+/// The ping-pong workload (SPEC B3).
+pub struct Pingpong;
+
+impl Workload for Pingpong {
+    fn name(&self) -> &'static str {
+        "pingpong"
+    }
+
+    fn higher_is_better(&self) -> bool {
+        false
+    }
+
+    fn legend(&self) -> &'static str {
+        "pingpong: RTT/2 in microseconds (median)"
+    }
+
+    fn processes(&self, _: &Point, _: &Settings) -> usize {
+        2
+    }
+
+    fn run(&self, ctx: &Context<'_>) -> Result<Vec<Record>, BenchError> {
+        let m = ctx.mechanism()?;
+        let p = PingpongParams::new(ctx.point.size, ctx.settings.duration, ctx.settings.repetitions);
+        let r = run(m, &p, ctx.options)?;
+        Ok(vec![record(ctx.provenance, m.name(), &p, &r, ctx.placement)])
+    }
+}
+
+/// The ping-pong record of a point: RTT/2 in microseconds.
+pub fn record(
+    prov: &Provenance,
+    mechanism: &str,
+    p: &PingpongParams,
+    r: &PingpongResult,
+    placement: &Placement,
+) -> Record {
+    let s = r.rtt_half_us;
+    Record {
+        metric: Metric::RttHalf,
+        unit: Unit::Micros,
+        value: s.median,
+        repetitions: r.phase_medians_us.len(),
+        min: s.min,
+        median: s.median,
+        max: s.max,
+        p99: Some(s.p99),
+        samples: r.phase_medians_us.clone(),
+        count: r.round_trips,
+        duration_s: p.duration.as_secs_f64(),
+        warmup: p.warmup_round_trips,
+        ..base(prov, "pingpong", mechanism, p.size, 1, placement)
+    }
 }
 
 /// Process 0: one round trip per message, each timed; the echo must be the
 /// message sent.
-fn ping(ep: &mut dyn Endpoint, p: &PingpongParams) -> Result<PingpongResult, String> {
+fn ping(ep: &mut dyn Endpoint, p: &PingpongParams) -> Result<PingpongResult, BenchError> {
     let mut out = vec![0u8; p.size];
     let mut back = vec![0u8; p.size];
     let mut seq = 0u64;
-    let mut trip = |seq: u64, out: &mut [u8], back: &mut [u8]| -> Result<u64, String> {
+    let mut trip = |seq: u64, out: &mut [u8], back: &mut [u8]| -> Result<u64, BenchError> {
         payload::fill(out, seq, 0);
         let t0 = Instant::now();
-        ep.send_to(1, out).map_err(|e| e.to_string())?;
-        let got = ep.recv_any(back).map_err(|e| e.to_string())?;
+        ep.send_to(1, out)?;
+        let got = ep.recv_any(back)?;
         let ns = t0.elapsed().as_nanos() as u64;
-        let echo = back.get(..got.len).ok_or("reported length exceeds the buffer")?;
+        let echo = back.get(..got.len).ok_or_else(|| BenchError::mismatch("reported length exceeds the buffer"))?;
         if got.from != 1 || echo != &out[..] {
-            let why = payload::check(echo, p.size, seq, 0).err().unwrap_or_default();
-            return Err(format!("echo of message {seq} (from process {}) is wrong: {why}", got.from));
+            let why = payload::check(echo, p.size, seq, 0).err().map(|e| e.to_string()).unwrap_or_default();
+            return Err(BenchError::mismatch(format!(
+                "echo of message {seq} (from process {}) is wrong: {why}",
+                got.from
+            )));
         }
         Ok(ns)
     };
@@ -113,37 +191,39 @@ fn ping(ep: &mut dyn Endpoint, p: &PingpongParams) -> Result<PingpongResult, Str
                 break;
             }
         }
-        let s = Summary::of_u64_scaled(&mut phase, 0.5e-3).ok_or("no round trip timed")?;
+        let s =
+            Summary::of_u64_scaled(&mut phase, 0.5e-3).ok_or_else(|| BenchError::mismatch("no round trip timed"))?;
         phase_medians_us.push(s.median);
         all.extend_from_slice(&phase);
     }
     end_marker(&mut out, seq, 0);
-    ep.send_to(1, &out).map_err(|e| e.to_string())?;
+    ep.send_to(1, &out)?;
     let round_trips = all.len() as u64;
-    let rtt_half_us = Summary::of_u64_scaled(&mut all, 0.5e-3).ok_or("no round trip timed")?;
+    let rtt_half_us =
+        Summary::of_u64_scaled(&mut all, 0.5e-3).ok_or_else(|| BenchError::mismatch("no round trip timed"))?;
     Ok(PingpongResult { rtt_half_us, phase_medians_us, round_trips })
 }
 
 /// Process 1: echoes each message, then checks it; stops at the end marker.
 /// Returns how many messages it echoed.
-fn pong(ep: &mut dyn Endpoint, size: usize) -> Result<u64, String> {
+fn pong(ep: &mut dyn Endpoint, size: usize) -> Result<u64, BenchError> {
     let mut buf = vec![0u8; size];
     let mut expect = Expect::new(size, 0);
     let mut seq = 0u64;
     loop {
-        let got = ep.recv_any(&mut buf).map_err(|e| e.to_string())?;
-        let msg = buf.get(..got.len).ok_or("reported length exceeds the buffer")?;
+        let got = ep.recv_any(&mut buf)?;
+        let msg = buf.get(..got.len).ok_or_else(|| BenchError::mismatch("reported length exceeds the buffer"))?;
         if got.from != 0 {
-            return Err(format!("message {seq} reported as from process {}", got.from));
+            return Err(BenchError::mismatch(format!("message {seq} reported as from process {}", got.from)));
         }
         let is_data = msg.first() == Some(&first_byte(seq, 0));
         if is_data {
-            ep.send_to(0, msg).map_err(|e| e.to_string())?;
+            ep.send_to(0, msg)?;
         }
         match expect.classify(msg, seq)? {
             Seen::Data if is_data => seq += 1,
             Seen::End if !is_data => return Ok(seq),
-            _ => return Err(format!("message {seq}: first byte disagrees with the rest")),
+            _ => return Err(BenchError::mismatch(format!("message {seq}: first byte disagrees with the rest"))),
         }
     }
 }

@@ -14,9 +14,13 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::wire::{parse, report, te, Header};
-use crate::harness::stats::Summary;
+use super::wire::{parse, report, Header};
+use super::{params, Context, Settings, Workload};
+use crate::harness::BenchError;
 use crate::harness::{payload, run_processes, RunOptions};
+use crate::record::assemble::base;
+use crate::record::summary::Summary;
+use crate::record::{Metric, Point, Record, Unit};
 use crate::transport::{Endpoint, Mechanism, PeerId, Topology};
 
 /// Size of a snapshot request, as in the papers.
@@ -68,14 +72,14 @@ pub struct SnapshotResult {
 }
 
 /// Runs one snapshot point of `mechanism`.
-pub fn run(mechanism: &dyn Mechanism, p: &SnapshotParams, opts: &RunOptions) -> Result<SnapshotResult, String> {
+pub fn run(mechanism: &dyn Mechanism, p: &SnapshotParams, opts: &RunOptions) -> Result<SnapshotResult, BenchError> {
     if p.nodes < 2 || p.checkpoint < MIN_CHECKPOINT_BYTES || p.repetitions == 0 {
-        return Err(format!(
+        return Err(BenchError::mismatch(format!(
             "snapshot needs at least 2 nodes, {MIN_CHECKPOINT_BYTES}-byte checkpoints and 1 repetition (got {}, {}, {})",
             p.nodes, p.checkpoint, p.repetitions
-        ));
+        )));
     }
-    let body = |me: PeerId, ep: &mut dyn Endpoint| -> Result<Vec<u8>, String> {
+    let body = |me: PeerId, ep: &mut dyn Endpoint| -> Result<Vec<u8>, BenchError> {
         if me == 0 {
             report(&initiate(ep, p)?)
         } else {
@@ -88,31 +92,40 @@ pub fn run(mechanism: &dyn Mechanism, p: &SnapshotParams, opts: &RunOptions) -> 
     for (n, r) in reports.iter().enumerate().skip(1) {
         let replied: u64 = parse(r, "node")?;
         if replied != requests {
-            return Err(format!("{}: node {n} replied {replied} times to {requests} requests", mechanism.name()));
+            return Err(BenchError::mismatch(format!(
+                "{}: node {n} replied {replied} times to {requests} requests",
+                mechanism.name()
+            )));
         }
     }
     Ok(result)
 }
 
 /// The initiator: one timed snapshot per request, checked reply by reply.
-fn initiate(ep: &mut dyn Endpoint, p: &SnapshotParams) -> Result<SnapshotResult, String> {
+fn initiate(ep: &mut dyn Endpoint, p: &SnapshotParams) -> Result<SnapshotResult, BenchError> {
     let mut req = vec![0u8; REQUEST_BYTES];
     let mut buf = vec![0u8; p.checkpoint.max(REQUEST_BYTES)];
     let mut number = 0u64;
-    let mut snapshot = |number: u64, req: &mut [u8], buf: &mut [u8]| -> Result<u64, String> {
+    let mut snapshot = |number: u64, req: &mut [u8], buf: &mut [u8]| -> Result<u64, BenchError> {
         Header { kind: REQUEST, a: 0, b: number, c: 0 }.write(req);
         let t0 = Instant::now();
-        ep.send_group(0, req).map_err(te)?;
+        ep.send_group(0, req)?;
         let mut seen = vec![false; p.nodes];
         for _ in 1..p.nodes {
-            let got = ep.recv_any(buf).map_err(te)?;
+            let got = ep.recv_any(buf)?;
             match seen.get_mut(got.from) {
                 Some(s) if got.from != 0 && !*s => *s = true,
-                _ => return Err(format!("snapshot {number}: a second or unexpected reply from process {}", got.from)),
+                _ => {
+                    return Err(BenchError::mismatch(format!(
+                        "snapshot {number}: a second or unexpected reply from process {}",
+                        got.from
+                    )))
+                }
             }
-            let ckpt = buf.get(..got.len).ok_or("reported length exceeds the buffer")?;
-            payload::check(ckpt, p.checkpoint, number, got.from as u32)
-                .map_err(|e| format!("snapshot {number}: wrong checkpoint from node {}: {e}", got.from))?;
+            let ckpt = buf.get(..got.len).ok_or_else(|| BenchError::mismatch("reported length exceeds the buffer"))?;
+            payload::check(ckpt, p.checkpoint, number, got.from as u32).map_err(|e| {
+                BenchError::mismatch(format!("snapshot {number}: wrong checkpoint from node {}: {e}", got.from))
+            })?;
         }
         Ok(t0.elapsed().as_nanos() as u64)
     };
@@ -129,27 +142,33 @@ fn initiate(ep: &mut dyn Endpoint, p: &SnapshotParams) -> Result<SnapshotResult,
             number += 1;
             phase.push(snapshot(number, &mut req, &mut buf)?);
         }
-        phase_medians_us.push(Summary::of_u64_scaled(&mut phase, 1e-3).ok_or("no snapshot timed")?.median);
+        phase_medians_us.push(
+            Summary::of_u64_scaled(&mut phase, 1e-3).ok_or_else(|| BenchError::mismatch("no snapshot timed"))?.median,
+        );
         all.extend_from_slice(&phase);
     }
     Header { kind: STOP, a: 0, b: number, c: 0 }.write(&mut req);
-    ep.send_group(0, &req).map_err(te)?;
+    ep.send_group(0, &req)?;
     let snapshots = all.len() as u64;
-    let completion_us = Summary::of_u64_scaled(&mut all, 1e-3).ok_or("no snapshot timed")?;
+    let completion_us =
+        Summary::of_u64_scaled(&mut all, 1e-3).ok_or_else(|| BenchError::mismatch("no snapshot timed"))?;
     Ok(SnapshotResult { completion_us, phase_medians_us, snapshots })
 }
 
 /// A node: checkpoints on a higher number, replies with its latest
 /// checkpoint, stops on the stop request. Returns how many replies it sent.
-fn node(ep: &mut dyn Endpoint, me: PeerId, p: &SnapshotParams) -> Result<u64, String> {
+fn node(ep: &mut dyn Endpoint, me: PeerId, p: &SnapshotParams) -> Result<u64, BenchError> {
     let mut buf = vec![0u8; p.checkpoint.max(REQUEST_BYTES)];
     let mut checkpoint = vec![0u8; p.checkpoint];
     let mut own = 0u64;
     let mut replies = 0u64;
     loop {
-        let got = ep.recv_any(&mut buf).map_err(te)?;
+        let got = ep.recv_any(&mut buf)?;
         if got.from != 0 || got.len != REQUEST_BYTES {
-            return Err(format!("a {}-byte message from process {} is not a request", got.len, got.from));
+            return Err(BenchError::mismatch(format!(
+                "a {}-byte message from process {} is not a request",
+                got.len, got.from
+            )));
         }
         let h = Header::read(&buf[..got.len])?;
         match h.kind {
@@ -159,10 +178,66 @@ fn node(ep: &mut dyn Endpoint, me: PeerId, p: &SnapshotParams) -> Result<u64, St
                     own = h.b;
                     payload::fill(&mut checkpoint, own, me as u32);
                 }
-                ep.send_to(0, &checkpoint).map_err(te)?;
+                ep.send_to(0, &checkpoint)?;
                 replies += 1;
             }
-            k => return Err(format!("unknown request kind {k}")),
+            k => return Err(BenchError::mismatch(format!("unknown request kind {k}"))),
         }
+    }
+}
+/// The snapshot gather as a workload (SPEC B4).
+pub struct Snapshot;
+
+impl Workload for Snapshot {
+    fn name(&self) -> &'static str {
+        "snapshot"
+    }
+
+    fn count_label(&self) -> Option<&'static str> {
+        Some("nodes")
+    }
+
+    fn higher_is_better(&self) -> bool {
+        false
+    }
+
+    fn legend(&self) -> &'static str {
+        "snapshot: completion time in microseconds (median)"
+    }
+
+    fn column(&self, count: usize, size: usize) -> (String, String) {
+        (format!("snapshot n={count}"), super::format_size(size))
+    }
+
+    fn processes(&self, p: &Point, _: &Settings) -> usize {
+        p.count
+    }
+
+    fn message_bytes(&self, p: &Point, _: &Settings) -> usize {
+        p.size.max(REQUEST_BYTES)
+    }
+
+    fn run(&self, ctx: &Context<'_>) -> Result<Vec<Record>, BenchError> {
+        let (m, point, s, prov, placement, opts) =
+            (ctx.mechanism()?, ctx.point, ctx.settings, ctx.provenance, ctx.placement, ctx.options);
+        let p = SnapshotParams::new(point.count, point.size, s.duration, s.repetitions);
+        let r = run(m, &p, opts)?;
+        let c = r.completion_us;
+        Ok(vec![Record {
+            metric: Metric::Completion,
+            unit: Unit::Micros,
+            value: c.median,
+            repetitions: r.phase_medians_us.len(),
+            min: c.min,
+            median: c.median,
+            max: c.max,
+            p99: Some(c.p99),
+            samples: r.phase_medians_us,
+            count: r.snapshots,
+            duration_s: s.duration.as_secs_f64(),
+            warmup: p.warmup,
+            params: params(&[("request_bytes", REQUEST_BYTES as u64)]),
+            ..base(prov, "snapshot", m.name(), point.size, point.count, placement)
+        }])
     }
 }

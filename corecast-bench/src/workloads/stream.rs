@@ -12,6 +12,7 @@
 //! workloads also compare message counts between sender and receivers).
 
 use crate::harness::payload;
+use crate::harness::BenchError;
 
 /// What an arriving message is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,7 +53,7 @@ impl Expect {
 
     /// Classifies `msg`, which arrived when message `seq` was expected; any
     /// other content is an error sentence naming the first wrong byte.
-    pub fn classify(&mut self, msg: &[u8], seq: u64) -> Result<Seen, String> {
+    pub fn classify(&mut self, msg: &[u8], seq: u64) -> Result<Seen, BenchError> {
         if msg.len() == self.want.len() {
             payload::fill(&mut self.want, seq, self.sender);
             if msg == self.want.as_slice() {
@@ -62,10 +63,10 @@ impl Expect {
                 return Ok(Seen::End);
             }
         }
-        Err(match payload::check(msg, self.want.len(), seq, self.sender) {
+        Err(BenchError::mismatch(match payload::check(msg, self.want.len(), seq, self.sender) {
             Err(e) => format!("payload mismatch: {e}"),
             Ok(()) => format!("payload mismatch: message {seq} is not the expected pattern"),
-        })
+        }))
     }
 }
 
@@ -73,14 +74,14 @@ impl Expect {
 /// timed windows, each ended by an end marker. `next(seq)` receives and
 /// classifies message `seq`. Returns the windows and the next number.
 pub fn timed_windows(
-    mut next: impl FnMut(u64) -> Result<Seen, String>,
+    mut next: impl FnMut(u64) -> Result<Seen, BenchError>,
     warmup: u64,
     repetitions: usize,
     mut seq: u64,
-) -> Result<(Vec<super::fanout::Window>, u64), String> {
+) -> Result<(Vec<super::fanout::Window>, u64), BenchError> {
     for _ in 0..warmup {
         if next(seq)? == Seen::End {
-            return Err(format!("end marker during warm-up at message {seq}"));
+            return Err(BenchError::mismatch(format!("end marker during warm-up at message {seq}")));
         }
         seq += 1;
     }
@@ -111,9 +112,9 @@ mod tests {
             for seq in 0..300u64 {
                 payload::fill(&mut m, seq, 0);
                 assert_eq!(m[0], first_byte(seq, 0));
-                assert_eq!(e.classify(&m, seq), Ok(Seen::Data), "size {size} seq {seq}");
+                assert_eq!(e.classify(&m, seq).ok(), Some(Seen::Data), "size {size} seq {seq}");
                 end_marker(&mut m, seq, 0);
-                assert_eq!(e.classify(&m, seq), Ok(Seen::End));
+                assert_eq!(e.classify(&m, seq).ok(), Some(Seen::End));
                 // A skipped message is neither data nor the marker. (At 1 byte,
                 // seq+1 can equal !seq; the count check catches that case.)
                 payload::fill(&mut m, seq + 1, 0);
@@ -123,7 +124,7 @@ mod tests {
             }
             let mut m = vec![0u8; size + 1];
             payload::fill(&mut m, 0, 0);
-            assert!(e.classify(&m, 0).unwrap_err().contains("bytes delivered"));
+            assert!(e.classify(&m, 0).unwrap_err().to_string().contains("bytes delivered"));
         }
     }
 
@@ -133,7 +134,7 @@ mod tests {
         let mut m = vec![0u8; 64];
         payload::fill(&mut m, 5, 0);
         m[40] ^= 0x10;
-        let err = e.classify(&m, 5).unwrap_err();
+        let err = e.classify(&m, 5).unwrap_err().to_string();
         assert!(err.contains("byte 40"), "{err}");
     }
 }

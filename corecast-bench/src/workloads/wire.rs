@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use crate::transport::TransportError;
+use crate::harness::BenchError;
 
 /// Bytes of [`Header`] at the start of every protocol message.
 pub const HEADER_BYTES: usize = 24;
@@ -33,9 +33,12 @@ impl Header {
 
     /// Reads the header of a received message; a message too short to hold
     /// one is an error sentence.
-    pub fn read(msg: &[u8]) -> Result<Header, String> {
+    pub fn read(msg: &[u8]) -> Result<Header, BenchError> {
         if msg.len() < HEADER_BYTES {
-            return Err(format!("a {}-byte message is shorter than the {HEADER_BYTES}-byte header", msg.len()));
+            return Err(BenchError::mismatch(format!(
+                "a {}-byte message is shorter than the {HEADER_BYTES}-byte header",
+                msg.len()
+            )));
         }
         let u32_at = |i: usize| u32::from_le_bytes(msg[i..i + 4].try_into().expect("4 bytes"));
         let u64_at = |i: usize| u64::from_le_bytes(msg[i..i + 8].try_into().expect("8 bytes"));
@@ -63,38 +66,17 @@ pub fn digest(bytes: &[u8]) -> u64 {
     for &b in chunks.remainder() {
         h = (h ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     }
-    mix(h)
-}
-
-/// A bijective 64-bit mixer (splitmix64's finaliser).
-pub fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// CLOCK_MONOTONIC in nanoseconds: unlike `Instant`, comparable between the
-/// forked processes of a run (they share the machine's monotonic clock).
-pub fn now_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: ts is a valid timespec for clock_gettime to fill.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-/// A transport error as the sentence workloads report.
-pub fn te(e: TransportError) -> String {
-    e.to_string()
+    corecast_process::mix::finalize(h)
 }
 
 /// Parses a process's JSON report.
-pub fn parse<T: for<'de> Deserialize<'de>>(bytes: &[u8], who: &str) -> Result<T, String> {
-    serde_json::from_slice(bytes).map_err(|e| format!("bad report from the {who}: {e}"))
+pub fn parse<T: for<'de> Deserialize<'de>>(bytes: &[u8], who: &str) -> Result<T, BenchError> {
+    serde_json::from_slice(bytes).map_err(|e| BenchError::Report(format!("bad report from the {who}: {e}")))
 }
 
 /// Serialises a process's report.
-pub fn report<T: serde::Serialize>(value: &T) -> Result<Vec<u8>, String> {
-    serde_json::to_vec(value).map_err(|e| format!("report: {e}"))
+pub fn report<T: serde::Serialize>(value: &T) -> Result<Vec<u8>, BenchError> {
+    serde_json::to_vec(value).map_err(|e| BenchError::Report(format!("report: {e}")))
 }
 
 #[cfg(test)]
@@ -115,6 +97,5 @@ mod tests {
             assert_ne!(digest(&c), d, "byte {i}");
         }
         assert_ne!(digest(&buf[..39]), d);
-        assert!(now_ns() > 0);
     }
 }

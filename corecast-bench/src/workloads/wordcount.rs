@@ -14,9 +14,14 @@ use std::sync::mpsc;
 use serde::{Deserialize, Serialize};
 
 use super::corpus::{count, partition, share};
-use super::wire::{now_ns, parse, report, te, Header, HEADER_BYTES};
+use super::wire::{parse, report, Header, HEADER_BYTES};
+use super::{corpus, params, Context, Settings, Workload};
+use crate::harness::BenchError;
 use crate::harness::{run_processes, RunOptions};
+use crate::record::assemble::{base, summary_record};
+use crate::record::{Metric, Point, Record, Unit};
 use crate::transport::{Endpoint, Mechanism, PeerId, Topology};
+use corecast_process::clock::now_ns;
 
 /// Name of the threaded baseline in records and tables.
 pub const THREADS: &str = "threads";
@@ -51,9 +56,11 @@ pub fn run(
     p: &WordcountParams,
     corpus: &[u8],
     opts: &RunOptions,
-) -> Result<Vec<f64>, String> {
+) -> Result<Vec<f64>, BenchError> {
     if p.mappers == 0 || p.reducers == 0 || p.repetitions == 0 || p.chunk < 300 {
-        return Err("wordcount needs a mapper, a reducer, a repetition and chunks of at least 300 bytes".to_string());
+        return Err(BenchError::mismatch(
+            "wordcount needs a mapper, a reducer, a repetition and chunks of at least 300 bytes",
+        ));
     }
     let reference = count(corpus);
     let mut walls = Vec::with_capacity(p.repetitions);
@@ -66,17 +73,20 @@ pub fn run(
         for (r, part) in counts.iter().enumerate() {
             for (w, &n) in part {
                 if partition(w, p.reducers) != r || merged.insert(w, n).is_some() {
-                    return Err(format!("word {:?} reached reducer {r}, not its own", String::from_utf8_lossy(w)));
+                    return Err(BenchError::mismatch(format!(
+                        "word {:?} reached reducer {r}, not its own",
+                        String::from_utf8_lossy(w)
+                    )));
                 }
             }
         }
         if merged != reference {
             let wrong = reference.iter().find(|(w, n)| merged.get(*w) != Some(n));
-            return Err(format!(
+            return Err(BenchError::mismatch(format!(
                 "counts differ from a single-threaded count ({} words against {}; first difference: {wrong:?})",
                 merged.len(),
                 reference.len()
-            ));
+            )));
         }
         walls.push(ms);
     }
@@ -88,7 +98,7 @@ fn over_mechanism(
     p: &WordcountParams,
     corpus: &[u8],
     opts: &RunOptions,
-) -> Result<(f64, Vec<Counts>), String> {
+) -> Result<(f64, Vec<Counts>), BenchError> {
     let (mm, rr) = (p.mappers, p.reducers);
     let mut links = Vec::new();
     for a in 0..mm {
@@ -97,7 +107,7 @@ fn over_mechanism(
         }
     }
     let topo = Topology { processes: mm + rr, max_message_bytes: p.chunk, links, groups: Vec::new() };
-    let body = |me: PeerId, ep: &mut dyn Endpoint| -> Result<Vec<u8>, String> {
+    let body = |me: PeerId, ep: &mut dyn Endpoint| -> Result<Vec<u8>, BenchError> {
         if me < mm {
             let start_ns = now_ns();
             map(ep, me, p, share(corpus, me, mm))?;
@@ -118,7 +128,7 @@ fn over_mechanism(
                 last = last.max(end_ns);
                 parts.push(counts.into_iter().map(|(w, n)| (w.into_bytes(), n)).collect());
             }
-            _ => return Err(format!("process {i} reported in the wrong role")),
+            _ => return Err(BenchError::mismatch(format!("process {i} reported in the wrong role"))),
         }
     }
     Ok((last.saturating_sub(first) as f64 / 1e6, parts))
@@ -126,15 +136,15 @@ fn over_mechanism(
 
 /// A mapper: counts, partitions, ships entries `[len u8][word][count u64]`
 /// in chunks, then an end message with the number of entries per reducer.
-fn map(ep: &mut dyn Endpoint, me: PeerId, p: &WordcountParams, text: &[u8]) -> Result<(), String> {
+fn map(ep: &mut dyn Endpoint, me: PeerId, p: &WordcountParams, text: &[u8]) -> Result<(), BenchError> {
     let mm = p.mappers;
     let mut bufs: Vec<Vec<u8>> = vec![Vec::with_capacity(p.chunk); p.reducers];
     let mut entries = vec![0u64; p.reducers];
     let mut in_buf = vec![0u64; p.reducers];
-    let flush = |ep: &mut dyn Endpoint, r: usize, buf: &mut Vec<u8>, n: &mut u64| -> Result<(), String> {
+    let flush = |ep: &mut dyn Endpoint, r: usize, buf: &mut Vec<u8>, n: &mut u64| -> Result<(), BenchError> {
         if *n > 0 {
             Header { kind: COUNTS, a: me as u32, b: *n, c: 0 }.write(&mut buf[..HEADER_BYTES]);
-            ep.send_to(mm + r, buf).map_err(te)?;
+            ep.send_to(mm + r, buf)?;
         }
         buf.clear();
         *n = 0;
@@ -142,7 +152,7 @@ fn map(ep: &mut dyn Endpoint, me: PeerId, p: &WordcountParams, text: &[u8]) -> R
     };
     for (w, n) in count(text) {
         if w.len() > 255 {
-            return Err(format!("a {}-byte word does not fit an entry", w.len()));
+            return Err(BenchError::mismatch(format!("a {}-byte word does not fit an entry", w.len())));
         }
         let r = partition(w, p.reducers);
         if bufs[r].len() + 9 + w.len() > p.chunk {
@@ -159,47 +169,53 @@ fn map(ep: &mut dyn Endpoint, me: PeerId, p: &WordcountParams, text: &[u8]) -> R
     }
     for r in 0..p.reducers {
         flush(ep, r, &mut bufs[r], &mut in_buf[r])?;
-        ep.send_to(mm + r, &Header { kind: END, a: me as u32, b: entries[r], c: 0 }.bytes()).map_err(te)?;
+        ep.send_to(mm + r, &Header { kind: END, a: me as u32, b: entries[r], c: 0 }.bytes())?;
     }
     let mut ack = vec![0u8; p.chunk];
     for _ in 0..p.reducers {
-        ep.recv_any(&mut ack).map_err(te)?;
+        ep.recv_any(&mut ack)?;
     }
     Ok(())
 }
 
 /// A reducer: merges entries until every mapper has ended, checking each
 /// mapper's entry count, then acknowledges them all.
-fn reduce(ep: &mut dyn Endpoint, p: &WordcountParams) -> Result<Counts, String> {
+fn reduce(ep: &mut dyn Endpoint, p: &WordcountParams) -> Result<Counts, BenchError> {
     let mut counts = Counts::new();
     let mut got = vec![0u64; p.mappers];
     let mut ended = 0;
     let mut buf = vec![0u8; p.chunk];
     while ended < p.mappers {
-        let r = ep.recv_any(&mut buf).map_err(te)?;
+        let r = ep.recv_any(&mut buf)?;
         let msg = &buf[..r.len];
         let h = Header::read(msg)?;
         if r.from >= p.mappers || h.a as usize != r.from {
-            return Err(format!("shuffle message from process {} claims mapper {}", r.from, h.a));
+            return Err(BenchError::mismatch(format!("shuffle message from process {} claims mapper {}", r.from, h.a)));
         }
         match h.kind {
             COUNTS => {
                 let mut rest = &msg[HEADER_BYTES..];
                 for _ in 0..h.b {
-                    let len = *rest.first().ok_or("truncated entry")? as usize;
-                    let (w, n) = rest.get(1..1 + len + 8).ok_or("truncated entry")?.split_at(len);
+                    let len = *rest.first().ok_or_else(|| BenchError::mismatch("truncated entry"))? as usize;
+                    let (w, n) =
+                        rest.get(1..1 + len + 8).ok_or_else(|| BenchError::mismatch("truncated entry"))?.split_at(len);
                     *counts.entry(w.to_vec()).or_insert(0) += u64::from_le_bytes(n.try_into().expect("8 bytes"));
                     rest = &rest[1 + len + 8..];
                 }
                 got[r.from] += h.b;
             }
             END if h.b == got[r.from] => ended += 1,
-            END => return Err(format!("mapper {} sent {} entries, {} arrived", r.from, h.b, got[r.from])),
-            k => return Err(format!("unknown shuffle message kind {k}")),
+            END => {
+                return Err(BenchError::mismatch(format!(
+                    "mapper {} sent {} entries, {} arrived",
+                    r.from, h.b, got[r.from]
+                )))
+            }
+            k => return Err(BenchError::mismatch(format!("unknown shuffle message kind {k}"))),
         }
     }
     for m in 0..p.mappers {
-        ep.send_to(m, &[1]).map_err(te)?;
+        ep.send_to(m, &[1])?;
     }
     Ok(counts)
 }
@@ -241,4 +257,80 @@ fn threaded(p: &WordcountParams, corpus: &[u8]) -> (f64, Vec<Counts>) {
         reducers.into_iter().map(|h| h.join().unwrap_or_default()).collect::<Vec<_>>()
     });
     ((now_ns() - start) as f64 / 1e6, parts)
+}
+/// MapReduce word count as a workload (SPEC B4), with the threaded baseline.
+pub struct Wordcount;
+
+impl Workload for Wordcount {
+    fn name(&self) -> &'static str {
+        "wordcount"
+    }
+
+    fn count_label(&self) -> Option<&'static str> {
+        Some("mappers")
+    }
+
+    fn higher_is_better(&self) -> bool {
+        false
+    }
+
+    fn legend(&self) -> &'static str {
+        "pi, wordcount: wall time in milliseconds (median)"
+    }
+
+    fn column(&self, count: usize, size: usize) -> (String, String) {
+        (format!("wordcount M={count}"), super::format_size(size))
+    }
+
+    fn processes(&self, p: &Point, s: &Settings) -> usize {
+        p.count + s.options.reducers
+    }
+
+    fn message_bytes(&self, _: &Point, s: &Settings) -> usize {
+        s.options.shuffle_chunk
+    }
+
+    fn is_reference(&self, name: &str) -> bool {
+        name == THREADS
+    }
+
+    fn with_references(&self, mechanisms: &[String]) -> Vec<String> {
+        mechanisms.iter().cloned().chain(std::iter::once(THREADS.to_string())).collect()
+    }
+
+    fn run(&self, ctx: &Context<'_>) -> Result<Vec<Record>, BenchError> {
+        let (m, point, s, prov, placement, opts) =
+            (ctx.mechanism, ctx.point, ctx.settings, ctx.provenance, ctx.placement, ctx.options);
+        let p = WordcountParams {
+            mappers: point.count,
+            reducers: s.options.reducers,
+            chunk: s.options.shuffle_chunk,
+            repetitions: s.repetitions,
+        };
+        let text = cached_corpus(point.size);
+        let walls = run(m, &p, &text, opts)?;
+        let name = m.map_or(THREADS, |m| m.name());
+        let mut b = base(prov, "wordcount", name, point.size, point.count, placement);
+        b.count = corpus::count(&text).values().sum();
+        b.params = params(&[("reducers", p.reducers as u64), ("shuffle_chunk", p.chunk as u64)]);
+        if m.is_none() {
+            b.notes.push("threads: the shared-memory baseline (std threads, partial counts passed by pointer)".into());
+        }
+        Ok(summary_record(&b, Metric::WallTime, Unit::Millis, walls, None).into_iter().collect())
+    }
+}
+
+/// The corpus of `bytes`, generated once per size for every mechanism.
+fn cached_corpus(bytes: usize) -> std::sync::Arc<Vec<u8>> {
+    use std::sync::{Arc, Mutex};
+    static CACHE: Mutex<Option<(usize, Arc<Vec<u8>>)>> = Mutex::new(None);
+    let mut c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    match &*c {
+        Some((n, text)) if *n == bytes => text.clone(),
+        _ => {
+            let text = Arc::new(corpus::generate(bytes));
+            *c = Some((bytes, text.clone()));
+            text
+        }
+    }
 }

@@ -2,39 +2,43 @@
 //! at once, placed near and far.
 
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::Result;
-use corecast_bench::harness::topology::CpuTopology;
-use corecast_bench::record::Workload;
-use corecast_bench::suite::plan::macro_grid;
-use corecast_bench::suite::Settings;
+use corecast_bench::host::topology::CpuTopology;
+use corecast_bench::suite::{grid, Settings, WorkloadOptions};
+use corecast_bench::workloads::contend::Contend;
 
+use super::grid::Timing;
 use super::session::{execute, names, Common};
 use crate::args;
+
+/// Where the pairs go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Placement {
+    /// Pairs sharing the closest cache.
+    Near,
+    /// Pairs as far apart as the machine allows.
+    Far,
+}
 
 /// Arguments of `corecast bench contend`. The pairs are always pinned (near
 /// or far); `--cpus` does not apply.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// `all` or mechanism names separated by commas.
-    #[arg(long, default_value = "all")]
-    mechanisms: String,
+    #[arg(long, value_delimiter = ',', default_value = "all")]
+    mechanisms: Vec<String>,
     /// Number of pairs; default half the online CPUs.
     #[arg(long, value_parser = args::count)]
     pairs: Option<usize>,
     /// Message sizes in bytes (K and M suffixes allowed).
-    #[arg(long, default_value = "4096,65536")]
-    sizes: String,
+    #[arg(long, value_delimiter = ',', default_value = "4096,65536", value_parser = args::size)]
+    sizes: Vec<usize>,
     /// Placements to run: `near`, `far` or `near,far`.
-    #[arg(long, default_value = "near,far")]
-    placements: String,
-    /// Length of each timed repetition, e.g. `1s` or `100ms`.
-    #[arg(long, default_value = "1s", value_parser = args::duration)]
-    duration: Duration,
-    /// Timed repetitions per point (the median is reported).
-    #[arg(long, default_value = "5", value_parser = args::count)]
-    repetitions: usize,
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "near,far")]
+    placements: Vec<Placement>,
+    #[command(flatten)]
+    timing: Timing,
     /// Results file (JSON lines, appended); default results/<time>-contend.jsonl.
     #[arg(long)]
     out: Option<std::path::PathBuf>,
@@ -43,24 +47,22 @@ pub struct Args {
 /// Runs it.
 pub fn run(a: Args) -> Result<ExitCode> {
     let mechs = args::mechanisms(&a.mechanisms)?;
-    let sizes = args::list(&a.sizes, args::size)?;
     let online = CpuTopology::read().online_cpus;
     let pairs = a.pairs.unwrap_or((online.len() / 2).max(1));
     let mut plan = Vec::new();
-    for p in a.placements.split(',').map(str::trim) {
+    for p in &a.placements {
         let w = match p {
-            "near" => Workload::ContendNear,
-            "far" => Workload::ContendFar,
-            other => anyhow::bail!("unknown placement `{other}` (use near, far or near,far)"),
+            Placement::Near => &Contend::NEAR,
+            Placement::Far => &Contend::FAR,
         };
-        plan.extend(macro_grid(w, &names(&mechs), &[pairs], &sizes));
+        plan.extend(grid(w, &names(&mechs), &[pairs], &a.sizes));
     }
     let common = Common { cpus: None, out: a.out };
     let settings = Settings {
-        duration: a.duration,
-        repetitions: a.repetitions,
+        duration: a.timing.duration,
+        repetitions: a.timing.repetitions,
         placement: common.placement()?,
-        macros: Default::default(),
+        options: WorkloadOptions::default(),
     };
     execute(&plan, &mechs, &settings, &common.out_path("contend"))
 }

@@ -5,20 +5,19 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Result;
-use corecast_bench::suite::plan::logp_grid;
+use corecast_bench::suite::WorkloadOptions;
+use corecast_bench::workloads::logp::Logp;
 
-use super::session::{execute, names, Common};
+use super::grid::Grid;
+use super::session::run_grid;
 use crate::args;
 
 /// Arguments of `corecast bench logp`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// `all` or mechanism names separated by commas.
-    #[arg(long, default_value = "all")]
-    mechanisms: String,
     /// Message sizes in bytes (K and M suffixes allowed).
-    #[arg(long, default_value = "1,16,64,256,1K,4K,16K,64K,256K,1M")]
-    sizes: String,
+    #[arg(long, value_delimiter = ',', default_value = "1,16,64,256,1K,4K,16K,64K,256K,1M", value_parser = args::size)]
+    sizes: Vec<usize>,
     /// Length of each timed phase (a point has 11 per repetition).
     #[arg(long, default_value = "100ms", value_parser = args::duration)]
     duration: Duration,
@@ -26,14 +25,10 @@ pub struct Args {
     #[arg(long, default_value = "3", value_parser = args::count)]
     repetitions: usize,
     #[command(flatten)]
-    common: Common,
+    grid: Grid,
 }
 
 /// Runs it.
 pub fn run(a: Args) -> Result<ExitCode> {
-    let mechs = args::mechanisms(&a.mechanisms)?;
-    let sizes = args::list(&a.sizes, args::size)?;
-    let settings = a.common.settings(a.duration, a.repetitions)?;
-    let plan = logp_grid(&names(&mechs), &sizes);
-    execute(&plan, &mechs, &settings, &a.common.out_path("logp"))
+    run_grid(&Logp, &a.grid, &[1], &a.sizes, (a.duration, a.repetitions), WorkloadOptions::default())
 }

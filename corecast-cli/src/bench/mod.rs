@@ -4,6 +4,7 @@ mod bandwidth;
 mod contend;
 mod detect;
 mod fanout;
+mod grid;
 mod logp;
 mod paxos;
 mod pi;

@@ -1,25 +1,22 @@
-//! `corecast bench pi`: the DIPC paper's Pi computation, wall time.
+//! `corecast bench pi`: the DIPC Pi computation, wall time for worker counts.
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Result;
-use corecast_bench::record::Workload;
-use corecast_bench::suite::plan::macro_grid;
-use corecast_bench::suite::{MacroSettings, Settings};
-use corecast_bench::workloads::pi::MESSAGE_BYTES;
+use corecast_bench::suite::WorkloadOptions;
+use corecast_bench::workloads::pi::{Pi, MESSAGE_BYTES};
 
-use super::session::{execute, names, Common};
+use super::grid::Grid;
+use super::session::run_grid;
 use crate::args;
 
 /// Arguments of `corecast bench pi`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// `all` or mechanism names separated by commas.
-    #[arg(long, default_value = "all")]
-    mechanisms: String,
     /// Worker counts, e.g. `1,2,4`.
-    #[arg(long, default_value = "2,4")]
-    workers: String,
+    #[arg(long, value_delimiter = ',', default_value = "2,4", value_parser = args::count)]
+    workers: Vec<usize>,
     /// Rounds per repetition (one work description to all workers each).
     #[arg(long, default_value = "1000", value_parser = args::count)]
     rounds: usize,
@@ -30,21 +27,12 @@ pub struct Args {
     #[arg(long, default_value = "5", value_parser = args::count)]
     repetitions: usize,
     #[command(flatten)]
-    common: Common,
+    grid: Grid,
 }
 
 /// Runs it.
 pub fn run(a: Args) -> Result<ExitCode> {
-    let mechs = args::mechanisms(&a.mechanisms)?;
-    let workers = args::list(&a.workers, args::count)?;
-    let macros =
-        MacroSettings { pi_rounds: a.rounds as u64, pi_intervals: a.intervals as u64, ..MacroSettings::default() };
-    let settings = Settings {
-        duration: std::time::Duration::ZERO,
-        repetitions: a.repetitions,
-        placement: a.common.placement()?,
-        macros,
-    };
-    let plan = macro_grid(Workload::Pi, &names(&mechs), &workers, &[MESSAGE_BYTES]);
-    execute(&plan, &mechs, &settings, &a.common.out_path("pi"))
+    let options =
+        WorkloadOptions { pi_rounds: a.rounds as u64, pi_intervals: a.intervals as u64, ..WorkloadOptions::default() };
+    run_grid(&Pi, &a.grid, &a.workers, &[MESSAGE_BYTES], (Duration::ZERO, a.repetitions), options)
 }

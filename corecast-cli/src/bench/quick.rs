@@ -10,11 +10,12 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 use corecast_bench::mechanisms;
-use corecast_bench::record::Workload;
-use corecast_bench::suite::plan::{fanout_grid, macro_grid, pingpong_grid};
-use corecast_bench::suite::Settings;
+use corecast_bench::suite::{grid, Settings};
 use corecast_bench::transport::{Availability, Mechanism};
-use corecast_bench::workloads::paxos::LEARNER_COUNT;
+use corecast_bench::workloads::fanout::Fanout;
+use corecast_bench::workloads::paxos::{Paxos, LEARNER_COUNT};
+use corecast_bench::workloads::pingpong::Pingpong;
+use corecast_bench::workloads::snapshot::Snapshot;
 
 use super::session::{execute, names, Common};
 
@@ -52,16 +53,16 @@ pub fn run(a: Args) -> Result<ExitCode> {
         bail!("no mechanism is available here (see `corecast mechanisms`)");
     }
     let ns = names(&mechs);
-    let mut plan = fanout_grid(&ns, &RECEIVERS, &FANOUT_SIZES);
-    plan.extend(pingpong_grid(&ns, &[PINGPONG_SIZE]));
-    plan.extend(macro_grid(Workload::Paxos, &ns, &[LEARNER_COUNT], &[PAXOS_SIZE]));
-    plan.extend(macro_grid(Workload::Snapshot, &ns, &[SNAPSHOT_NODES], &[SNAPSHOT_SIZE]));
+    let mut plan = grid(&Fanout, &ns, &RECEIVERS, &FANOUT_SIZES);
+    plan.extend(grid(&Pingpong, &ns, &[1], &[PINGPONG_SIZE]));
+    plan.extend(grid(&Paxos, &ns, &[LEARNER_COUNT], &[PAXOS_SIZE]));
+    plan.extend(grid(&Snapshot, &ns, &[SNAPSHOT_NODES], &[SNAPSHOT_SIZE]));
     debug_assert_eq!(plan.len(), ns.len() * POINTS);
     let settings = Settings {
         duration: phase_length(plan.len()),
         repetitions: REPETITIONS,
         placement: a.common.placement()?,
-        macros: Default::default(),
+        options: Default::default(),
     };
     execute(&plan, &mechs, &settings, &a.common.out_path("quick"))
 }

@@ -6,14 +6,18 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use corecast_bench::harness::interrupt;
-use corecast_bench::harness::placement::Placement;
-use corecast_bench::harness::topology::{parse_cpu_list, CpuTopology};
+use corecast_bench::host::placement::Placement;
+use corecast_bench::host::topology::{parse_cpu_list, CpuTopology};
 use corecast_bench::record::{time, Provenance, Writer};
 use corecast_bench::report::format::human;
 use corecast_bench::report::table;
-use corecast_bench::suite::{run_plan, Ending, Outcome, Point, Progress, Settings, Status};
+use corecast_bench::suite::runner::estimate;
+use corecast_bench::suite::{grid, run_plan, Ending, Outcome, Point, Progress, Settings, Status, WorkloadOptions};
 use corecast_bench::transport::Mechanism;
+use corecast_bench::workloads::{describe_point, Workload};
+use corecast_process::interrupt;
+
+use super::grid::Grid;
 
 /// Options common to the benchmark subcommands.
 #[derive(clap::Args, Clone, Debug)]
@@ -40,9 +44,9 @@ impl Common {
         }
     }
 
-    /// Settings for a grid of fan-out-like points (no macro options).
-    pub fn settings(&self, duration: std::time::Duration, repetitions: usize) -> Result<Settings> {
-        Ok(Settings { duration, repetitions, placement: self.placement()?, macros: Default::default() })
+    /// Settings for a grid: timing, this placement, workload options.
+    pub fn settings(&self, duration: Duration, repetitions: usize, options: WorkloadOptions) -> Result<Settings> {
+        Ok(Settings { duration, repetitions, placement: self.placement()?, options })
     }
 
     /// The results file: `--out` or results/<time>-<command>.jsonl.
@@ -54,15 +58,28 @@ impl Common {
 }
 
 /// Runs `plan`, writing each record as soon as it is measured, showing
-/// progress, and printing the table at the end.
+/// progress, and printing the comparison table at the end.
 pub fn execute(plan: &[Point], mechanisms: &[Box<dyn Mechanism>], settings: &Settings, out: &Path) -> Result<ExitCode> {
+    let (code, outcomes) = execute_quietly(plan, mechanisms, settings, out)?;
+    println!("{}", table::render(&outcomes));
+    Ok(code)
+}
+
+/// Runs `plan` like [`execute`] but leaves the report to the caller; returns
+/// the exit status and what happened to each point.
+pub fn execute_quietly(
+    plan: &[Point],
+    mechanisms: &[Box<dyn Mechanism>],
+    settings: &Settings,
+    out: &Path,
+) -> Result<(ExitCode, Vec<Outcome>)> {
     interrupt::install().context("installing the Ctrl-C handler")?;
     let prov = Provenance::collect(std::env::args().collect());
     let mut writer = Writer::append(out)?;
     eprintln!(
         "corecast: {} points, about {} (Ctrl-C stops after the current point); {}; records -> {}",
         plan.len(),
-        clock(plan.iter().map(|p| settings.estimate_point(p)).sum()),
+        clock(plan.iter().map(|p| estimate(p, settings)).sum()),
         settings.placement.describe(),
         out.display()
     );
@@ -77,10 +94,9 @@ pub fn execute(plan: &[Point], mechanisms: &[Box<dyn Mechanism>], settings: &Set
         outcomes.push(o.clone());
         Ok(())
     })?;
-    println!("{}", table::render(&outcomes));
     let failed = outcomes.iter().filter(|o| matches!(o.status, Status::Failed(_))).count();
     eprintln!("corecast: {} records written to {}", writer.written(), writer.path().display());
-    Ok(match ending {
+    let code = match ending {
         Ending::Interrupted(done) => {
             eprintln!("corecast: interrupted after {done} of {} points; what was measured is kept", plan.len());
             ExitCode::from(130)
@@ -90,7 +106,8 @@ pub fn execute(plan: &[Point], mechanisms: &[Box<dyn Mechanism>], settings: &Set
             ExitCode::from(1)
         }
         Ending::Completed => ExitCode::SUCCESS,
-    })
+    };
+    Ok((code, outcomes))
 }
 
 fn progress_line(o: &Outcome, p: &Progress) -> String {
@@ -106,7 +123,7 @@ fn progress_line(o: &Outcome, p: &Progress) -> String {
         "[{:>width$}/{}] {:<34} {what}  (elapsed {}, ETA {})",
         p.done,
         p.total,
-        o.point.describe(),
+        describe_point(&o.point),
         clock(p.elapsed),
         clock(p.eta)
     )
@@ -121,4 +138,20 @@ fn clock(d: Duration) -> String {
 /// The names of the mechanisms, for building a plan.
 pub fn names(mechanisms: &[Box<dyn Mechanism>]) -> Vec<String> {
     mechanisms.iter().map(|m| m.name().to_string()).collect()
+}
+
+/// Runs `workload` over the mechanisms of `g`, every count and size, and
+/// writes the results to results/<time>-<command>.jsonl (or `--out`).
+pub fn run_grid(
+    workload: &dyn Workload,
+    g: &Grid,
+    counts: &[usize],
+    sizes: &[usize],
+    timing: (Duration, usize),
+    options: WorkloadOptions,
+) -> Result<ExitCode> {
+    let mechs = g.mechanisms()?;
+    let settings = g.common.settings(timing.0, timing.1, options)?;
+    let plan = grid(workload, &names(&mechs), counts, sizes);
+    execute(&plan, &mechs, &settings, &g.common.out_path(workload.name()))
 }

@@ -2,28 +2,25 @@
 //! over each mechanism, and the threaded shared-memory baseline.
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Result;
-use corecast_bench::record::Workload;
-use corecast_bench::suite::plan::macro_grid;
-use corecast_bench::suite::{MacroSettings, Settings};
-use corecast_bench::workloads::wordcount::THREADS;
+use corecast_bench::suite::WorkloadOptions;
+use corecast_bench::workloads::wordcount::Wordcount;
 
-use super::session::{execute, names, Common};
+use super::grid::Grid;
+use super::session::run_grid;
 use crate::args;
 
-/// Arguments of `corecast bench wordcount`.
+/// Arguments of `corecast bench wordcount` (the `threads` baseline always runs).
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// `all` or mechanism names separated by commas (the `threads` baseline always runs).
-    #[arg(long, default_value = "all")]
-    mechanisms: String,
     /// Corpus sizes in bytes (generated, Zipf-distributed words).
-    #[arg(long, default_value = "8M")]
-    sizes: String,
+    #[arg(long, value_delimiter = ',', default_value = "8M", value_parser = args::size)]
+    sizes: Vec<usize>,
     /// Mapper counts.
-    #[arg(long, default_value = "2")]
-    mappers: String,
+    #[arg(long, value_delimiter = ',', default_value = "2", value_parser = args::count)]
+    mappers: Vec<usize>,
     /// Reducers.
     #[arg(long, default_value = "2", value_parser = args::count)]
     reducers: usize,
@@ -34,23 +31,11 @@ pub struct Args {
     #[arg(long, default_value = "5", value_parser = args::count)]
     repetitions: usize,
     #[command(flatten)]
-    common: Common,
+    grid: Grid,
 }
 
 /// Runs it.
 pub fn run(a: Args) -> Result<ExitCode> {
-    let mechs = args::mechanisms(&a.mechanisms)?;
-    let sizes = args::list(&a.sizes, args::size)?;
-    let mappers = args::list(&a.mappers, args::count)?;
-    let macros = MacroSettings { reducers: a.reducers, shuffle_chunk: a.chunk, ..MacroSettings::default() };
-    let settings = Settings {
-        duration: std::time::Duration::ZERO,
-        repetitions: a.repetitions,
-        placement: a.common.placement()?,
-        macros,
-    };
-    let mut all = names(&mechs);
-    all.push(THREADS.to_string());
-    let plan = macro_grid(Workload::Wordcount, &all, &mappers, &sizes);
-    execute(&plan, &mechs, &settings, &a.common.out_path("wordcount"))
+    let options = WorkloadOptions { reducers: a.reducers, shuffle_chunk: a.chunk, ..WorkloadOptions::default() };
+    run_grid(&Wordcount, &a.grid, &a.mappers, &a.sizes, (Duration::ZERO, a.repetitions), options)
 }

@@ -9,8 +9,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::RANK_SUBCOMMAND;
-use crate::harness::{JobSpec, RunOptions};
-use crate::transport::{Availability, Launcher, PeerId, Topology};
+use crate::transport::{Availability, LaunchOptions, Launcher, PeerId, RunFailure, Topology, TransportError};
 
 /// Everything a rank needs, written by the parent for `mpirun`'s ranks.
 #[derive(Debug, Serialize, Deserialize)]
@@ -20,7 +19,7 @@ pub struct RankSpec {
     /// The processes and links; rank `i` is process `i`.
     pub topology: Topology,
     /// What each rank runs.
-    pub job: JobSpec,
+    pub job: Vec<u8>,
     /// Rank `i` pins itself to `cpus[i % len]`; empty: no pinning.
     pub cpus: Vec<usize>,
     /// Where rank `i` writes `rank-i`: a status byte (0 ok) and its report.
@@ -68,11 +67,11 @@ pub struct Mpirun {
 }
 
 impl Launcher for Mpirun {
-    fn launch(&self, topology: &Topology, options: &RunOptions, job: &JobSpec) -> Result<Vec<Vec<u8>>, String> {
+    fn launch(&self, topology: &Topology, options: &LaunchOptions, job: &[u8]) -> Result<Vec<Vec<u8>>, RunFailure> {
         if self.bcast {
-            check_bcast_topology(topology)?;
+            check_bcast_topology(topology).map_err(|e| RunFailure::Setup(TransportError::Topology(e)))?;
         }
-        let dir = run_dir().map_err(|e| format!("mpi: creating a run directory: {e}"))?;
+        let dir = run_dir().map_err(|e| RunFailure::Os { op: "mpi: creating a run directory", source: e })?;
         let result = self.run_in(&dir, topology, options, job);
         let _ = std::fs::remove_dir_all(&dir);
         result
@@ -80,27 +79,37 @@ impl Launcher for Mpirun {
 }
 
 impl Mpirun {
+    fn name(&self) -> &'static str {
+        if self.bcast {
+            "mpi-bcast"
+        } else {
+            "mpi"
+        }
+    }
+
     fn run_in(
         &self,
         dir: &Path,
         topology: &Topology,
-        options: &RunOptions,
-        job: &JobSpec,
-    ) -> Result<Vec<Vec<u8>>, String> {
+        options: &LaunchOptions,
+        job: &[u8],
+    ) -> Result<Vec<Vec<u8>>, RunFailure> {
+        let name = self.name();
+        let os = |op: &'static str| move |source: std::io::Error| RunFailure::Os { op, source };
         let spec = RankSpec {
             bcast: self.bcast,
             topology: topology.clone(),
-            job: job.clone(),
+            job: job.to_vec(),
             cpus: options.cpus.clone(),
             out_dir: dir.to_path_buf(),
         };
         let spec_path = dir.join("spec.json");
-        let json = serde_json::to_vec(&spec).map_err(|e| format!("mpi: {e}"))?;
-        std::fs::write(&spec_path, json).map_err(|e| format!("mpi: writing {}: {e}", spec_path.display()))?;
-        let exe = std::env::current_exe().map_err(|e| format!("mpi: finding this program: {e}"))?;
+        let json = serde_json::to_vec(&spec).map_err(|e| os("mpi: encoding the run")(e.into()))?;
+        std::fs::write(&spec_path, json).map_err(os("mpi: writing the run description"))?;
+        let exe = std::env::current_exe().map_err(os("mpi: finding this program"))?;
         let log_path = dir.join("mpirun.log");
-        let log = std::fs::File::create(&log_path).map_err(|e| format!("mpi: {e}"))?;
-        let log2 = log.try_clone().map_err(|e| format!("mpi: {e}"))?;
+        let log = std::fs::File::create(&log_path).map_err(os("mpi: creating the mpirun log"))?;
+        let log2 = log.try_clone().map_err(os("mpi: creating the mpirun log"))?;
         let mut child = std::os::unix::process::CommandExt::process_group(
             Command::new(mpirun())
                 // Ranks may outnumber cores; corecast pins (or not) itself.
@@ -118,17 +127,17 @@ impl Mpirun {
             0,
         )
         .spawn()
-        .map_err(|e| format!("mpi: starting {}: {e}", mpirun()))?;
+        .map_err(os("mpi: starting mpirun"))?;
         let deadline = Instant::now() + options.watchdog;
         let status = loop {
-            match child.try_wait().map_err(|e| format!("mpi: waiting for mpirun: {e}"))? {
+            match child.try_wait().map_err(os("mpi: waiting for mpirun"))? {
                 Some(s) => break s,
                 None if Instant::now() >= deadline => {
                     // SAFETY: signals the process group of the mpirun this
                     // function started (process_group(0) made it the leader).
                     unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
                     let _ = child.wait();
-                    return Err(format!("mpi: watchdog expired after {:?}; mpirun killed", options.watchdog));
+                    return Err(RunFailure::Watchdog { mechanism: name, after: options.watchdog });
                 }
                 None => std::thread::sleep(Duration::from_millis(2)),
             }
@@ -137,15 +146,13 @@ impl Mpirun {
         for rank in 0..topology.processes {
             match read_report(dir, rank) {
                 Some(Ok(r)) => reports.push(r),
-                Some(Err(e)) => return Err(format!("mpi: process {rank} failed: {e}")),
+                Some(Err(error)) => return Err(RunFailure::Process { mechanism: name, process: rank, error }),
                 None => {
                     let said = std::fs::read_to_string(&log_path).unwrap_or_default();
                     let tail: Vec<&str> = said.lines().rev().take(8).collect();
                     let tail: Vec<&str> = tail.into_iter().rev().collect();
-                    return Err(format!(
-                        "mpi: process {rank} left no report (mpirun {status}); mpirun said: {}",
-                        tail.join(" | ")
-                    ));
+                    let detail = format!("mpirun {status}; mpirun said: {}", tail.join(" | "));
+                    return Err(RunFailure::Died { mechanism: name, process: rank, detail });
                 }
             }
         }

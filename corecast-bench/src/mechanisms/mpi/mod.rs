@@ -5,7 +5,7 @@
 //!
 //! MPI processes are started by `mpirun`, not forked by the harness, so
 //! both mechanisms have a [`Launcher`]: the parent writes the run (topology
-//! and [`crate::harness::JobSpec`]) to a file and runs `mpirun -np N <this
+//! and the job's bytes) to a file and runs `mpirun -np N <this
 //! program> internal-mpi-rank <file>`; each rank calls [`rank_main`], which
 //! runs the same workload body as a forked process would over an
 //! [`endpoint`] made of MPI calls, and writes its report to a file the

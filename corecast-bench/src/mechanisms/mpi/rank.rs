@@ -9,15 +9,17 @@ use mpi::traits::Communicator;
 use super::endpoint::MpiEndpoint;
 use super::launch::RankSpec;
 use super::RANK_SUBCOMMAND;
+use crate::transport::JobRunner;
 
 /// Runs a rank when this program was started as one (`argv[1]` is the rank
 /// subcommand); returns its exit status, or `None` for a normal start.
-/// For programs without a command-line parser (test binaries).
-pub fn run_rank_if_asked() -> Option<i32> {
+/// For programs without a command-line parser (test binaries); `runner`
+/// decodes and runs the job.
+pub fn run_rank_if_asked(runner: &JobRunner) -> Option<i32> {
     let args: Vec<String> = std::env::args().collect();
     match args.get(1).map(String::as_str) {
         Some(RANK_SUBCOMMAND) => Some(match args.get(2) {
-            Some(spec) => rank_main(Path::new(spec)),
+            Some(spec) => rank_main(Path::new(spec), runner),
             None => {
                 eprintln!("{RANK_SUBCOMMAND}: the spec file argument is missing");
                 2
@@ -28,10 +30,10 @@ pub fn run_rank_if_asked() -> Option<i32> {
 }
 
 /// Runs this process's rank of the run described in `spec_path`: the job's
-/// body over an MPI endpoint; writes `rank-<i>` (status byte, report) to the
+/// body (decoded and run by `runner`) over an MPI endpoint; writes `rank-<i>` (status byte, report) to the
 /// run directory. A failing rank aborts the MPI job after writing its
 /// report, so its peers do not wait forever.
-pub fn rank_main(spec_path: &Path) -> i32 {
+pub fn rank_main(spec_path: &Path, runner: &JobRunner) -> i32 {
     let spec: RankSpec = match std::fs::read(spec_path)
         .map_err(|e| e.to_string())
         .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
@@ -53,11 +55,11 @@ pub fn rank_main(spec_path: &Path) -> i32 {
     } else {
         if !spec.cpus.is_empty() {
             // A failed pin is not fatal: the record's placement says what was asked.
-            let _ = crate::harness::pin_to_cpu(spec.cpus[me % spec.cpus.len()]);
+            let _ = corecast_process::cpu::pin_to_cpu(spec.cpus[me % spec.cpus.len()]);
         }
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let mut ep = MpiEndpoint::new(&world, me, &spec.topology, spec.bcast).map_err(|e| e.to_string())?;
-            spec.job.body(me, &mut ep)
+            runner(&spec.job, me, &mut ep)
         }))
         .unwrap_or_else(|_| Err("panicked".to_string()))
     };

@@ -177,9 +177,9 @@ fn run_config(run: &Run) -> Result<Config, TransportError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conformance;
     use crate::harness::{run_processes, RunOptions};
     use crate::transport::Endpoint;
+    use crate::workloads::conformance;
 
     /// The tests look at every run of this process, so they run one at a time.
     pub(super) static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -218,7 +218,7 @@ mod tests {
         let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         // Every process builds its endpoint and leaves at once with _exit,
         // so no iceoryx2 destructor runs; cleanup alone must remove it all.
-        let body = |_: PeerId, _: &mut dyn Endpoint| -> Result<Vec<u8>, String> {
+        let body = |_: PeerId, _: &mut dyn Endpoint| -> Result<Vec<u8>, crate::harness::BenchError> {
             // SAFETY: _exit ends this forked child immediately; nothing of
             // the parent's state is touched afterwards.
             unsafe { libc::_exit(0) }
@@ -242,22 +242,22 @@ mod tests {
             groups: vec![crate::transport::Group { from: 0, members: vec![1] }],
         };
         let n = 300u64;
-        let body = move |me: PeerId, ep: &mut dyn Endpoint| -> Result<Vec<u8>, String> {
+        let body = move |me: PeerId, ep: &mut dyn Endpoint| -> Result<Vec<u8>, crate::harness::BenchError> {
             let mut buf = vec![0u8; 64];
             if me == 0 {
                 for seq in 0..n {
                     crate::harness::payload::fill(&mut buf, seq, 0);
                     // An irregular mix, so both services often hold messages.
                     let r = if (seq * 7) % 5 < 2 { ep.send_to(1, &buf) } else { ep.send_group(0, &buf) };
-                    r.map_err(|e| e.to_string())?;
+                    r?;
                 }
-                ep.recv_any(&mut buf).map_err(|e| e.to_string())?;
+                ep.recv_any(&mut buf)?;
             } else {
                 for seq in 0..n {
-                    let got = ep.recv_any(&mut buf).map_err(|e| e.to_string())?;
+                    let got = ep.recv_any(&mut buf)?;
                     crate::harness::payload::check(&buf[..got.len], 64, seq, 0)?;
                 }
-                ep.send_to(0, &[1]).map_err(|e| e.to_string())?;
+                ep.send_to(0, &[1])?;
             }
             Ok(Vec::new())
         };

@@ -23,84 +23,25 @@
 //! and fail if a later delivery carries another value. The takeover time
 //! runs from the kill to the first decision through the backup.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
+use crate::harness::BenchError;
 use serde::{Deserialize, Serialize};
 
-pub use super::paxos_roles::Detection;
-use super::paxos_roles::{self as roles, LeaderReport, LearnerReport, DONE, LEARNED, REQUEST};
-use super::wire::{digest, now_ns, parse, report, te, Header, HEADER_BYTES};
+mod config;
+mod roles;
+
+use super::wire::{digest, parse, report, Header, HEADER_BYTES};
+use super::{params, Context, Settings, Workload};
 use crate::harness::{payload, run_processes, RunOptions};
-use crate::transport::{Endpoint, Group, Mechanism, PeerId, Topology};
-
-pub(crate) const CLIENT: PeerId = 0;
-pub(crate) const LEADER: PeerId = 1;
-pub(crate) const PRIMARY: PeerId = 2;
-pub(crate) const BACKUP: PeerId = 3;
-pub(crate) const LEARNERS: PeerId = 4;
-pub(crate) const TICKER: PeerId = 7;
-/// Number of learners, as in the papers.
-pub const LEARNER_COUNT: usize = 3;
-/// Smallest request: the header and an 8-byte value.
-pub const MIN_REQUEST_BYTES: usize = HEADER_BYTES + 8;
-/// The heartbeat period of the leader's failure detector.
-pub const TICK: Duration = Duration::from_millis(1);
-
-/// What to run.
-#[derive(Clone, Debug)]
-pub struct PaxosParams {
-    /// Request size in bytes (at least [`MIN_REQUEST_BYTES`]).
-    pub size: usize,
-    /// Most undecided instances at a time (at least 1).
-    pub window: usize,
-    /// Length of each timed phase.
-    pub duration: Duration,
-    /// Timed phases (at least 1).
-    pub repetitions: usize,
-    /// Decisions before timing starts.
-    pub warmup: u64,
-    /// Kill the acceptor after it has accepted this many instances.
-    pub kill_after: Option<u64>,
-    /// No progress for this long means the acceptor failed (with `kill_after`).
-    pub takeover_timeout: Duration,
-}
-
-impl PaxosParams {
-    /// Defaults: a window of 16 and about 2 MiB of warm-up requests.
-    pub fn new(size: usize, duration: Duration, repetitions: usize) -> Self {
-        let warmup = ((2usize << 20) / size.max(1)).clamp(32, 2000) as u64;
-        PaxosParams {
-            size,
-            window: 16,
-            duration,
-            repetitions,
-            warmup,
-            kill_after: None,
-            takeover_timeout: Duration::from_millis(20),
-        }
-    }
-
-    /// Number of processes.
-    pub fn processes(&self) -> usize {
-        if self.kill_after.is_some() {
-            TICKER + 1
-        } else {
-            TICKER
-        }
-    }
-
-    fn topology(&self) -> Topology {
-        let learners: Vec<PeerId> = roles::learners().collect();
-        let mut links = vec![(CLIENT, LEADER), (LEADER, PRIMARY), (LEADER, BACKUP)];
-        links.extend(learners.iter().map(|&l| (l, CLIENT)));
-        if self.kill_after.is_some() {
-            links.extend([(TICKER, LEADER), (LEADER, TICKER)]);
-        }
-        let groups =
-            vec![Group { from: PRIMARY, members: learners.clone() }, Group { from: BACKUP, members: learners }];
-        Topology { processes: self.processes(), max_message_bytes: self.size, links, groups }
-    }
-}
+use crate::record::assemble::{base, summary_record};
+use crate::record::{Metric, Point, Record, Unit};
+use crate::transport::{Endpoint, Mechanism, PeerId};
+pub use config::{PaxosParams, LEARNER_COUNT, MIN_REQUEST_BYTES, TICK};
+use config::{BACKUP, CLIENT, LEADER, LEARNERS, PRIMARY, TICKER};
+use corecast_process::clock::now_ns;
+pub use roles::Detection;
+use roles::{LeaderReport, LearnerReport, DONE, LEARNED, REQUEST};
 
 /// What the client measured.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -139,13 +80,13 @@ pub struct PaxosResult {
 }
 
 /// Runs one PaxosInside point of `mechanism` and checks it.
-pub fn run(mechanism: &dyn Mechanism, p: &PaxosParams, opts: &RunOptions) -> Result<PaxosResult, String> {
+pub fn run(mechanism: &dyn Mechanism, p: &PaxosParams, opts: &RunOptions) -> Result<PaxosResult, BenchError> {
     if p.size < MIN_REQUEST_BYTES || p.window == 0 || p.repetitions == 0 || p.kill_after == Some(0) {
-        return Err(format!(
+        return Err(BenchError::mismatch(format!(
             "paxos needs requests of at least {MIN_REQUEST_BYTES} B, a window, a repetition and kill_after >= 1"
-        ));
+        )));
     }
-    let body = |me: PeerId, ep: &mut dyn Endpoint| -> Result<Vec<u8>, String> {
+    let body = |me: PeerId, ep: &mut dyn Endpoint| -> Result<Vec<u8>, BenchError> {
         match me {
             CLIENT => report(&client(ep, p)?),
             LEADER => report(&roles::leader(ep, p)?),
@@ -163,16 +104,19 @@ pub fn run(mechanism: &dyn Mechanism, p: &PaxosParams, opts: &RunOptions) -> Res
     let client: ClientReport = parse(&reports[CLIENT], "client")?;
     let leader: LeaderReport = parse(&reports[LEADER], "leader")?;
     if leader.requests != client.total {
-        return Err(format!("{name}: the leader got {} requests, the client sent {}", leader.requests, client.total));
+        return Err(BenchError::mismatch(format!(
+            "{name}: the leader got {} requests, the client sent {}",
+            leader.requests, client.total
+        )));
     }
     let mut kill_ns = None;
-    for l in roles::learners() {
+    for l in config::learners() {
         let r: LearnerReport = parse(&reports[l], "learner")?;
         if r.learned != client.total || r.digest != client.digest {
-            return Err(format!(
+            return Err(BenchError::mismatch(format!(
                 "{name}: learner {l} learned {} instances (digest {:x}); the client's {} had digest {:x}",
                 r.learned, r.digest, client.total, client.digest
-            ));
+            )));
         }
         kill_ns = kill_ns.or(r.kill_ns);
     }
@@ -180,7 +124,7 @@ pub fn run(mechanism: &dyn Mechanism, p: &PaxosParams, opts: &RunOptions) -> Res
         None => None,
         Some(n) => {
             if !reports[PRIMARY].is_empty() {
-                return Err(match leader.switch {
+                return Err(BenchError::mismatch(match leader.switch {
                     Some(_) => format!(
                         "{name}: the leader timed out on the acceptor and switched to the backup before the acceptor \
                          reached instance {n}, so it was never killed (the takeover timeout of {:?} is short for \
@@ -188,17 +132,110 @@ pub fn run(mechanism: &dyn Mechanism, p: &PaxosParams, opts: &RunOptions) -> Res
                         p.takeover_timeout
                     ),
                     None => format!("{name}: the acceptor was never killed (the run ended before instance {n})"),
-                });
+                }));
             }
-            let kill = kill_ns.ok_or_else(|| format!("{name}: no learner saw the acceptor's last message"))?;
-            let (switch_ns, detection) =
-                leader.switch.ok_or_else(|| format!("{name}: the leader never switched to the backup"))?;
-            let first = client.first_backup_ns.ok_or_else(|| format!("{name}: nothing was decided by the backup"))?;
+            let kill = kill_ns
+                .ok_or_else(|| BenchError::mismatch(format!("{name}: no learner saw the acceptor's last message")))?;
+            let (switch_ns, detection) = leader
+                .switch
+                .ok_or_else(|| BenchError::mismatch(format!("{name}: the leader never switched to the backup")))?;
+            let first = client
+                .first_backup_ns
+                .ok_or_else(|| BenchError::mismatch(format!("{name}: nothing was decided by the backup")))?;
             let us = |t: u64| (t as f64 - kill as f64) / 1e3;
             Some(Takeover { takeover_us: us(first), detection_us: us(switch_ns), detection })
         }
     };
     Ok(PaxosResult { client, takeover })
+}
+
+/// PaxosInside as a workload (SPEC B4).
+pub struct Paxos;
+
+impl Workload for Paxos {
+    fn name(&self) -> &'static str {
+        "paxos"
+    }
+
+    fn higher_is_better(&self) -> bool {
+        true
+    }
+
+    fn legend(&self) -> &'static str {
+        "paxos: consensus decisions/s (median of phases)"
+    }
+
+    fn processes(&self, _: &Point, s: &Settings) -> usize {
+        7 + usize::from(s.options.kill_acceptor_after.is_some())
+    }
+
+    fn unsuitable(&self, m: &dyn Mechanism) -> Option<String> {
+        m.sends_are_rendezvous().then(|| {
+            "its sends are rendezvous (complete only once read), and PaxosInside's open loop pipelines requests \
+             around the cycle client -> leader -> acceptor -> learners -> client, which then deadlocks"
+                .to_string()
+        })
+    }
+
+    fn run(&self, ctx: &Context<'_>) -> Result<Vec<Record>, BenchError> {
+        let (m, point, s, prov, placement, opts) =
+            (ctx.mechanism()?, ctx.point, ctx.settings, ctx.provenance, ctx.placement, ctx.options);
+        let mut p = PaxosParams::new(point.size, s.duration, s.repetitions);
+        p.window = s.options.paxos_window;
+        p.kill_after = s.options.kill_acceptor_after;
+        p.takeover_timeout = s.options.takeover_timeout;
+        let r = run(m, &p, opts).map_err(|e| match p.kill_after {
+            Some(n) if e.is_watchdog() => e.within(format!(
+                "the acceptor was killed after {n} instances and the run never finished: over a mechanism that \
+                 does not report a dead receiver, the leader's send to it blocks once its buffer is full, which a \
+                 window of {} allows",
+                p.window
+            )),
+            _ => e,
+        })?;
+        let mut b = base(prov, "paxos", m.name(), point.size, LEARNER_COUNT, placement);
+        b.count = r.client.decisions;
+        b.duration_s = s.duration.as_secs_f64();
+        b.warmup = p.warmup;
+        b.params = params(&[("window", p.window as u64)]);
+        let mut out: Vec<Record> = Vec::new();
+        if let (Some(t), Some(n)) = (&r.takeover, p.kill_after) {
+            let how = match t.detection {
+                Detection::SendError => "a failed send (the transport reported the acceptor gone)".to_string(),
+                Detection::CrashNotification => format!(
+                    "the transport's crash notification (corecast's keeper saw the acceptor's connection close), checked on each {} ms tick",
+                    TICK.as_millis()
+                ),
+                Detection::Timeout => format!(
+                    "the leader's timeout ({} ms without progress, checked every {} ms; no crash notification reached the leader first)",
+                    p.takeover_timeout.as_millis(),
+                    TICK.as_millis()
+                ),
+            };
+            b.params.insert("kill_acceptor_after".into(), n);
+            b.params.insert("takeover_timeout_ms".into(), p.takeover_timeout.as_millis() as u64);
+            b.notes.push(format!(
+                "{}: acceptor killed (SIGKILL) after {n} instances; the leader switched {:.0} us later, detected by {how}; \
+                 the backup's first decision came {:.0} us after the kill; all {} instances decided, every learner learned \
+                 the client's value for each (none lost or changed)",
+                m.name(),
+                t.detection_us,
+                t.takeover_us,
+                r.client.total
+            ));
+            if t.detection_us < 0.0 {
+                b.notes.push(
+                    "the leader suspected the acceptor before it was killed: the timeout is short for this machine"
+                        .into(),
+                );
+            }
+        }
+        out.extend(summary_record(&b, Metric::Throughput, Unit::DecisionsPerSec, r.client.phases.clone(), None));
+        if let Some(t) = &r.takeover {
+            out.extend(summary_record(&b, Metric::Takeover, Unit::Micros, vec![t.takeover_us], None));
+        }
+        Ok(out)
+    }
 }
 
 /// One undecided instance at the client.
@@ -223,30 +260,39 @@ struct Client<'a> {
 
 impl Client<'_> {
     /// Proposes while the window allows, then handles one learner reply.
-    fn step(&mut self, propose: bool) -> Result<(), String> {
+    fn step(&mut self, propose: bool) -> Result<(), BenchError> {
         let w = self.p.window as u64;
         while propose && self.next < self.decided + w {
             let i = self.next;
             payload::fill(&mut self.out[HEADER_BYTES..], i, 0);
             Header { kind: REQUEST, a: 0, b: i, c: 0 }.write(&mut self.out);
             let d = digest(&self.out[HEADER_BYTES..]);
-            self.ep.send_to(LEADER, &self.out).map_err(te)?;
+            self.ep.send_to(LEADER, &self.out)?;
             self.slots[(i % w) as usize] = Slot { replied: 0, expected: d, ballot: 0 };
             self.digest = self.digest.wrapping_add(roles::term(i, d));
             self.next += 1;
         }
-        let got = self.ep.recv_any(&mut self.inbox).map_err(te)?;
+        let got = self.ep.recv_any(&mut self.inbox)?;
         let h = Header::read(&self.inbox[..got.len])?;
         let bit = got.from.checked_sub(LEARNERS).filter(|&b| b < LEARNER_COUNT);
         let (Some(bit), LEARNED) = (bit, h.kind) else {
-            return Err(format!("client: unexpected message kind {} from process {}", h.kind, got.from));
+            return Err(BenchError::mismatch(format!(
+                "client: unexpected message kind {} from process {}",
+                h.kind, got.from
+            )));
         };
         if h.b < self.decided || h.b >= self.next {
-            return Err(format!("client: learner {} replied for instance {} outside the window", got.from, h.b));
+            return Err(BenchError::mismatch(format!(
+                "client: learner {} replied for instance {} outside the window",
+                got.from, h.b
+            )));
         }
         let slot = &mut self.slots[(h.b % w) as usize];
         if slot.replied & (1 << bit) != 0 || h.c != slot.expected {
-            return Err(format!("client: learner {} learned a wrong or repeated value for instance {}", got.from, h.b));
+            return Err(BenchError::mismatch(format!(
+                "client: learner {} learned a wrong or repeated value for instance {}",
+                got.from, h.b
+            )));
         }
         slot.replied |= 1 << bit;
         slot.ballot = slot.ballot.max(h.a);
@@ -264,7 +310,7 @@ impl Client<'_> {
 
 /// The client: warm-up, timed phases of decisions, with `kill_after` on
 /// until the backup has decided something, then drains and says done.
-fn client(ep: &mut dyn Endpoint, p: &PaxosParams) -> Result<ClientReport, String> {
+fn client(ep: &mut dyn Endpoint, p: &PaxosParams) -> Result<ClientReport, BenchError> {
     let mut c = Client {
         ep,
         p,
@@ -297,7 +343,10 @@ fn client(ep: &mut dyn Endpoint, p: &PaxosParams) -> Result<ClientReport, String
         let limit = n + 1000 * p.window as u64 + p.warmup;
         while c.first_backup_ns.is_none() {
             if c.decided > limit {
-                return Err(format!("client: {} instances decided and the backup has decided none", c.decided));
+                return Err(BenchError::mismatch(format!(
+                    "client: {} instances decided and the backup has decided none",
+                    c.decided
+                )));
             }
             c.step(true)?;
         }
@@ -306,7 +355,7 @@ fn client(ep: &mut dyn Endpoint, p: &PaxosParams) -> Result<ClientReport, String
         c.step(false)?;
     }
     let total = c.next;
-    c.ep.send_to(LEADER, &Header { kind: DONE, a: 0, b: total, c: 0 }.bytes()).map_err(te)?;
+    c.ep.send_to(LEADER, &Header { kind: DONE, a: 0, b: total, c: 0 }.bytes())?;
     let (digest, first_backup_ns) = (c.digest, c.first_backup_ns);
     Ok(ClientReport { phases, decisions, total, digest, first_backup_ns })
 }

@@ -1,4 +1,5 @@
-//! The conformance suite every mechanism passes (issue "benchmark suite").
+//! The conformance suite every mechanism passes: checks, not measurements
+//! (it produces no records, so it is not a [`super::Workload`]).
 //!
 //! Exact bytes, in order, for several sizes up to the mechanism's largest,
 //! to one and to several receivers, from several senders to one receiver,
@@ -7,7 +8,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::harness::{payload, run_job, JobSpec, RunOptions};
+use crate::harness::BenchError;
+use crate::harness::{job, payload, run_job, Job, RunOptions};
 use crate::transport::{Endpoint, Group, Mechanism, PeerId, Topology};
 
 /// The largest size the suite sends: 1 MiB or the mechanism's own limit.
@@ -34,18 +36,18 @@ fn count_for(size: usize) -> u64 {
 }
 
 /// Runs every check and returns the first failure as a sentence.
-pub fn check_mechanism(m: &dyn Mechanism) -> Result<(), String> {
+pub fn check_mechanism(m: &dyn Mechanism) -> Result<(), BenchError> {
     for size in sizes(m) {
         for receivers in [1usize, 3] {
-            fan_out(m, receivers, size).map_err(|e| format!("fan-out to {receivers}, {size} B: {e}"))?;
+            fan_out(m, receivers, size).map_err(|e| e.within(format!("fan-out to {receivers}, {size} B")))?;
         }
-        many_to_one(m, 3, size).map_err(|e| format!("3 senders to 1, {size} B: {e}"))?;
-        ping_pong(m, size).map_err(|e| format!("ping-pong, {size} B: {e}"))?;
+        many_to_one(m, 3, size).map_err(|e| e.within(format!("3 senders to 1, {size} B")))?;
+        ping_pong(m, size).map_err(|e| e.within(format!("ping-pong, {size} B")))?;
     }
     Ok(())
 }
 
-/// One check, as data so that it runs over every launcher ([`JobSpec`]).
+/// One check, as data so that it runs over every launcher (a [`Job`]).
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub enum Check {
     /// Process 0 sends to a group of `receivers`; all get everything in order.
@@ -85,12 +87,22 @@ impl Check {
     }
 
     /// Runs the check over `m`.
-    pub fn run(&self, m: &dyn Mechanism) -> Result<(), String> {
-        run_job(m, &self.topology(), &RunOptions::default(), &JobSpec::Conformance(*self)).map(|_| ())
+    pub fn run(&self, m: &dyn Mechanism) -> Result<(), BenchError> {
+        run_job(m, &self.topology(), &RunOptions::default(), self).map(|_| ())
+    }
+}
+
+impl Check {
+    /// Its kind among encoded jobs.
+    pub const KIND: &'static str = "conformance";
+}
+
+impl Job for Check {
+    fn encode(&self) -> Vec<u8> {
+        job::encode(Self::KIND, self)
     }
 
-    /// Process `me`'s part of the check.
-    pub fn body(&self, me: PeerId, ep: &mut dyn Endpoint) -> Result<Vec<u8>, String> {
+    fn body(&self, me: PeerId, ep: &mut dyn Endpoint) -> Result<Vec<u8>, BenchError> {
         match *self {
             Check::FanOut { receivers, size } => fan_out_body(me, ep, receivers, size),
             Check::ManyToOne { senders, size } => many_to_one_body(me, ep, senders, size),
@@ -101,87 +113,87 @@ impl Check {
 }
 
 /// One sender, `receivers` receivers: every receiver gets every message, in order.
-pub fn fan_out(m: &dyn Mechanism, receivers: usize, size: usize) -> Result<(), String> {
+pub fn fan_out(m: &dyn Mechanism, receivers: usize, size: usize) -> Result<(), BenchError> {
     Check::FanOut { receivers, size }.run(m)
 }
 
 /// `senders` processes send to process 0, which checks per-sender order and
 /// that `from` is right.
-pub fn many_to_one(m: &dyn Mechanism, senders: usize, size: usize) -> Result<(), String> {
+pub fn many_to_one(m: &dyn Mechanism, senders: usize, size: usize) -> Result<(), BenchError> {
     Check::ManyToOne { senders, size }.run(m)
 }
 
 /// Two processes bounce each message back; both sides check every byte.
-pub fn ping_pong(m: &dyn Mechanism, size: usize) -> Result<(), String> {
+pub fn ping_pong(m: &dyn Mechanism, size: usize) -> Result<(), BenchError> {
     Check::PingPong { size }.run(m)
 }
 
-fn fan_out_body(me: PeerId, ep: &mut dyn Endpoint, receivers: usize, size: usize) -> Result<(), String> {
+fn fan_out_body(me: PeerId, ep: &mut dyn Endpoint, receivers: usize, size: usize) -> Result<(), BenchError> {
     let n = count_for(size);
     let mut buf = vec![0u8; size];
     if me == 0 {
         for seq in 0..n {
             payload::fill(&mut buf, seq, 0);
-            ep.send_group(0, &buf).map_err(|e| e.to_string())?;
+            ep.send_group(0, &buf)?;
         }
         // Wait for every receiver's acknowledgement so no one exits early.
         for _ in 0..receivers {
-            ep.recv_any(&mut buf).map_err(|e| e.to_string())?;
+            ep.recv_any(&mut buf)?;
         }
     } else {
         for seq in 0..n {
-            let got = ep.recv_any(&mut buf).map_err(|e| e.to_string())?;
+            let got = ep.recv_any(&mut buf)?;
             if got.from != 0 {
-                return Err(format!("message {seq} reported as from {}", got.from));
+                return Err(BenchError::mismatch(format!("message {seq} reported as from {}", got.from)));
             }
             payload::check(&buf[..got.len], size, seq, 0)?;
         }
-        ep.send_to(0, &[1]).map_err(|e| e.to_string())?;
+        ep.send_to(0, &[1])?;
     }
     Ok(())
 }
 
-fn many_to_one_body(me: PeerId, ep: &mut dyn Endpoint, senders: usize, size: usize) -> Result<(), String> {
+fn many_to_one_body(me: PeerId, ep: &mut dyn Endpoint, senders: usize, size: usize) -> Result<(), BenchError> {
     let n = count_for(size);
     let mut buf = vec![0u8; size];
     if me == 0 {
         let mut next = vec![0u64; senders + 1];
         for _ in 0..n * senders as u64 {
-            let got = ep.recv_any(&mut buf).map_err(|e| e.to_string())?;
+            let got = ep.recv_any(&mut buf)?;
             if got.from == 0 || got.from > senders {
-                return Err(format!("message reported as from {}", got.from));
+                return Err(BenchError::mismatch(format!("message reported as from {}", got.from)));
             }
             payload::check(&buf[..got.len], size, next[got.from], got.from as u32)?;
             next[got.from] += 1;
         }
         for s in 1..=senders {
-            ep.send_to(s, &[1]).map_err(|e| e.to_string())?;
+            ep.send_to(s, &[1])?;
         }
     } else {
         for seq in 0..n {
             payload::fill(&mut buf, seq, me as u32);
-            ep.send_to(0, &buf).map_err(|e| e.to_string())?;
+            ep.send_to(0, &buf)?;
         }
-        ep.recv_any(&mut buf).map_err(|e| e.to_string())?;
+        ep.recv_any(&mut buf)?;
     }
     Ok(())
 }
 
-fn ping_pong_body(me: PeerId, ep: &mut dyn Endpoint, size: usize) -> Result<(), String> {
+fn ping_pong_body(me: PeerId, ep: &mut dyn Endpoint, size: usize) -> Result<(), BenchError> {
     let n = count_for(size).min(50);
     let mut buf = vec![0u8; size];
     let peer = 1 - me;
     for seq in 0..n {
         if me == 0 {
             payload::fill(&mut buf, seq, 0);
-            ep.send_to(peer, &buf).map_err(|e| e.to_string())?;
-            let got = ep.recv_any(&mut buf).map_err(|e| e.to_string())?;
+            ep.send_to(peer, &buf)?;
+            let got = ep.recv_any(&mut buf)?;
             payload::check(&buf[..got.len], size, seq, 1)?;
         } else {
-            let got = ep.recv_any(&mut buf).map_err(|e| e.to_string())?;
+            let got = ep.recv_any(&mut buf)?;
             payload::check(&buf[..got.len], size, seq, 0)?;
             payload::fill(&mut buf, seq, 1);
-            ep.send_to(peer, &buf).map_err(|e| e.to_string())?;
+            ep.send_to(peer, &buf)?;
         }
     }
     Ok(())

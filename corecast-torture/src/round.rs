@@ -2,11 +2,11 @@
 //! participants, start them together, inject the planned faults at their
 //! moments while reading every log, and collect how each one ended.
 
-use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use corecast::Channel;
+use corecast_process::Signal;
 
 use super::child::{self, Child};
 use super::log::Event;
@@ -105,18 +105,13 @@ impl Round<'_> {
 
     /// Waits (up to `until`) for readable logs, then reads and reaps.
     fn pump(&mut self, until: Instant) {
-        let mut fds: Vec<libc::pollfd> = self
-            .parts
-            .iter()
-            .filter_map(|p| p.child.log.as_ref())
-            .map(|fd| libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 })
-            .collect();
-        let ms = until.saturating_duration_since(Instant::now()).as_millis().min(50) as i32;
+        let fds: Vec<_> = self.parts.iter().filter_map(|p| p.child.log_fd()).collect();
+        let wait = until.saturating_duration_since(Instant::now()).min(Duration::from_millis(50));
         if !fds.is_empty() {
-            // SAFETY: fds is a valid array of pollfd of the given length.
-            unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+            // An error here only shortens the wait; the logs are read below.
+            let _ = corecast_process::pipe::wait_readable(&fds, Some(wait));
         } else {
-            std::thread::sleep(Duration::from_millis(ms as u64));
+            std::thread::sleep(wait);
         }
         for p in &mut self.parts {
             p.child.drain();
@@ -152,7 +147,7 @@ pub fn run(name: &str, plan: RoundPlan) -> Result<RoundResult> {
     let mut second: Option<Channel> = None;
     let mut keeper_killed = false;
     let mut evicted_pids = Vec::new();
-    let (go_r, go_w) = child::pipe().context("creating the start pipe")?;
+    let (go_r, go_w) = corecast_process::pipe::pipe().context("creating the start pipe")?;
     let mut r = Round { plan: &plan, name, parts: Vec::new() };
     for (i, s) in plan.senders.iter().enumerate() {
         r.spawn(Role::Sender(s.id), i, Some(&go_r))?;
@@ -189,7 +184,7 @@ pub fn run(name: &str, plan: RoundPlan) -> Result<RoundResult> {
             }
             let holding = r.holding(i);
             if holding {
-                r.parts[i].child.signal(libc::SIGKILL);
+                r.parts[i].child.signal(Signal::KILL);
                 r.parts[i].killed = true;
             }
             !holding
@@ -201,7 +196,7 @@ pub fn run(name: &str, plan: RoundPlan) -> Result<RoundResult> {
             }
             let holding = r.holding(i);
             if holding {
-                r.parts[i].child.signal(libc::SIGSTOP);
+                r.parts[i].child.signal(Signal::STOP);
                 r.parts[i].stopped = true;
                 resume.push((now + d, i));
             }
@@ -215,7 +210,7 @@ pub fn run(name: &str, plan: RoundPlan) -> Result<RoundResult> {
                 Action::Kill(i) => {
                     let p = &mut r.parts[*i];
                     if p.child.exit.is_none() {
-                        p.child.signal(libc::SIGKILL);
+                        p.child.signal(Signal::KILL);
                         p.killed = true;
                     }
                 }
@@ -223,7 +218,7 @@ pub fn run(name: &str, plan: RoundPlan) -> Result<RoundResult> {
                 Action::Stop(i, d) => {
                     let p = &mut r.parts[*i];
                     if p.child.exit.is_none() && !p.killed {
-                        p.child.signal(libc::SIGSTOP);
+                        p.child.signal(Signal::STOP);
                         p.stopped = true;
                         resume.push((now + *d, *i));
                     }
@@ -234,8 +229,9 @@ pub fn run(name: &str, plan: RoundPlan) -> Result<RoundResult> {
                 }
                 Action::Join(_) => {}
                 Action::KillKeeper => {
-                    // SAFETY: signalling the keeper this round's channel started.
-                    unsafe { libc::kill(keeper_pid as i32, libc::SIGKILL) };
+                    if let Some(pid) = rustix::process::Pid::from_raw(keeper_pid as i32) {
+                        let _ = rustix::process::kill_process(pid, Signal::KILL);
+                    }
                     keeper_killed = true;
                 }
                 Action::StopHolding(i, d) => stop_armed.push((*i, *d)),
@@ -251,7 +247,7 @@ pub fn run(name: &str, plan: RoundPlan) -> Result<RoundResult> {
         }
         resume.retain(|&(at, i)| {
             if at <= now {
-                r.parts[i].child.signal(libc::SIGCONT);
+                r.parts[i].child.signal(Signal::CONT);
             }
             at > now
         });
@@ -261,8 +257,8 @@ pub fn run(name: &str, plan: RoundPlan) -> Result<RoundResult> {
         if go.elapsed() > GUARD {
             for p in &mut r.parts {
                 if p.child.exit.is_none() {
-                    p.child.signal(libc::SIGCONT);
-                    p.child.signal(libc::SIGKILL);
+                    p.child.signal(Signal::CONT);
+                    p.child.signal(Signal::KILL);
                     p.hung = !p.killed;
                 }
             }

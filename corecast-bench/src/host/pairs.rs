@@ -95,7 +95,7 @@ pub fn describe(t: &CpuTopology, pairs: &[(usize, usize)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::topology::{Cache, NumaNode};
+    use crate::host::topology::{Cache, NumaNode};
 
     fn machine() -> CpuTopology {
         let l2 = |cpus: Vec<usize>| Cache {

@@ -48,19 +48,7 @@ pub struct Deferred {
 impl Deferred {
     /// Blocks SIGINT in the calling thread until the value is dropped.
     pub fn new() -> Deferred {
-        // SAFETY: sigset_t is plain data; zeroed then sigemptyset is valid.
-        let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
-        // SAFETY: as above.
-        let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
-        // SAFETY: `set` is a valid sigset_t we own.
-        unsafe {
-            libc::sigemptyset(&mut set);
-            libc::sigaddset(&mut set, libc::SIGINT);
-        }
-        // SAFETY: both pointers are valid sigset_t values we own; on failure
-        // (impossible with valid arguments) `old` stays empty, which unblocks all.
-        unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old) };
-        Deferred { old }
+        Deferred { old: block_sigint() }
     }
 }
 
@@ -75,4 +63,23 @@ impl Drop for Deferred {
         // SAFETY: `old` is the valid mask saved by `new`.
         unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut()) };
     }
+}
+
+/// Blocks SIGINT in the calling thread (and the children it forks from now
+/// on); returns the previous mask. rustix has no sigprocmask outside its
+/// runtime module.
+pub(crate) fn block_sigint() -> libc::sigset_t {
+    // SAFETY: sigset_t is plain data; zeroed then sigemptyset is valid.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a valid sigset_t we own.
+    unsafe {
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+    }
+    // SAFETY: both pointers are valid sigset_t values we own; on failure
+    // (impossible with valid arguments) `old` stays empty, which unblocks all.
+    unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old) };
+    old
 }

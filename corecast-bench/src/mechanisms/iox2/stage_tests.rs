@@ -80,7 +80,7 @@ fn a_sender_waits_for_a_receiver_that_has_not_received_yet() {
                 while got < total {
                     match ep.try_recv(&mut buf).map_err(|e| e.to_string())? {
                         Some(r) => {
-                            payload::check(&buf[..r.len], SIZE, got, 0)?;
+                            payload::check(&buf[..r.len], SIZE, got, 0).map_err(|e| e.to_string())?;
                             got += 1;
                         }
                         None if done.load(Ordering::SeqCst) && got >= sent.load(Ordering::SeqCst) as u64 => break,

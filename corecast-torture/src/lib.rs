@@ -1,4 +1,4 @@
-//! `corecast torture`: the fault-injection suite (issue 4). Rounds of
+//! The torture engine behind `corecast torture`: the fault-injection suite. Rounds of
 //! random channels with random senders and receivers as real processes, a
 //! killer (SIGKILL at random moments), stalls (SIGSTOP/SIGCONT under a
 //! short deadline) and hostile writers; every participant logs what it
@@ -7,14 +7,15 @@
 //! nothing was left on the system.
 
 mod check;
-pub(crate) mod child;
+mod child;
 mod figures;
 mod flooder;
 mod hostile;
 mod leaks;
-pub(crate) mod log;
+mod log;
 mod payload;
 mod plan;
+pub use plan::Kind;
 mod receiver;
 mod rng;
 mod round;
@@ -24,29 +25,26 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use corecast_bench::harness::interrupt;
+use corecast_process::interrupt;
 
 use figures::Figures;
 
-/// Arguments of `corecast torture`.
-#[derive(clap::Args, Debug)]
-pub struct Args {
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct Config {
     /// Keep starting rounds for this many seconds (the last one finishes).
-    #[arg(long, default_value_t = 60)]
-    seconds: u64,
+    pub seconds: u64,
     /// Seed of every random choice (default: from the clock; printed).
-    #[arg(long)]
-    seed: Option<u64>,
+    pub seed: Option<u64>,
     /// Print each round's summary on stderr.
-    #[arg(long)]
-    verbose: bool,
+    pub verbose: bool,
     /// Run only rounds of this kind (to chase one fault).
-    #[arg(long, value_enum)]
-    kind: Option<plan::Kind>,
+    pub kind: Option<Kind>,
 }
 
-/// Runs the suite; exit 0 when every must-be-zero figure is zero.
-pub fn run(a: Args) -> Result<ExitCode> {
+/// Runs the suite, printing the figures; exit 0 when every must-be-zero
+/// figure is zero, 1 when one is not, 130 when Ctrl-C stopped it.
+pub fn run(a: Config) -> Result<ExitCode> {
     interrupt::install().context("installing the Ctrl-C handler")?;
     leaks::become_subreaper();
     let seed = a.seed.unwrap_or_else(|| {

@@ -1,33 +1,31 @@
-//! A small deterministic generator (SplitMix64): every random choice of a
-//! run derives from `--seed`, so a failing run can be replayed (apart from
-//! scheduling, which no seed controls).
+//! The round's choices from one seed (SplitMix64, shared with the suite in
+//! [`corecast_process::mix`]): every random choice of a run derives from
+//! `--seed`, so a failing run can be replayed (apart from scheduling, which
+//! no seed controls).
 
-/// SplitMix64 (Steele, Lea, Flood 2014): fast, full-period, good enough
-/// for choosing sizes and moments; not for anything secret.
+use corecast_process::mix::SplitMix64;
+
+/// Ranges, chances and log-uniform draws over SplitMix64.
 #[derive(Clone, Debug)]
-pub struct Rng(u64);
+pub struct Rng(SplitMix64);
 
 impl Rng {
     /// A generator seeded with `seed`.
     pub fn new(seed: u64) -> Rng {
-        Rng(seed)
+        Rng(SplitMix64::new(seed))
     }
 
     /// A generator for a sub-stream (`tag`) of this seed, independent of
     /// how many values the parent has drawn.
     pub fn derive(seed: u64, tag: u64) -> Rng {
-        let mut r = Rng(seed ^ tag.wrapping_mul(0xD6E8_FEB8_6659_FD93));
+        let mut r = Rng::new(seed ^ tag.wrapping_mul(0xD6E8_FEB8_6659_FD93));
         r.next_u64();
         r
     }
 
     /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// Uniform in `lo..=hi` (`lo` when `hi < lo`).

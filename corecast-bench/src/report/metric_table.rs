@@ -1,34 +1,24 @@
-//! The tables of the pair workloads: one row per (mechanism, size), one
-//! column per metric. LogP in microseconds (RTT/2, g, Os, Or, L), bandwidth
+//! The tables of workloads with a table of their own: one row per
+//! (mechanism, size), one column per metric. LogP in microseconds (RTT/2, g, Os, Or, L), bandwidth
 //! in MB/s (ping-pong, unidirectional, bidirectional, and the memcpy
 //! reference in its own rows). Failures and skips are numbered notes.
 
 use std::fmt::Write as _;
 
-use super::format::sig3;
-use super::table::grid;
-use crate::record::{Metric, Workload};
-use crate::suite::plan::format_size;
-use crate::suite::{Outcome, Status};
-
-const LOGP: [(Metric, &str); 5] =
-    [(Metric::RttHalf, "RTT/2"), (Metric::G, "g"), (Metric::Os, "Os"), (Metric::Or, "Or"), (Metric::L, "L")];
-const BANDWIDTH: [(Metric, &str); 4] = [
-    (Metric::BandwidthPingpong, "ping-pong"),
-    (Metric::BandwidthUnidirectional, "unidirectional"),
-    (Metric::BandwidthBidirectional, "bidirectional"),
-    (Metric::BandwidthMemcpy, "memcpy"),
-];
+use super::format::{grid, sig3};
+use crate::record::{Metric, Outcome, Status};
+use crate::workloads::{describe_point, format_size, registry, Table};
 
 /// Renders the LogP and bandwidth tables of `outcomes`; empty when there
 /// are none.
 pub fn render(outcomes: &[Outcome]) -> String {
     let mut out = String::new();
     let mut notes = Vec::new();
-    let logp = "logp: microseconds (median over repetitions); L = RTT/2 - Os - Or; Os, Or by Spin(D)";
-    one(&mut out, &mut notes, outcomes, Workload::Logp, &LOGP, logp);
-    let bw = "bandwidth: MB/s (10^6 B/s, median); memcpy is one core copying the message";
-    one(&mut out, &mut notes, outcomes, Workload::Bandwidth, &BANDWIDTH, bw);
+    for w in registry::ALL {
+        if let Table::Metrics { metrics, legend } = w.table() {
+            one(&mut out, &mut notes, outcomes, w.name(), metrics, legend);
+        }
+    }
     for (i, n) in notes.iter().enumerate() {
         let _ = writeln!(out, "[{}] {n}", i + 1);
     }
@@ -39,7 +29,7 @@ fn one(
     out: &mut String,
     notes: &mut Vec<String>,
     outcomes: &[Outcome],
-    w: Workload,
+    w: &str,
     metrics: &[(Metric, &str)],
     legend: &str,
 ) {
@@ -63,8 +53,8 @@ fn one(
                 .iter()
                 .map(|(m, _)| rs.iter().find(|r| r.metric == *m).map_or("-".to_string(), |r| sig3(r.value)))
                 .collect(),
-            Status::Failed(e) => note_cells(notes, "FAILED", &o.point.describe(), e, shown.len()),
-            Status::Skipped(why) => note_cells(notes, "skipped", &o.point.describe(), why, shown.len()),
+            Status::Failed(e) => note_cells(notes, "FAILED", &describe_point(&o.point), e, shown.len()),
+            Status::Skipped(why) => note_cells(notes, "skipped", &describe_point(&o.point), why, shown.len()),
         };
         body.push(cells);
     }

@@ -1,13 +1,16 @@
-//! The server roles of [`super::paxos`]: leader, acceptors, learners, and
+//! The server roles of [`super`]: leader, acceptors, learners, and
 //! the heartbeat that lets the leader time out on a silent acceptor.
 
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::paxos::{PaxosParams, BACKUP, CLIENT, LEADER, LEARNERS, PRIMARY, TICKER};
-use super::wire::{digest, mix, now_ns, te, Header, HEADER_BYTES};
+use super::config::{PaxosParams, BACKUP, CLIENT, LEADER, PRIMARY, TICKER};
+use crate::harness::BenchError;
 use crate::transport::{Endpoint, TransportError};
+use crate::workloads::wire::{digest, Header, HEADER_BYTES};
+use corecast_process::clock::now_ns;
+use corecast_process::mix::finalize as mix;
 
 pub(crate) const REQUEST: u32 = 1;
 pub(crate) const ACCEPT: u32 = 2;
@@ -60,7 +63,7 @@ pub(crate) fn term(instance: u64, value_digest: u64) -> u64 {
 
 /// The leader: numbers requests into instances, forwards them to the
 /// active acceptor, keeps the last `window` values for a takeover.
-pub(crate) fn leader(ep: &mut dyn Endpoint, p: &PaxosParams) -> Result<LeaderReport, String> {
+pub(crate) fn leader(ep: &mut dyn Endpoint, p: &PaxosParams) -> Result<LeaderReport, BenchError> {
     let w = p.window as u64;
     // Undecided instances lie in [requests - window, requests), so one more
     // slot is free to receive into (see the client's window rule).
@@ -70,18 +73,18 @@ pub(crate) fn leader(ep: &mut dyn Endpoint, p: &PaxosParams) -> Result<LeaderRep
     let mut requests = 0u64;
     let mut switch = None;
     let mut last_progress = Instant::now();
-    let mut takeover = |log: &mut [Vec<u8>], requests: u64, ep: &mut dyn Endpoint, how| -> Result<(), String> {
+    let mut takeover = |log: &mut [Vec<u8>], requests: u64, ep: &mut dyn Endpoint, how| -> Result<(), BenchError> {
         for i in requests.saturating_sub(w)..requests {
             let slot = &mut log[(i % slots) as usize];
             Header { kind: ACCEPT, a: 2, b: i, c: 0 }.write(slot);
-            ep.send_to(BACKUP, slot).map_err(te)?;
+            ep.send_to(BACKUP, slot)?;
         }
         switch = Some((now_ns(), how));
         Ok(())
     };
     loop {
         let buf = &mut log[(requests % slots) as usize];
-        let got = ep.recv_any(buf).map_err(te)?;
+        let got = ep.recv_any(buf)?;
         let h = Header::read(&buf[..got.len])?;
         match (got.from, h.kind) {
             (CLIENT, REQUEST) if h.b == requests && got.len == p.size => {
@@ -92,7 +95,7 @@ pub(crate) fn leader(ep: &mut dyn Endpoint, p: &PaxosParams) -> Result<LeaderRep
                         (ballot, active) = (2, BACKUP);
                         takeover(&mut log, requests + 1, ep, Detection::SendError)?;
                     }
-                    Err(e) => return Err(te(e)),
+                    Err(e) => return Err(e.into()),
                 }
                 requests += 1;
                 last_progress = Instant::now();
@@ -106,9 +109,11 @@ pub(crate) fn leader(ep: &mut dyn Endpoint, p: &PaxosParams) -> Result<LeaderRep
                     (ballot, active) = (2, BACKUP);
                     takeover(&mut log, requests, ep, Detection::Timeout)?;
                 }
-                ep.send_to(TICKER, &Header { kind: CONTINUE, a: 0, b: 0, c: 0 }.bytes()).map_err(te)?;
+                ep.send_to(TICKER, &Header { kind: CONTINUE, a: 0, b: 0, c: 0 }.bytes())?;
             }
-            (from, kind) => return Err(format!("leader: unexpected message kind {kind} from process {from}")),
+            (from, kind) => {
+                return Err(BenchError::mismatch(format!("leader: unexpected message kind {kind} from process {from}")))
+            }
         }
     }
     let stop = Header { kind: STOP, a: ballot, b: requests, c: 0 }.bytes();
@@ -116,18 +121,18 @@ pub(crate) fn leader(ep: &mut dyn Endpoint, p: &PaxosParams) -> Result<LeaderRep
     // (a takeover on a false suspicion) is alive and must be told to stop.
     let primary_dead = p.kill_after.is_some_and(|n| sent_to_primary >= n);
     if !primary_dead {
-        ep.send_to(PRIMARY, &stop).map_err(te)?;
+        ep.send_to(PRIMARY, &stop)?;
     }
-    ep.send_to(BACKUP, &stop).map_err(te)?;
+    ep.send_to(BACKUP, &stop)?;
     if p.kill_after.is_some() {
         let mut buf = vec![0u8; p.size];
         loop {
-            let got = ep.recv_any(&mut buf).map_err(te)?;
+            let got = ep.recv_any(&mut buf)?;
             if got.from == TICKER {
                 break;
             }
         }
-        ep.send_to(TICKER, &Header { kind: HALT, a: 0, b: 0, c: 0 }.bytes()).map_err(te)?;
+        ep.send_to(TICKER, &Header { kind: HALT, a: 0, b: 0, c: 0 }.bytes())?;
     }
     Ok(LeaderReport { switch, requests })
 }
@@ -136,15 +141,15 @@ pub(crate) fn leader(ep: &mut dyn Endpoint, p: &PaxosParams) -> Result<LeaderRep
 /// leader sends at the highest ballot seen and multicasts it to the
 /// learners. The primary kills itself with SIGKILL right after multicasting
 /// its `kill_after`-th value, announcing the time in that last message.
-pub(crate) fn acceptor(ep: &mut dyn Endpoint, backup: bool, p: &PaxosParams) -> Result<u64, String> {
+pub(crate) fn acceptor(ep: &mut dyn Endpoint, backup: bool, p: &PaxosParams) -> Result<u64, BenchError> {
     let group = usize::from(backup);
     let mut buf = vec![0u8; p.size];
     let (mut promised, mut accepted) = (0u32, 0u64);
     loop {
-        let got = ep.recv_any(&mut buf).map_err(te)?;
+        let got = ep.recv_any(&mut buf)?;
         let h = Header::read(&buf[..got.len])?;
         if got.from != LEADER {
-            return Err(format!("acceptor: message from process {}", got.from));
+            return Err(BenchError::mismatch(format!("acceptor: message from process {}", got.from)));
         }
         match h.kind {
             ACCEPT if h.a >= promised => {
@@ -153,7 +158,7 @@ pub(crate) fn acceptor(ep: &mut dyn Endpoint, backup: bool, p: &PaxosParams) -> 
                 let dying = !backup && p.kill_after == Some(accepted);
                 let kill_ns = if dying { now_ns() } else { 0 };
                 Header { kind: ACCEPTED, a: h.a, b: h.b, c: kill_ns }.write(&mut buf);
-                ep.send_group(group, &buf[..got.len]).map_err(te)?;
+                ep.send_group(group, &buf[..got.len])?;
                 if dying {
                     // SAFETY: raise has no memory-safety preconditions; this
                     // process is listed as expendable, so the harness expects it.
@@ -168,7 +173,7 @@ pub(crate) fn acceptor(ep: &mut dyn Endpoint, backup: bool, p: &PaxosParams) -> 
                 }
                 return Ok(accepted);
             }
-            k => return Err(format!("acceptor: unexpected message kind {k}")),
+            k => return Err(BenchError::mismatch(format!("acceptor: unexpected message kind {k}"))),
         }
     }
 }
@@ -176,7 +181,7 @@ pub(crate) fn acceptor(ep: &mut dyn Endpoint, backup: bool, p: &PaxosParams) -> 
 /// A learner: learns each instance once from whichever acceptor delivers it,
 /// fails if a value changes, replies to the client, stops when it has every
 /// instance and an acceptor said how many there are.
-pub(crate) fn learner(ep: &mut dyn Endpoint, p: &PaxosParams) -> Result<LearnerReport, String> {
+pub(crate) fn learner(ep: &mut dyn Endpoint, p: &PaxosParams) -> Result<LearnerReport, BenchError> {
     let mut buf = vec![0u8; p.size];
     let mut learned: Vec<Option<u64>> = Vec::new();
     let mut r = LearnerReport { learned: 0, digest: 0, kill_ns: None, gone_errors: 0 };
@@ -193,11 +198,11 @@ pub(crate) fn learner(ep: &mut dyn Endpoint, p: &PaxosParams) -> Result<LearnerR
                 std::thread::yield_now();
                 continue;
             }
-            Err(e) => return Err(te(e)),
+            Err(e) => return Err(e.into()),
         };
         let h = Header::read(&buf[..got.len])?;
         if got.from != PRIMARY && got.from != BACKUP {
-            return Err(format!("learner: message from process {}", got.from));
+            return Err(BenchError::mismatch(format!("learner: message from process {}", got.from)));
         }
         match h.kind {
             ACCEPTED => {
@@ -211,7 +216,10 @@ pub(crate) fn learner(ep: &mut dyn Endpoint, p: &PaxosParams) -> Result<LearnerR
                 }
                 match learned[i] {
                     Some(prev) if prev != d => {
-                        return Err(format!("instance {i} changed value (ballot {} from process {})", h.a, got.from))
+                        return Err(BenchError::mismatch(format!(
+                            "instance {i} changed value (ballot {} from process {})",
+                            h.a, got.from
+                        )))
                     }
                     Some(_) => {}
                     None => {
@@ -219,34 +227,29 @@ pub(crate) fn learner(ep: &mut dyn Endpoint, p: &PaxosParams) -> Result<LearnerR
                         r.learned += 1;
                         r.digest = r.digest.wrapping_add(term(h.b, d));
                         let reply = Header { kind: LEARNED, a: h.a, b: h.b, c: d }.bytes();
-                        ep.send_to(CLIENT, &reply).map_err(te)?;
+                        ep.send_to(CLIENT, &reply)?;
                     }
                 }
             }
             STOP => total = Some(h.b),
-            k => return Err(format!("learner: unexpected message kind {k}")),
+            k => return Err(BenchError::mismatch(format!("learner: unexpected message kind {k}"))),
         }
     }
     Ok(r)
 }
 
 /// The heartbeat: a tick to the leader every `period` until it says halt.
-pub(crate) fn ticker(ep: &mut dyn Endpoint, period: Duration, size: usize) -> Result<u64, String> {
+pub(crate) fn ticker(ep: &mut dyn Endpoint, period: Duration, size: usize) -> Result<u64, BenchError> {
     let mut buf = vec![0u8; size];
     let tick = Header { kind: TICK, a: 0, b: 0, c: 0 }.bytes();
     let mut n = 0u64;
     loop {
         std::thread::sleep(period);
-        ep.send_to(LEADER, &tick).map_err(te)?;
+        ep.send_to(LEADER, &tick)?;
         n += 1;
-        let got = ep.recv_any(&mut buf).map_err(te)?;
+        let got = ep.recv_any(&mut buf)?;
         if Header::read(&buf[..got.len])?.kind == HALT {
             return Ok(n);
         }
     }
-}
-
-/// The learners' process ids.
-pub(crate) fn learners() -> std::ops::Range<usize> {
-    LEARNERS..LEARNERS + 3
 }

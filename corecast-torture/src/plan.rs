@@ -12,7 +12,7 @@ use super::rng::Rng;
 pub const BOUND: Duration = Duration::from_secs(10);
 
 /// The flavour of a round.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     /// SIGKILL at random moments; no deadline or a long one.
     Crash,
@@ -24,6 +24,33 @@ pub enum Kind {
     Sequencer,
     /// The channel's keeper is killed mid-round (plus some kills).
     Keeper,
+}
+
+impl Kind {
+    /// Every kind, in the order rounds cycle through them.
+    pub const ALL: [Kind; 5] = [Kind::Crash, Kind::Stall, Kind::Hostile, Kind::Sequencer, Kind::Keeper];
+
+    /// Its name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Crash => "crash",
+            Kind::Stall => "stall",
+            Kind::Hostile => "hostile",
+            Kind::Sequencer => "sequencer",
+            Kind::Keeper => "keeper",
+        }
+    }
+}
+
+impl std::str::FromStr for Kind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Kind, String> {
+        Kind::ALL.into_iter().find(|k| k.name() == s).ok_or_else(|| {
+            let known: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
+            format!("unknown round kind `{s}`; known: {}", known.join(", "))
+        })
+    }
 }
 
 /// One sender's behaviour.

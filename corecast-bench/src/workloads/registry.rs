@@ -1,0 +1,35 @@
+//! Every workload, by name: adding one is a new file and one line here.
+
+use super::{bandwidth, contend, detect, fanout, logp, paxos, pi, pingpong, snapshot, wordcount, Workload};
+
+/// Every workload, in the order tables show them.
+pub static ALL: &[&dyn Workload] = &[
+    &fanout::Fanout,
+    &pingpong::Pingpong,
+    &detect::Detect,
+    &paxos::Paxos,
+    &snapshot::Snapshot,
+    &contend::Contend::NEAR,
+    &contend::Contend::FAR,
+    &pi::Pi,
+    &wordcount::Wordcount,
+    &logp::Logp,
+    &bandwidth::Bandwidth,
+];
+
+/// The workload named `name`.
+pub fn by_name(name: &str) -> Option<&'static dyn Workload> {
+    ALL.iter().copied().find(|w| w.name() == name)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn names_are_unique() {
+        let mut names: Vec<&str> = super::ALL.iter().map(|w| w.name()).collect();
+        names.sort_unstable();
+        let n = names.len();
+        names.dedup();
+        assert_eq!(names.len(), n);
+    }
+}

@@ -1,0 +1,20 @@
+//! Processes for the corecast benchmark suite and torture engine, written
+//! once: a forked child that reports through a pipe ([`child`]), pipes and
+//! polling ([`pipe`]), Ctrl-C that stops a run between steps ([`interrupt`]), pinning to a CPU ([`cpu`]), a clock every process of
+//! a run reads alike ([`clock`]), and the mixer deterministic payloads and
+//! seeds are made from ([`mix`]).
+//!
+//! The library (`corecast`) keeps its own small keeper launch so that it
+//! depends on nothing of the suite.
+
+#![deny(missing_docs)]
+
+pub mod child;
+pub mod clock;
+pub mod cpu;
+pub mod interrupt;
+pub mod mix;
+pub mod pipe;
+
+pub use child::{fork, Child, Exit, ForkOptions};
+pub use rustix::process::Signal;
