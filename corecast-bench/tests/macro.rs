@@ -12,7 +12,8 @@ use corecast_bench::mechanisms;
 use corecast_bench::record::{Metric, Provenance, Unit};
 use corecast_bench::suite::{grid, run_plan, Settings, Status, WorkloadOptions};
 use corecast_bench::transport::{Availability, Mechanism};
-use corecast_bench::workloads::{contend, corpus, describe_point, paxos, pi, snapshot, wordcount};
+use corecast_bench::workloads::registry::describe_point;
+use corecast_bench::workloads::{contend, corpus, paxos, pi, snapshot, wordcount};
 
 const SHORT: Duration = Duration::from_millis(10);
 const MECHANISMS: [&str; 3] = ["pipe", "unix-dgram", "corecast"];

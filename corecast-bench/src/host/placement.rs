@@ -56,7 +56,7 @@ impl Placement {
         Placement { process_cpus, ..self.clone() }
     }
 
-    /// The CPU list to hand to [`crate::harness::RunOptions::cpus`]; empty
+    /// The CPU list to hand to the harness's run options (`cpus`); empty
     /// means no pinning.
     pub fn run_cpus(&self) -> Vec<usize> {
         match self.mode {

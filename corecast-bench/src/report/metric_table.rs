@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use super::format::{grid, sig3};
 use crate::record::{Metric, Outcome, Status};
-use crate::workloads::{describe_point, format_size, registry, Table};
+use crate::workloads::{format_size, registry, Table};
 
 /// Renders the LogP and bandwidth tables of `outcomes`; empty when there
 /// are none.
@@ -53,8 +53,8 @@ fn one(
                 .iter()
                 .map(|(m, _)| rs.iter().find(|r| r.metric == *m).map_or("-".to_string(), |r| sig3(r.value)))
                 .collect(),
-            Status::Failed(e) => note_cells(notes, "FAILED", &describe_point(&o.point), e, shown.len()),
-            Status::Skipped(why) => note_cells(notes, "skipped", &describe_point(&o.point), why, shown.len()),
+            Status::Failed(e) => note_cells(notes, "FAILED", &registry::describe_point(&o.point), e, shown.len()),
+            Status::Skipped(why) => note_cells(notes, "skipped", &registry::describe_point(&o.point), why, shown.len()),
         };
         body.push(cells);
     }

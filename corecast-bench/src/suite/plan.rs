@@ -25,7 +25,8 @@ pub fn grid(workload: &dyn Workload, mechanisms: &[String], counts: &[usize], si
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workloads::{bandwidth::Bandwidth, describe_point, fanout::Fanout, pingpong::Pingpong};
+    use crate::workloads::registry::describe_point;
+    use crate::workloads::{bandwidth::Bandwidth, fanout::Fanout, pingpong::Pingpong};
 
     #[test]
     fn grids_interleave_mechanisms() {

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+pub use super::stream::Window;
 use super::stream::{end_marker, Expect, Seen};
 use super::{Context, Settings, Workload};
 use crate::harness::BenchError;
@@ -62,22 +63,6 @@ impl FanoutParams {
 /// About 2 MiB of warm-up traffic, between 4 and 2000 messages.
 pub fn default_warmup(size: usize) -> u64 {
     ((2usize << 20) / size.max(1)).clamp(4, 2000) as u64
-}
-
-/// What one receiver saw in one timed phase.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Window {
-    /// Messages delivered (and checked) in the phase.
-    pub messages: u64,
-    /// Length of the phase as this receiver saw it, in seconds.
-    pub seconds: f64,
-}
-
-impl Window {
-    /// Delivered messages per second.
-    pub fn msgs_per_s(&self) -> f64 {
-        self.messages as f64 / self.seconds.max(1e-9)
-    }
 }
 
 /// The measurements of one fan-out point.

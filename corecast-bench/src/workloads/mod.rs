@@ -206,14 +206,6 @@ pub fn format_size(bytes: usize) -> String {
     }
 }
 
-/// Describes `p` as its workload does (`fanout pipe N=2 64 B`).
-pub fn describe_point(p: &Point) -> String {
-    match registry::by_name(p.workload) {
-        Some(w) => w.describe_point(p),
-        None => format!("{} {} {}", p.workload, p.mechanism, format_size(p.size)),
-    }
-}
-
 /// Parameters as a record's `params` map.
 pub(crate) fn params(pairs: &[(&str, u64)]) -> std::collections::BTreeMap<String, u64> {
     pairs.iter().map(|&(k, v)| (k.to_string(), v)).collect()

@@ -1,6 +1,9 @@
 //! Every workload, by name: adding one is a new file and one line here.
 
-use super::{bandwidth, contend, detect, fanout, logp, paxos, pi, pingpong, snapshot, wordcount, Workload};
+use super::{
+    bandwidth, contend, detect, fanout, format_size, logp, paxos, pi, pingpong, snapshot, wordcount, Workload,
+};
+use crate::record::Point;
 
 /// Every workload, in the order tables show them.
 pub static ALL: &[&dyn Workload] = &[
@@ -20,6 +23,14 @@ pub static ALL: &[&dyn Workload] = &[
 /// The workload named `name`.
 pub fn by_name(name: &str) -> Option<&'static dyn Workload> {
     ALL.iter().copied().find(|w| w.name() == name)
+}
+
+/// Describes `p` as its workload does (`fanout pipe N=2 64 B`).
+pub fn describe_point(p: &Point) -> String {
+    match by_name(p.workload) {
+        Some(w) => w.describe_point(p),
+        None => format!("{} {} {}", p.workload, p.mechanism, format_size(p.size)),
+    }
 }
 
 #[cfg(test)]

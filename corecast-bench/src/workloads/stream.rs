@@ -12,6 +12,8 @@
 //! workloads also compare message counts between sender and receivers).
 
 use crate::harness::payload;
+use serde::{Deserialize, Serialize};
+
 use crate::harness::BenchError;
 
 /// What an arriving message is.
@@ -78,7 +80,7 @@ pub fn timed_windows(
     warmup: u64,
     repetitions: usize,
     mut seq: u64,
-) -> Result<(Vec<super::fanout::Window>, u64), BenchError> {
+) -> Result<(Vec<Window>, u64), BenchError> {
     for _ in 0..warmup {
         if next(seq)? == Seen::End {
             return Err(BenchError::mismatch(format!("end marker during warm-up at message {seq}")));
@@ -94,10 +96,26 @@ pub fn timed_windows(
             n += 1;
         }
         let now = std::time::Instant::now();
-        windows.push(super::fanout::Window { messages: n, seconds: (now - start).as_secs_f64() });
+        windows.push(Window { messages: n, seconds: (now - start).as_secs_f64() });
         start = now;
     }
     Ok((windows, seq))
+}
+
+/// What one receiver saw in one timed phase.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Window {
+    /// Messages delivered (and checked) in the phase.
+    pub messages: u64,
+    /// Length of the phase as this receiver saw it, in seconds.
+    pub seconds: f64,
+}
+
+impl Window {
+    /// Delivered messages per second.
+    pub fn msgs_per_s(&self) -> f64 {
+        self.messages as f64 / self.seconds.max(1e-9)
+    }
 }
 
 #[cfg(test)]

@@ -8,8 +8,9 @@ use corecast_bench::host::topology::CpuTopology;
 use corecast_bench::suite::{grid, Settings, WorkloadOptions};
 use corecast_bench::workloads::contend::Contend;
 
+use super::grid::Common;
 use super::grid::Timing;
-use super::session::{execute, names, Common};
+use super::session::{execute, names};
 use crate::args;
 
 /// Where the pairs go.

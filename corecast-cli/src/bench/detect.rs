@@ -8,7 +8,8 @@ use anyhow::{bail, Result};
 use corecast_bench::suite::{grid, Status, WorkloadOptions};
 use corecast_bench::workloads::detect::{Detect, KINDS, MECHANISM, SIZE};
 
-use super::session::{execute_quietly, Common};
+use super::grid::Common;
+use super::session::execute_quietly;
 use crate::args;
 
 /// Arguments of `corecast bench detect`.

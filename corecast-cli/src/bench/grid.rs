@@ -1,11 +1,15 @@
 //! The arguments every grid benchmark shares, defined once.
 
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Result;
+use corecast_bench::host::placement::Placement;
+use corecast_bench::host::topology::{parse_cpu_list, CpuTopology};
+use corecast_bench::record::time;
+use corecast_bench::suite::{Settings, WorkloadOptions};
 use corecast_bench::transport::Mechanism;
 
-use super::session::Common;
 use crate::args;
 
 /// Which mechanisms, and where the results go.
@@ -34,4 +38,42 @@ pub struct Timing {
     /// Timed repetitions per point (the median is reported).
     #[arg(long, default_value = "5", value_parser = args::count)]
     pub repetitions: usize,
+}
+
+/// Options common to the benchmark subcommands.
+#[derive(clap::Args, Clone, Debug)]
+pub struct Common {
+    /// Pin process i to CPU cpus[i mod len] (e.g. `0,1` or `0-3`); default:
+    /// no pinning, the scheduler spreads the processes.
+    #[arg(long)]
+    pub cpus: Option<String>,
+    /// Results file (JSON lines, appended); default results/<time>-<command>.jsonl.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+impl Common {
+    /// The placement asked for, checked against the online CPUs.
+    pub fn placement(&self) -> Result<Placement> {
+        let online = CpuTopology::read().online_cpus;
+        match &self.cpus {
+            None => Ok(Placement::spread(&online)),
+            Some(list) => {
+                let cpus = parse_cpu_list(list).map_err(anyhow::Error::msg)?;
+                Placement::pinned(cpus, &online).map_err(anyhow::Error::msg)
+            }
+        }
+    }
+
+    /// Settings for a grid: timing, this placement, workload options.
+    pub fn settings(&self, duration: Duration, repetitions: usize, options: WorkloadOptions) -> Result<Settings> {
+        Ok(Settings { duration, repetitions, placement: self.placement()?, options })
+    }
+
+    /// The results file: `--out` or results/<time>-<command>.jsonl.
+    pub fn out_path(&self, command: &str) -> PathBuf {
+        self.out
+            .clone()
+            .unwrap_or_else(|| Path::new("results").join(format!("{}-{command}.jsonl", time::now_compact())))
+    }
 }

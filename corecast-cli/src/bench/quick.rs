@@ -17,7 +17,8 @@ use corecast_bench::workloads::paxos::{Paxos, LEARNER_COUNT};
 use corecast_bench::workloads::pingpong::Pingpong;
 use corecast_bench::workloads::snapshot::Snapshot;
 
-use super::session::{execute, names, Common};
+use super::grid::Common;
+use super::session::{execute, names};
 
 const RECEIVERS: [usize; 3] = [1, 2, 4];
 const FANOUT_SIZES: [usize; 2] = [64, 65_536];

@@ -1,61 +1,22 @@
 //! What every benchmark subcommand shares: placement, the results file,
 //! progress with ETA on stderr, Ctrl-C, and the final table.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use corecast_bench::host::placement::Placement;
-use corecast_bench::host::topology::{parse_cpu_list, CpuTopology};
-use corecast_bench::record::{time, Provenance, Writer};
+use corecast_bench::record::{Provenance, Writer};
 use corecast_bench::report::format::human;
 use corecast_bench::report::table;
 use corecast_bench::suite::runner::estimate;
 use corecast_bench::suite::{grid, run_plan, Ending, Outcome, Point, Progress, Settings, Status, WorkloadOptions};
 use corecast_bench::transport::Mechanism;
-use corecast_bench::workloads::{describe_point, Workload};
+use corecast_bench::workloads::registry::describe_point;
+use corecast_bench::workloads::Workload;
 use corecast_process::interrupt;
 
 use super::grid::Grid;
-
-/// Options common to the benchmark subcommands.
-#[derive(clap::Args, Clone, Debug)]
-pub struct Common {
-    /// Pin process i to CPU cpus[i mod len] (e.g. `0,1` or `0-3`); default:
-    /// no pinning, the scheduler spreads the processes.
-    #[arg(long)]
-    pub cpus: Option<String>,
-    /// Results file (JSON lines, appended); default results/<time>-<command>.jsonl.
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-}
-
-impl Common {
-    /// The placement asked for, checked against the online CPUs.
-    pub fn placement(&self) -> Result<Placement> {
-        let online = CpuTopology::read().online_cpus;
-        match &self.cpus {
-            None => Ok(Placement::spread(&online)),
-            Some(list) => {
-                let cpus = parse_cpu_list(list).map_err(anyhow::Error::msg)?;
-                Placement::pinned(cpus, &online).map_err(anyhow::Error::msg)
-            }
-        }
-    }
-
-    /// Settings for a grid: timing, this placement, workload options.
-    pub fn settings(&self, duration: Duration, repetitions: usize, options: WorkloadOptions) -> Result<Settings> {
-        Ok(Settings { duration, repetitions, placement: self.placement()?, options })
-    }
-
-    /// The results file: `--out` or results/<time>-<command>.jsonl.
-    pub fn out_path(&self, command: &str) -> PathBuf {
-        self.out
-            .clone()
-            .unwrap_or_else(|| Path::new("results").join(format!("{}-{command}.jsonl", time::now_compact())))
-    }
-}
 
 /// Runs `plan`, writing each record as soon as it is measured, showing
 /// progress, and printing the comparison table at the end.

@@ -7,8 +7,7 @@ use ::iceoryx2::port::subscriber::Subscriber;
 use ::iceoryx2::prelude::*;
 use ::iceoryx2::sample::Sample;
 
-use super::setup::Setup;
-use super::{fail, Run};
+use super::fail;
 use crate::transport::{Endpoint, PeerId, Received, TransportError};
 
 /// Every sample carries the sender's running send count in its user header,
@@ -57,17 +56,8 @@ pub(super) struct Ice {
 }
 
 impl Ice {
-    /// Opens (or creates, whoever comes first) every service `me` uses,
-    /// creates its ports, and waits until every receiver of its outbound
-    /// services has subscribed *and connected*, so no message is dropped
-    /// (see [`Setup`] for why this takes three stages).
-    pub(super) fn new(run: &Run, me: PeerId) -> Result<Ice, TransportError> {
-        let mut setup = Setup::open(run, me)?;
-        setup.subscribe()?;
-        setup.finish()
-    }
-
-    /// The endpoint made of ports that [`Setup`] has connected.
+    /// The endpoint made of ports that the setup (`super::setup`) has
+    /// connected.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn from_parts(
         name: &'static str,

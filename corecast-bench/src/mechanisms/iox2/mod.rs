@@ -102,7 +102,7 @@ impl Run {
 
 impl Prepared for Run {
     fn endpoint(&mut self, me: PeerId) -> Result<Box<dyn crate::transport::Endpoint>, TransportError> {
-        Ok(Box::new(endpoint::Ice::new(self, me)?))
+        Ok(Box::new(setup::connect(self, me)?))
     }
 
     fn cleanup(&mut self) {

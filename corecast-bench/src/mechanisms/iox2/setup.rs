@@ -217,3 +217,13 @@ impl<'r> Setup<'r> {
             .map_err(fail(name, "open event service"))
     }
 }
+
+/// Opens (or creates, whoever comes first) every service `me` uses, creates
+/// its ports, and waits until every receiver of its outbound services has
+/// subscribed *and connected*, so no message is dropped (see [`Setup`] for
+/// why this takes three stages).
+pub(super) fn connect(run: &Run, me: PeerId) -> Result<Ice, TransportError> {
+    let mut setup = Setup::open(run, me)?;
+    setup.subscribe()?;
+    setup.finish()
+}

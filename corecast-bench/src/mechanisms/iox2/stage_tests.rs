@@ -6,7 +6,6 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 
-use super::endpoint::Ice;
 use super::setup::{queue_len, Setup};
 use super::tests::ONE_AT_A_TIME;
 use super::{back_off, Iceoryx2, Run};
@@ -59,7 +58,7 @@ fn a_sender_waits_for_a_receiver_that_has_not_received_yet() {
                 // The receiver starts its setup first, the case that failed.
                 let opened =
                     opened_rx.recv().map_err(|_| TransportError::PeerGone { mechanism: run.name, peer: Some(1) });
-                let result = opened.and_then(|()| Ice::new(run, 0)).and_then(|mut ep| {
+                let result = opened.and_then(|()| super::setup::connect(run, 0)).and_then(|mut ep| {
                     (0..total).try_for_each(|seq| {
                         ep.send_group(0, &msg(seq, 0))?;
                         sent.fetch_add(1, Ordering::SeqCst);
@@ -116,7 +115,7 @@ fn messages_of_a_peer_that_left_are_still_delivered() {
                 .map(|me| {
                     let (ready_tx, ready_rx) = mpsc::channel::<()>();
                     let leaver = s.spawn(move || -> Result<(), TransportError> {
-                        let mut ep = Ice::new(run, me)?;
+                        let mut ep = super::setup::connect(run, me)?;
                         // As in every workload, a peer's part needs the others
                         // set up: here, process 0 still waits for our subscriber.
                         ready_rx.recv().map_err(|_| TransportError::PeerGone { mechanism: run.name, peer: Some(0) })?;
@@ -125,7 +124,7 @@ fn messages_of_a_peer_that_left_are_still_delivered() {
                     (ready_tx, leaver)
                 })
                 .unzip();
-            let mut ep = Ice::new(run, 0).unwrap();
+            let mut ep = super::setup::connect(run, 0).unwrap();
             ready.iter().for_each(|r| r.send(()).unwrap());
             for l in leavers {
                 l.join().unwrap().unwrap();
@@ -149,11 +148,11 @@ fn a_receiver_leaving_unblocks_a_sender_on_its_full_queue() {
         let (full_tx, full_rx) = mpsc::channel::<()>();
         std::thread::scope(|s| {
             s.spawn(move || {
-                let ep = Ice::new(run, 1).unwrap();
+                let ep = super::setup::connect(run, 1).unwrap();
                 full_rx.recv().unwrap();
                 drop(ep);
             });
-            let mut ep = Ice::new(run, 0).unwrap();
+            let mut ep = super::setup::connect(run, 0).unwrap();
             for seq in 0..queue_len(SIZE) as u64 {
                 ep.send_group(0, &msg(seq, 0)).unwrap();
             }
