@@ -3,8 +3,12 @@
 //! provenance, and reports. The layers and what each may import are in
 //! ARCHITECTURE.md at the repository root (and checked by a test).
 
+#![deny(unsafe_code)]
+#![deny(missing_docs)]
+
 pub mod harness;
 pub mod host;
+#[allow(unsafe_code)]
 pub mod mechanisms;
 pub mod record;
 pub mod report;

@@ -1,6 +1,9 @@
 //! The `corecast` command: run the benchmark suite, list mechanisms, describe
 //! this machine, compare result files.
 
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
 mod args;
 mod bench;
 mod channel;

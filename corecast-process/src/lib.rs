@@ -8,10 +8,14 @@
 //! depends on nothing of the suite.
 
 #![deny(missing_docs)]
+#![deny(unsafe_code)]
 
+#[allow(unsafe_code)]
 pub mod child;
 pub mod clock;
+#[allow(unsafe_code)]
 pub mod cpu;
+#[allow(unsafe_code)]
 pub mod interrupt;
 pub mod mix;
 pub mod pipe;

@@ -6,10 +6,15 @@
 //! lost, duplicated, reordered or altered, nothing hung or crashed, and
 //! nothing was left on the system.
 
+#![deny(unsafe_code)]
+#![deny(missing_docs)]
+
 mod check;
+#[allow(unsafe_code)]
 mod child;
 mod figures;
 mod flooder;
+#[allow(unsafe_code)]
 mod hostile;
 mod leaks;
 mod log;

@@ -210,6 +210,7 @@ impl Channel {
             max_senders: g.max_senders,
             max_receivers: g.max_receivers,
             mode: 0,
+            // Acquire pairs with the keeper's Release store of the deadline.
             deadline: match self.link.membership.header().deadline_ms.load(Ordering::Acquire) {
                 0 => None,
                 ms => Some(std::time::Duration::from_millis(u64::from(ms))),
@@ -236,6 +237,7 @@ impl Channel {
         senders
             .chain(receivers)
             .filter_map(|(is_sender, index, e)| {
+                // Acquire pairs with the keeper's (SeqCst or Release) stores of the state: the slot's fields stored before it come with it.
                 let state = match e.state.load(Ordering::Acquire) {
                     STATE_FREE => return None,
                     _ if is_sender && e.excluded.load(Ordering::Relaxed) != 0 => "excluded",
@@ -258,6 +260,7 @@ impl Channel {
         for ((i, _), fd) in reply.entries.iter().zip(fds.iter().step_by(2)) {
             let map = Link::map_peer_region(fd, ReceiverRegion::bytes())?;
             let region = ReceiverRegion::open(map).map_err(ChannelError::Corrupt)?;
+            // Acquire pairs with the receiver's Release store of its cursor (ring::advance): the slots below it are done with.
             cursors.insert(*i as usize, region.header().cursor.0.next.load(Ordering::Acquire));
         }
         let sent = reply.seq;

@@ -36,10 +36,15 @@
 //! ```
 
 #![cfg_attr(loom, allow(dead_code))]
+// Shared memory and system calls need `unsafe`; only the modules that
+// touch them may use it (each block states its invariant).
+#![deny(unsafe_code)]
+#![deny(missing_docs)]
 
 // Under `--cfg loom` only the protocol (ring, layout, sync) is built: the
 // loom model in `ring::loom_model` checks it without system calls.
 mod layout;
+#[allow(unsafe_code)]
 mod ring;
 mod sync;
 
@@ -56,14 +61,20 @@ mod link;
 #[cfg(not(loom))]
 mod notify;
 #[cfg(not(loom))]
+mod peers;
+#[cfg(not(loom))]
 mod proto;
 #[cfg(not(loom))]
+#[allow(unsafe_code)]
 mod receiver;
 #[cfg(not(loom))]
+#[allow(unsafe_code)]
 mod region;
 #[cfg(not(loom))]
+#[allow(unsafe_code)]
 mod sender;
 #[cfg(not(loom))]
+#[allow(unsafe_code)]
 mod sys;
 #[cfg(not(loom))]
 mod wait;
@@ -79,7 +90,7 @@ pub use receiver::{wait_any, Message, Receiver};
 #[cfg(not(loom))]
 pub use sender::{Loan, Sender};
 #[cfg(not(loom))]
-pub use wait::WaitStrategy;
+pub use wait::{Backoff, WaitStrategy};
 
 /// The README's examples, compiled and run as doctests so they stay true.
 #[cfg(doctest)]

@@ -93,6 +93,7 @@ impl Membership {
     }
 
     pub(crate) fn generation(&self) -> u32 {
+        // SeqCst: pairs with the keeper's SeqCst generation bump (keeper::bump) around the arm-then-recheck of a sleeper.
         self.header().generation.0.load(Ordering::SeqCst)
     }
 
@@ -100,6 +101,7 @@ impl Membership {
     /// that saw an eviction in its room check (Acquire on the state) sees
     /// this flag, which the keeper set before the state.
     pub(crate) fn evicted_ever(&self) -> bool {
+        // Acquire pairs with the keeper's (SeqCst or Release) updates of the flags.
         self.header().flags.load(Ordering::Acquire) & FLAG_EVICTED_EVER != 0
     }
 
@@ -121,6 +123,7 @@ impl Membership {
 
     /// Every number below this has been claimed (the keeper's last look).
     pub(crate) fn floor(&self) -> u64 {
+        // Acquire pairs with the keeper's Release store of the floor (keeper audit).
         self.header().floor.load(Ordering::Acquire)
     }
 }

@@ -120,6 +120,7 @@ pub(crate) fn void_unpublished(slot: &SlotHeader, seq: u64) -> bool {
         if n > seq + 1 || (n == seq + 1 && st & 3 != KIND_WRITING) {
             return false;
         }
+        // Release pairs with the receivers' Acquire loads of the stamp: a void is seen whole.
         if slot.stamp.compare_exchange(st, stamp(seq, KIND_VOID), Ordering::Release, Ordering::Relaxed).is_ok() {
             return true;
         }
@@ -190,7 +191,8 @@ pub(crate) fn commit_claim(claim: &AtomicU64, seq: u64) -> bool {
 
 /// The keeper's revocation of a claim of `seq` not committed yet: once it
 /// succeeds, the sender's next step on the claim ([`try_claim`]'s mark as
-/// won, or [`commit_claim`]) fails and the number can be voided.
+/// won, or [`commit_claim`]) fails and the number can be voided. SeqCst:
+/// the other side of [`commit_claim`]'s handshake.
 pub(crate) fn revoke_claim(claim: &AtomicU64, seq: u64) -> bool {
     let to = claim_word(seq, CLAIM_REVOKED);
     [CLAIM_IN_FLIGHT, CLAIM_WON]
@@ -296,6 +298,7 @@ mod loom_model {
 
         fn send(&self, me: usize) -> u64 {
             loop {
+                // Acquire pairs with the receiver's Release store of its cursor (ring::advance): the slots below it are done with.
                 let room = |s: u64| s < self.cursor.next.load(Ordering::Acquire) + self.r;
                 if let Claim::Won(s) = try_claim(&self.next, &self.claims[me], room) {
                     let i = (s % self.r) as usize;

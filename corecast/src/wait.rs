@@ -44,22 +44,29 @@ impl Default for WaitStrategy {
     }
 }
 
-/// One wait in progress: call [`Backoff::snooze`] after each failed try.
+/// One wait in progress under a [`WaitStrategy`]: call [`Backoff::snooze`]
+/// after each failed try. Exported for loops of the caller's own (polling
+/// several channels with `try_recv`, or a ring beside corecast's) that
+/// should wait the way corecast's endpoints do: spin, then yield, then tell
+/// the caller to sleep.
 #[derive(Debug)]
-pub(crate) struct Backoff {
+pub struct Backoff {
     strategy: WaitStrategy,
     started: Option<Instant>,
     tries: u32,
 }
 
 impl Backoff {
-    pub(crate) fn new(strategy: WaitStrategy) -> Backoff {
+    /// A wait that has not started yet.
+    pub fn new(strategy: WaitStrategy) -> Backoff {
         Backoff { strategy, started: None, tries: 0 }
     }
 
-    /// Waits a little; returns `true` when the caller should now sleep on
-    /// its futex instead (and call `reset` after waking).
-    pub(crate) fn snooze(&mut self) -> bool {
+    /// Waits a little; returns `true` when the caller should now sleep
+    /// instead (on its futex, its poll, or a short timer) and call
+    /// [`Backoff::reset`] after waking. Always `true` for
+    /// [`WaitStrategy::Sleep`], never for [`WaitStrategy::Spin`].
+    pub fn snooze(&mut self) -> bool {
         self.tries = self.tries.wrapping_add(1);
         match self.strategy {
             WaitStrategy::Spin => {
@@ -89,7 +96,7 @@ impl Backoff {
     }
 
     /// Starts the spin/yield phases again (after a sleep).
-    pub(crate) fn reset(&mut self) {
+    pub fn reset(&mut self) {
         self.started = None;
         self.tries = 0;
     }

@@ -33,11 +33,9 @@ fn spin_on(cpu: usize) -> Option<Child> {
     let parent = rustix::process::getpid();
     let options = ForkOptions { cpu: Some(cpu), ..ForkOptions::default() };
     fork(options, move |_report| {
-        // SAFETY: sched_param is plain data; SCHED_IDLE takes priority 0.
-        // rustix has no sched_setscheduler.
-        unsafe {
-            let param: libc::sched_param = std::mem::zeroed();
-            libc::sched_setscheduler(0, libc::SCHED_IDLE, &param);
+        // Without it the spinner would compete with the benchmark: stop.
+        if corecast_process::cpu::lower_to_idle().is_err() {
+            return 1;
         }
         let mut n = 0u64;
         loop {

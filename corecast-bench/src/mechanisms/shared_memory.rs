@@ -142,36 +142,31 @@ pub fn futex_wake_all(word: &AtomicU32) {
     unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, i32::MAX) };
 }
 
-/// Spin-then-yield waiting for the polling mechanisms.
-///
-/// Spins with a pause hint first (the low-latency case the papers measure),
-/// then calls `sched_yield` so a waiting process gives its core to the one it
-/// waits for when processes outnumber cores, and after a long wait sleeps
-/// briefly so a machine shared with other work does not see a busy core
-/// forever. This is a deliberate deviation from pure spinning.
-pub struct Backoff {
-    step: u32,
-}
+/// The polling mechanisms wait the way corecast's default does (spin about
+/// 5 us, yield for up to 1 ms), then sleep [`SLEEP`] at a time: a waiting
+/// process gives its core to the one it waits for when processes outnumber
+/// cores, and a long wait does not keep a core busy forever. A deliberate
+/// deviation from pure spinning, shared with corecast ([`corecast::Backoff`]).
+pub struct Backoff(corecast::Backoff);
+
+/// One sleep of a long wait.
+pub const SLEEP: std::time::Duration = std::time::Duration::from_micros(50);
 
 impl Backoff {
-    const SPINS: u32 = 200;
-    const YIELDS: u32 = 2_000;
-
     /// A fresh back-off (starts spinning).
     pub fn new() -> Backoff {
-        Backoff { step: 0 }
+        let strategy = corecast::WaitStrategy::Adaptive {
+            spin: std::time::Duration::from_micros(5),
+            yield_for: std::time::Duration::from_millis(1),
+        };
+        Backoff(corecast::Backoff::new(strategy))
     }
 
     /// Waits a little, longer the more often it has been called.
     pub fn snooze(&mut self) {
-        if self.step < Self::SPINS {
-            std::hint::spin_loop();
-        } else if self.step < Self::SPINS + Self::YIELDS {
-            std::thread::yield_now();
-        } else {
-            std::thread::sleep(std::time::Duration::from_micros(50));
+        if self.0.snooze() {
+            std::thread::sleep(SLEEP);
         }
-        self.step = self.step.saturating_add(1);
     }
 }
 

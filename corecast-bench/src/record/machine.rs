@@ -3,7 +3,6 @@
 //! frequency governor. Whatever cannot be read is `null` or `"unknown"`, so a
 //! record from a locked-down container is still a valid record.
 
-use std::ffi::CStr;
 use std::process::Command;
 
 use serde::{Deserialize, Serialize};
@@ -99,22 +98,13 @@ fn memory_bytes() -> Option<u64> {
 }
 
 fn kernel() -> Kernel {
-    // SAFETY: utsname is plain data; all-zero is a valid value.
-    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
-    // SAFETY: `u` is a valid utsname for uname to fill.
-    let ok = unsafe { libc::uname(&mut u) } == 0;
-    let field = |f: &[libc::c_char]| -> String {
-        if !ok || !f.contains(&0) {
-            return "unknown".to_string();
-        }
-        // SAFETY: the array holds a NUL (checked above) and lives for this call.
-        unsafe { CStr::from_ptr(f.as_ptr()) }.to_string_lossy().into_owned()
-    };
+    let u = rustix::system::uname();
+    let field = |f: &std::ffi::CStr| f.to_string_lossy().into_owned();
     Kernel {
-        sysname: field(&u.sysname),
-        release: field(&u.release),
-        version: field(&u.version),
-        arch: field(&u.machine),
+        sysname: field(u.sysname()),
+        release: field(u.release()),
+        version: field(u.version()),
+        arch: field(u.machine()),
     }
 }
 

@@ -53,6 +53,7 @@ impl Audit {
 
 impl Keeper {
     fn audit_period(&self) -> Duration {
+        // Acquire pairs with the keeper's Release store of the deadline.
         let ms = self.membership.header().deadline_ms.load(Ordering::Acquire);
         if ms == 0 {
             return MAX_PERIOD;
@@ -101,6 +102,7 @@ impl Keeper {
             .max()
             .unwrap_or(0);
         let floor = self.audit.high_water.max(claimed);
+        // SeqCst: read in the one total order of the claims of `next` (ring::try_claim), so it is never older than a claim the reader already saw.
         let mut next = self.sequencer.next().load(Ordering::SeqCst);
         let beyond = reach.is_some_and(|r| next > r);
         if next < floor || beyond {
@@ -108,11 +110,13 @@ impl Keeper {
                 Some(slowest) if beyond => self.legitimate_next(slowest, slots).max(floor),
                 _ => floor,
             };
+            // SeqCst: one total order with every sender's claim of `next` (ring::try_claim).
             self.sequencer.next().compare_exchange(next, fixed, Ordering::SeqCst, Ordering::SeqCst).ok()?;
             self.note_tamper();
             next = fixed;
         }
         self.audit.high_water = self.audit.high_water.max(next);
+        // Release pairs with the senders' Acquire loads of the floor (Membership::floor).
         self.membership.header().floor.store(self.audit.high_water, Ordering::Release);
         Some(next)
     }
@@ -125,8 +129,10 @@ impl Keeper {
             .enumerate()
             .filter_map(|(i, r)| {
                 let r = r.as_ref()?;
+                // Acquire pairs with the keeper's SeqCst store of the receiver's start.
                 let start = self.membership.receiver(i).start.load(Ordering::Acquire);
                 (start != crate::layout::START_PENDING)
+                    // Acquire pairs with the receiver's Release store of its cursor (ring::advance): the slots below it are done with.
                     .then(|| r.region.header().cursor.0.next.load(Ordering::Acquire).max(start))
             })
             .min()
@@ -187,9 +193,11 @@ impl Keeper {
 
     /// Voids a live sender's claim held unpublished past the deadline.
     fn void_stalled_claims(&mut self, now: Instant, next: u64) {
+        // Acquire pairs with the keeper's Release store of the deadline.
         let ms = self.membership.header().deadline_ms.load(Ordering::Acquire);
         let mut voided = false;
         for j in 0..self.senders.len() {
+            // Acquire pairs with the keeper's (SeqCst or Release) stores of the state: the slot's fields stored before it come with it.
             let live = self.membership.sender(j).state.load(Ordering::Acquire) == STATE_LIVE;
             let Some(s) = self.claim_of(j).filter(|&s| live && s < next) else {
                 self.audit.claims[j] = None;
@@ -224,10 +232,12 @@ impl Keeper {
         for (i, r) in self.receivers.iter().enumerate() {
             let e = self.membership.receiver(i);
             let Some(r) = r else { continue };
+            // Acquire pairs with the keeper's SeqCst store of the receiver's start.
             let start = e.start.load(Ordering::Acquire);
             if start == crate::layout::START_PENDING {
                 continue;
             }
+            // Acquire pairs with the receiver's Release store of its cursor (ring::advance): the slots below it are done with.
             let c = ring::effective_cursor(r.region.header().cursor.0.next.load(Ordering::Acquire), start, next);
             oldest_needed = oldest_needed.min(c);
             let ms = if c < next && self.is_settled(c) {
@@ -248,6 +258,7 @@ impl Keeper {
 
     fn ring_every_doorbell(&self) {
         for (_, s) in self.trusted_senders() {
+            // SeqCst: pairs with the sleeper's SeqCst arm-then-recheck (notify::Armer::arm): the sleeper sees this ring or the keeper sees it armed.
             s.region.header().doorbell.0.fetch_add(1, Ordering::SeqCst);
             futex::wake_all(&s.region.header().doorbell.0);
         }

@@ -16,6 +16,8 @@
 //! ptrace. Its death is announced by the kernel (`sys::robust`).
 
 mod audit;
+mod members;
+mod settle;
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::PathBuf;
@@ -28,7 +30,7 @@ use crate::layout::*;
 use crate::link::{identity, unlink_if};
 use crate::proto::{self, Op, Reply};
 use crate::region::{Membership, ReceiverRegion, SenderRegion, Sequencer};
-use crate::ring::{self, Probe};
+use crate::ring::{self};
 use crate::sync::Ordering;
 use crate::sys::{futex, map::Mapping, memfd, robust, sock, wakefd};
 
@@ -91,6 +93,7 @@ pub(crate) fn run(listener: OwnedFd, path: PathBuf, id: (u64, u64), geometry: Ge
     }
     match Keeper::new(listener, path, id, geometry) {
         Ok(mut k) => {
+            // Release pairs with the members' Acquire loads of the deadline.
             k.membership.header().deadline_ms.store(deadline_ms, Ordering::Release);
             k.serve();
             0
@@ -244,6 +247,7 @@ impl Keeper {
             Op::FetchReceivers => {
                 let mut r = Reply::status(proto::OK);
                 // Lets an inspector compute lag; senders ignore it.
+                // SeqCst: read in the one total order of the claims of `next` (ring::try_claim), so it is never older than a claim the reader already saw.
                 r.seq = self.sequencer.next().load(Ordering::SeqCst);
                 let mut out = Vec::new();
                 for (i, s) in self.receivers.iter().enumerate() {
@@ -267,11 +271,13 @@ impl Keeper {
                 (Reply::status(proto::OK), Vec::new())
             }
             Op::SetDeadline if arg <= u64::from(u32::MAX) => {
+                // Release pairs with the members' Acquire loads of the deadline.
                 self.membership.header().deadline_ms.store(arg as u32, Ordering::Release);
                 self.bump();
                 (Reply::status(proto::OK), Vec::new())
             }
             Op::Destroy => {
+                // Release pairs with the members' Acquire loads of the flags.
                 self.membership.header().flags.fetch_or(FLAG_DESTROYED, Ordering::Release);
                 unlink_if(&self.path, Some(self.id));
                 self.bump();
@@ -295,239 +301,15 @@ impl Keeper {
             }
         }
         for s in self.senders.iter().flatten() {
+            // SeqCst: pairs with the endpoint's SeqCst arm (notify::Armer::arm): it is armed before it re-checks the generation this bump changed.
             if Arm::mode(s.region.header().space_waiting.0.load(Ordering::SeqCst)) == Arm::EVENT_FD {
                 wakefd::signal(&s.wake);
             }
         }
     }
 
-    /// Maps and seals a member's region: after this, only the member (which
-    /// mapped it before) can write it, whatever anyone does with the fd.
-    fn adopt(fd: &OwnedFd, bytes: usize, writable: bool) -> Result<Mapping, String> {
-        let size = memfd::size(fd).map_err(|e| e.to_string())?;
-        if size != bytes as u64 {
-            return Err(format!("region has {size} bytes, {bytes} expected"));
-        }
-        let map = Mapping::new(fd, bytes, writable).map_err(|e| e.to_string())?;
-        memfd::seal(fd).map_err(|e| e.to_string())?;
-        Ok(map)
-    }
-
-    fn join_sender(&mut self, k: usize, fd: OwnedFd, wake: OwnedFd) -> (Reply, Vec<OwnedFd>) {
-        let g = self.membership.geometry;
-        let min_cursor = self.min_live_cursor();
-        let free = (0..self.senders.len()).find(|&j| match &self.senders[j] {
-            None => !self.unsettled.contains(&j),
-            Some(s) => s.departed_at.is_some_and(|d| d <= min_cursor) && !self.unsettled.contains(&j),
-        });
-        let Some(j) = free else { return (Reply::status(proto::FULL), Vec::new()) };
-        let region = match Self::adopt(&fd, g.sender_region_bytes(), true).and_then(|m| SenderRegion::open(m, g)) {
-            Ok(r) => r,
-            Err(_) => return (Reply::status(proto::BAD_REQUEST), Vec::new()),
-        };
-        let (pid, uid, _) = sock::peer(&self.conns[k].fd).unwrap_or((0, 0, 0));
-        self.senders[j] = Some(SenderSlot { fd, wake, region, departed_at: None });
-        self.audit.forget_sender(j);
-        let e = self.membership.sender(j);
-        e.voided.store(0, Ordering::Relaxed);
-        e.excluded.store(0, Ordering::Relaxed);
-        e.pid.store(pid, Ordering::Relaxed);
-        e.uid.store(uid, Ordering::Relaxed);
-        e.epoch.fetch_add(1, Ordering::Relaxed);
-        e.state.store(STATE_LIVE, Ordering::Release);
-        self.conns[k].role = Role::Sender(j);
-        self.bump();
-        let mut r = Reply::status(proto::OK);
-        r.index = j as u32;
-        (r, self.sequencer_fd.try_clone().ok().into_iter().collect())
-    }
-
-    /// Registers a receiver. Order matters (see `ring::try_claim`): the
-    /// entry becomes visible with a pending start and the generation is
-    /// bumped *before* `next` is read for its start, so any sender that
-    /// claims a number past the start has seen the new receiver.
-    fn join_receiver(&mut self, k: usize, fd: OwnedFd, wake: OwnedFd) -> (Reply, Vec<OwnedFd>) {
-        let Some(i) = (0..self.receivers.len()).find(|&i| self.receivers[i].is_none()) else {
-            return (Reply::status(proto::FULL), Vec::new());
-        };
-        let region = match Self::adopt(&fd, ReceiverRegion::bytes(), false).and_then(ReceiverRegion::open) {
-            Ok(r) => r,
-            Err(_) => return (Reply::status(proto::BAD_REQUEST), Vec::new()),
-        };
-        let (pid, uid, _) = sock::peer(&self.conns[k].fd).unwrap_or((0, 0, 0));
-        self.receivers[i] = Some(ReceiverSlot { fd, wake, region });
-        let e = self.membership.receiver(i);
-        e.start.store(START_PENDING, Ordering::SeqCst);
-        e.pid.store(pid, Ordering::Relaxed);
-        e.uid.store(uid, Ordering::Relaxed);
-        e.epoch.fetch_add(1, Ordering::Relaxed);
-        e.state.store(STATE_LIVE, Ordering::SeqCst);
-        self.bump();
-        // A `next` a sender moved by hand must not become this receiver's
-        // start: repaired first (the receiver's own start is still pending,
-        // so it does not count as a bound yet).
-        // (A sender racing the repair a hundred times gets its value used.)
-        let start =
-            (0..100).find_map(|_| self.repaired_next()).unwrap_or_else(|| self.sequencer.next().load(Ordering::SeqCst));
-        let e = self.membership.receiver(i);
-        e.start.store(start, Ordering::SeqCst);
-        self.bump();
-        self.conns[k].role = Role::Receiver(i, e.epoch.load(Ordering::Relaxed));
-        let mut r = Reply::status(proto::OK);
-        r.index = i as u32;
-        r.seq = start;
-        (r, Vec::new())
-    }
-
-    fn depart(&mut self, conn: Conn) {
-        let state = if conn.left { STATE_LEFT } else { STATE_DEAD };
-        match conn.role {
-            Role::Handle => {}
-            Role::Receiver(i, epoch) => {
-                let e = self.membership.receiver(i);
-                if e.epoch.load(Ordering::Relaxed) == epoch && e.state.load(Ordering::SeqCst) == STATE_LIVE {
-                    self.receivers[i] = None;
-                    e.state.store(state, Ordering::SeqCst);
-                    self.bump();
-                }
-            }
-            Role::Sender(j) => {
-                let next = self.sequencer.next().load(Ordering::SeqCst);
-                if let Some(s) = self.senders[j].as_mut() {
-                    s.departed_at = Some(next);
-                }
-                if conn.left || ring::named(self.claim_word(j)).is_none_or(|s| self.is_settled(s)) {
-                    self.membership.sender(j).state.store(state, Ordering::SeqCst);
-                    self.bump();
-                } else {
-                    self.unsettled.push(j);
-                }
-            }
-        }
-    }
-
-    /// Voids the number a dead sender claimed but never published (R4), so
-    /// every receiver skips it; settles once the claim is unambiguous.
-    fn settle_dead_senders(&mut self) {
-        let pending = std::mem::take(&mut self.unsettled);
-        for j in pending {
-            if self.try_settle(j) {
-                self.membership.sender(j).state.store(STATE_DEAD, Ordering::SeqCst);
-                if let Some(s) = &self.senders[j] {
-                    s.region.header().doorbell.0.fetch_add(1, Ordering::SeqCst);
-                    futex::wake_all(&s.region.header().doorbell.0);
-                }
-                self.bump();
-            } else {
-                self.unsettled.push(j);
-            }
-        }
-    }
-
-    /// The number sender `j` holds unpublished, from its own region.
-    fn claim_of(&self, j: usize) -> Option<u64> {
-        ring::in_flight(self.claim_word(j))
-    }
-
-    /// Sender `j`'s claim word (0 without a region).
-    fn claim_word(&self, j: usize) -> u64 {
-        self.senders[j].as_ref().map_or(0, |s| s.region.header().claim.0.load(Ordering::SeqCst))
-    }
-
-    /// Settles a dead sender's last claim: void unless it was published.
-    /// Its claim may be in flight, or committed with the publish not yet
-    /// stored (it died between the two); either way it never will be.
-    fn try_settle(&self, j: usize) -> bool {
-        let Some(s) = ring::named(self.claim_word(j)) else { return true };
-        if self.is_settled(s) {
-            return true;
-        }
-        let held = Some(s);
-        let next = self.sequencer.next().load(Ordering::SeqCst);
-        if next > s && !self.is_settled(s) {
-            // Another live sender that stored the same intent may be the
-            // winner of `s`; wait until it moves on (a few instructions).
-            let contested =
-                (0..self.senders.len()).any(|k| k != j && self.is_live_sender(k) && self.claim_of(k) == held);
-            if contested {
-                return false;
-            }
-            if let Some(r) = &self.senders[j] {
-                let _ = ring::revoke_claim(&r.region.header().claim.0, s);
-                if ring::void_unpublished(r.region.slot(s), s) {
-                    self.membership.sender(j).voided.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-        }
-        true
-    }
-
-    /// Whether number `s` is published or void in some trusted sender
-    /// region.
-    fn is_settled(&self, s: u64) -> bool {
-        let g = self.membership.geometry;
-        self.trusted_senders().any(|(_, r)| {
-            matches!(
-                ring::probe(r.region.slot(s), s, g.slots.into(), g.slot_bytes),
-                Ok(Probe::Ready(_)) | Ok(Probe::Void)
-            )
-        })
-    }
-
-    /// Sender regions still mapped, less those excluded for corruption.
-    fn trusted_senders(&self) -> impl Iterator<Item = (usize, &SenderSlot)> {
-        self.senders
-            .iter()
-            .enumerate()
-            .filter_map(|(j, s)| Some((j, s.as_ref()?)))
-            .filter(|(j, _)| !self.is_excluded(*j))
-    }
-
-    fn is_excluded(&self, j: usize) -> bool {
-        self.membership.sender(j).excluded.load(Ordering::Relaxed) != 0
-    }
-
-    /// A live sender whose own header no longer validates is excluded: its
-    /// connection is dropped as if it had died (its claim is voided, and
-    /// receivers stop mapping its region), and the channel goes on.
-    fn exclude_corrupt_senders(&mut self) {
-        for j in 0..self.senders.len() {
-            let corrupt = self.senders[j].as_ref().is_some_and(|s| s.region.check_header().is_err());
-            if !corrupt || self.is_excluded(j) || self.membership.sender(j).state.load(Ordering::Acquire) != STATE_LIVE
-            {
-                continue;
-            }
-            self.membership.sender(j).excluded.store(1, Ordering::Relaxed);
-            if let Some(k) = self.conns.iter().position(|c| matches!(c.role, Role::Sender(x) if x == j)) {
-                let conn = self.conns.swap_remove(k);
-                self.depart(conn);
-            }
-        }
-    }
-
-    /// R8: a sender evicts a receiver that held it back past the deadline.
-    /// The receiver learns it at its next operation; its slot is free for
-    /// a new receiver at once.
-    fn evict(&mut self, i: usize, epoch: u32) -> u32 {
-        if i >= self.receivers.len() {
-            return proto::BAD_REQUEST;
-        }
-        let e = self.membership.receiver(i);
-        if e.epoch.load(Ordering::Relaxed) != epoch || e.state.load(Ordering::SeqCst) != STATE_LIVE {
-            // Already gone or replaced: nothing to do, and not an error.
-            return proto::OK;
-        }
-        self.membership.header().flags.fetch_or(FLAG_EVICTED_EVER, Ordering::SeqCst);
-        e.state.store(STATE_EVICTED, Ordering::SeqCst);
-        // Wake it wherever it waits, so it learns at once.
-        if let Some(r) = self.receivers[i].take() {
-            wakefd::signal(&r.wake);
-        }
-        self.bump();
-        proto::OK
-    }
-
     fn is_live_sender(&self, k: usize) -> bool {
+        // SeqCst: membership state is half of a store-then-load handshake with members (a member arms, then re-reads state; the keeper stores state, then bumps and wakes): release/acquire cannot order a store before a later load.
         self.membership.sender(k).state.load(Ordering::SeqCst) == STATE_LIVE && !self.unsettled.contains(&k)
     }
 
@@ -539,7 +321,9 @@ impl Keeper {
             .filter_map(|(i, r)| {
                 let r = r.as_ref()?;
                 let e = self.membership.receiver(i);
+                // Acquire pairs with the receiver's Release store of its cursor (ring::advance): the slots below it are done with.
                 let c = r.region.header().cursor.0.next.load(Ordering::Acquire);
+                // Acquire pairs with the keeper's SeqCst store of the receiver's start.
                 Some(ring::effective_cursor(c, e.start.load(Ordering::Acquire), next))
             })
             .min()

@@ -72,6 +72,7 @@ pub(crate) fn owner_died(word: u32) -> bool {
 /// The kernel wakes one sleeper when the keeper dies; each member that
 /// finds it dead wakes every other sleeper on the word.
 pub(crate) fn cascade(word: &AtomicU32) {
+    // Acquire pairs with the keeper's Release store (and the kernel's owner-died update).
     if owner_died(word.load(Ordering::Acquire)) {
         super::futex::wake_all(word);
     }

@@ -133,9 +133,11 @@ impl Mpirun {
             match child.try_wait().map_err(os("mpi: waiting for mpirun"))? {
                 Some(s) => break s,
                 None if Instant::now() >= deadline => {
-                    // SAFETY: signals the process group of the mpirun this
-                    // function started (process_group(0) made it the leader).
-                    unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
+                    // The process group of the mpirun this function started
+                    // (process_group(0) made it the leader).
+                    if let Some(group) = rustix::process::Pid::from_raw(child.id() as i32) {
+                        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+                    }
                     let _ = child.wait();
                     return Err(RunFailure::Watchdog { mechanism: name, after: options.watchdog });
                 }

@@ -1,18 +1,26 @@
 //! The receiving endpoint: find the next number's slot, read it in place or
 //! copy it out, move the cursor.
 
+mod message;
+mod sleep;
+mod wait_any;
+
 use std::time::{Duration, Instant};
 
 use crate::error::{ChannelError, RecvError};
 use crate::layout::{Arm, STATE_FREE, STATE_LIVE};
 use crate::link::Link;
 use crate::notify::{Armer, Notified, WakeFd};
+use crate::peers::{self, Peer, PeerTable};
 use crate::proto::{self, Op};
 use crate::region::{ReceiverRegion, SenderRegion};
 use crate::ring::{self, Probe};
 use crate::sync::{fence, Ordering};
-use crate::sys::{futex, map::Mapping, memfd, robust, wakefd};
-use crate::wait::{sleep_budget, Backoff, WaitStrategy};
+use crate::sys::{futex, map::Mapping, memfd, wakefd};
+use crate::wait::WaitStrategy;
+
+pub use message::Message;
+pub use wait_any::wait_any;
 
 /// Receives every message sent on a channel after it attached, in the
 /// channel's one total order.
@@ -28,7 +36,7 @@ pub struct Receiver {
     /// An in-place message changed under its borrow (we were evicted and
     /// overtaken): every later call reports it.
     poisoned: bool,
-    senders: Vec<Option<SenderPeer>>,
+    senders: PeerTable<SenderRegion>,
     /// Once-per-arming bookkeeping for senders' space-wait words.
     notified: Notified,
     wake: WakeFd,
@@ -64,11 +72,12 @@ impl Receiver {
             s => return Err(ChannelError::Corrupt(format!("keeper refused the receiver (status {s})"))),
         }
         ring::advance(&region.header().cursor.0, reply.seq);
+        // Acquire pairs with the keeper's state store after its epoch bump: a changed epoch is another member.
         let epoch = link.membership.receiver(reply.index as usize).epoch.load(Ordering::Acquire);
         let mut rx = Receiver {
             epoch,
             poisoned: false,
-            senders: (0..g.max_senders).map(|_| None).collect(),
+            senders: peers::empty(g.max_senders as usize),
             notified: Notified::new(g.max_senders as usize),
             wake,
             armer: Armer::default(),
@@ -134,19 +143,19 @@ impl Receiver {
     /// ([`Receiver::recv`]) and act on the copy.
     pub fn recv_in_place(&mut self) -> Result<Message<'_>, RecvError> {
         let (sender, len) = self.wait_ready(None)?;
-        Ok(Message { rx: self, sender, len })
+        Ok(Message::new(self, sender, len))
     }
 
     /// Borrows the next message in place if one is ready.
     pub fn try_recv_in_place(&mut self) -> Result<Message<'_>, RecvError> {
         let (sender, len) = self.ready_armed()?;
-        Ok(Message { rx: self, sender, len })
+        Ok(Message::new(self, sender, len))
     }
 
     /// Borrows the next message in place, waiting at most `timeout`.
     pub fn recv_in_place_timeout(&mut self, timeout: Duration) -> Result<Message<'_>, RecvError> {
         let (sender, len) = self.wait_ready(Some(Instant::now() + timeout))?;
-        Ok(Message { rx: self, sender, len })
+        Ok(Message::new(self, sender, len))
     }
 
     /// A file descriptor for event loops (R9). Call it before waiting: it
@@ -220,6 +229,7 @@ impl Receiver {
     /// Fails with `Evicted` once a sender has evicted this receiver.
     fn check_membership(&self) -> Result<(), RecvError> {
         let e = self.link.membership.receiver(self.index);
+        // Acquire pairs with the keeper's (SeqCst or Release) stores of the state: the slot's fields stored before it come with it.
         if e.state.load(Ordering::Acquire) != STATE_LIVE || e.epoch.load(Ordering::Acquire) != self.epoch {
             return Err(RecvError::Evicted);
         }
@@ -310,7 +320,7 @@ impl Receiver {
         let g = self.link.membership.geometry;
         let n = self.senders.len();
         let probe = |j: usize| -> Result<Option<Probe>, RecvError> {
-            let Some(SenderPeer { region, .. }) = &self.senders[j] else { return Ok(None) };
+            let Some(Peer { region, .. }) = &self.senders[j] else { return Ok(None) };
             let p = ring::probe(region.slot(self.next), self.next, g.slots.into(), g.slot_bytes);
             p.map(Some).map_err(RecvError::Corrupt)
         };
@@ -349,6 +359,7 @@ impl Receiver {
         let (mut live, mut ever) = (false, false);
         for j in 0..m.geometry.max_senders as usize {
             // One load decides both: a slot leaves FREE only by becoming live.
+            // SeqCst: membership state is half of a store-then-load handshake with members (a member arms, then re-reads state; the keeper stores state, then bumps and wakes): release/acquire cannot order a store before a later load.
             let state = m.sender(j).state.load(Ordering::SeqCst);
             live |= state == STATE_LIVE;
             ever |= state != STATE_FREE;
@@ -356,227 +367,25 @@ impl Receiver {
         (live, ever)
     }
 
-    fn wait_ready(&mut self, deadline: Option<Instant>) -> Result<(usize, usize), RecvError> {
-        let mut backoff = Backoff::new(self.wait);
-        loop {
-            match self.ready() {
-                Err(RecvError::WouldBlock) => {}
-                other => return other,
-            }
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                return Err(RecvError::Timeout);
-            }
-            if backoff.snooze() {
-                backoff.reset();
-                let Some(budget) = sleep_budget(deadline) else { return Err(RecvError::Timeout) };
-                self.sleep(budget)?;
-            }
-        }
-    }
-
-    /// Sleeps on every sender's doorbell and the membership generation.
-    fn sleep(&mut self, budget: Duration) -> Result<(), RecvError> {
-        let values = self.sleep_values();
-        let idle = self.arm_futex(&values);
-        if idle {
-            let words: Vec<_> = self.sleep_words().into_iter().zip(values).collect();
-            let r = futex::wait_any(&words, budget);
-            robust::cascade(self.link.membership.keeper_word());
-            self.disarm_futex();
-            r.map_err(|e| RecvError::Io { op: "futex wait", source: e.into() })?;
-        } else {
-            self.disarm_futex();
-        }
-        Ok(())
-    }
-
-    /// The futex words a sleeping receiver waits on: the membership
-    /// generation first, the keeper's robust word (its death), then every
-    /// sender's doorbell.
-    fn sleep_words(&self) -> Vec<&crate::sync::AtomicU32> {
-        let m = &self.link.membership;
-        let mut words = vec![&m.header().generation.0, m.keeper_word()];
-        words.extend(self.senders.iter().flatten().map(|s| &s.region.header().doorbell.0));
-        words
-    }
-
-    fn sleep_values(&self) -> Vec<u32> {
-        self.sleep_words().iter().map(|w| w.load(Ordering::SeqCst)).collect()
-    }
-
-    /// Arms this receiver's sleep word (futex mode) and checks again;
-    /// `true` if it is still idle and may sleep on `values` (taken before).
-    fn arm_futex(&mut self, values: &[u32]) -> bool {
-        self.armer.arm(&self.region.header().sleeping.0, Arm::FUTEX);
-        // Pairs with the sender's fence in `Sender::publish`.
-        fence(Ordering::SeqCst);
-        matches!(self.locate(), Ok(Some(Found::NotYet)))
-            && values.first() == Some(&self.link.membership.header().generation.0.load(Ordering::SeqCst))
-    }
-
-    fn disarm_futex(&self) {
-        Armer::disarm(&self.region.header().sleeping.0);
-    }
-
     fn refresh(&mut self) -> Result<(), ChannelError> {
         let g = self.link.membership.geometry;
-        let (reply, fds) = self.link.call(Op::FetchSenders, &[])?;
-        let mut fresh: Vec<Option<SenderPeer>> = (0..g.max_senders).map(|_| None).collect();
-        let mut fds = fds.into_iter();
-        for (j, epoch) in reply.entries {
-            let (Some(fd), Some(wake)) = (fds.next(), fds.next()) else { break };
-            let j = j as usize;
-            if j >= fresh.len() {
-                return Err(ChannelError::Corrupt(format!("keeper named sender {j}")));
-            }
-            let keep = self.senders[j].take().filter(|s| s.epoch == epoch);
-            fresh[j] = match keep {
-                Some(k) => Some(k),
-                None => {
-                    self.notified.forget(j);
-                    let map = Link::map_peer_region(&fd, g.sender_region_bytes())?;
-                    // A sender that broke its own header hurts only itself:
-                    // its region is ignored (the keeper excludes it and
-                    // voids its numbers), the channel goes on.
-                    SenderRegion::open(map, g).ok().map(|region| SenderPeer { epoch, region, wake })
-                }
-            };
-        }
-        self.senders = fresh;
-        Ok(())
-    }
-}
-
-/// A sender as a receiver sees it.
-#[derive(Debug)]
-struct SenderPeer {
-    epoch: u32,
-    region: SenderRegion,
-    /// The peers' end of the sender's wake fd.
-    wake: std::os::fd::OwnedFd,
-}
-
-/// Waits until one of `receivers` has a message ready (or a state to
-/// report, such as [`RecvError::AllSendersGone`]: drop such a receiver from
-/// the set, or it is reported ready every time), for at most `timeout`
-/// (`None`: forever). Returns its index, or `None` on timeout.
-///
-/// Sleeps in one `futex_waitv` on every receiver's doorbells, so a sender
-/// wakes all of them with its usual single `FUTEX_WAKE`; beyond the
-/// kernel's 128 futexes per call it sleeps in `poll(2)` on their wake fds.
-pub fn wait_any(receivers: &mut [&mut Receiver], timeout: Option<Duration>) -> Result<Option<usize>, RecvError> {
-    let deadline = timeout.map(|t| Instant::now() + t);
-    let words: usize = receivers.iter().map(|rx| rx.sleep_words().len()).sum();
-    if words > 128 {
-        return wait_any_fds(receivers, deadline);
-    }
-    loop {
-        if let Some(i) = receivers.iter_mut().position(|rx| !matches!(rx.ready(), Err(RecvError::WouldBlock))) {
-            return Ok(Some(i));
-        }
-        let Some(budget) = sleep_budget(deadline) else { return Ok(None) };
-        let values: Vec<Vec<u32>> = receivers.iter().map(|rx| rx.sleep_values()).collect();
-        let mut idle = true;
-        for (rx, v) in receivers.iter_mut().zip(&values) {
-            idle &= rx.arm_futex(v);
-        }
-        let r = if idle {
-            let words: Vec<_> = receivers
-                .iter()
-                .zip(&values)
-                .flat_map(|(rx, v)| rx.sleep_words().into_iter().zip(v.iter().copied()))
-                .collect();
-            futex::wait_any(&words, budget)
-        } else {
-            Ok(futex::Woken::Changed)
-        };
-        receivers.iter().for_each(|rx| {
-            robust::cascade(rx.link.membership.keeper_word());
-            rx.disarm_futex();
-        });
-        r.map_err(|e| RecvError::Io { op: "futex wait", source: e.into() })?;
-    }
-}
-
-/// `wait_any` for more futexes than one `futex_waitv` takes.
-fn wait_any_fds(receivers: &mut [&mut Receiver], deadline: Option<Instant>) -> Result<Option<usize>, RecvError> {
-    for rx in receivers.iter_mut() {
-        rx.wake_fd();
-    }
-    loop {
-        if let Some(i) = receivers.iter_mut().position(|rx| rx.poll_ready()) {
-            return Ok(Some(i));
-        }
-        let left = match deadline {
-            None => None,
-            Some(d) => match d.checked_duration_since(Instant::now()) {
-                Some(left) if !left.is_zero() => Some(left),
-                _ => return Ok(None),
-            },
-        };
-        let ts = left.map(|l| rustix::time::Timespec { tv_sec: l.as_secs() as i64, tv_nsec: l.subsec_nanos() as i64 });
-        let mut fds: Vec<_> = receivers
-            .iter()
-            .map(|rx| rustix::event::PollFd::new(&rx.wake.owner, rustix::event::PollFlags::IN))
-            .collect();
-        crate::sys::retry(|| rustix::event::poll(&mut fds, ts.as_ref()))
-            .map_err(|e| RecvError::Io { op: "poll", source: e.into() })?;
+        let notified = &mut self.notified;
+        // A sender that broke its own header hurts only itself: its region
+        // is ignored (the keeper excludes it and voids its numbers), the
+        // channel goes on.
+        peers::refresh(
+            &self.link,
+            Op::FetchSenders,
+            &mut self.senders,
+            g.sender_region_bytes(),
+            |_, map| Ok(SenderRegion::open(map, g).ok()),
+            |j| notified.forget(j),
+        )
     }
 }
 
 impl Drop for Receiver {
     fn drop(&mut self) {
         self.link.leave();
-    }
-}
-
-/// A message borrowed in place from the ring; read-only (the mapping is).
-/// Dropping it releases the slot.
-#[derive(Debug)]
-pub struct Message<'a> {
-    rx: &'a mut Receiver,
-    sender: usize,
-    len: usize,
-}
-
-impl Message<'_> {
-    /// The message's sequence number in the channel's total order.
-    pub fn sequence(&self) -> u64 {
-        self.rx.next
-    }
-
-    /// Index of the sender that sent it.
-    pub fn sender(&self) -> usize {
-        self.sender
-    }
-
-    /// Confirms that the bytes read so far were intact. A message borrowed
-    /// in place cannot change while its receiver is a live member; it can
-    /// only be overwritten once a sender has evicted the receiver (R8). Call
-    /// this after reading and before acting on what was read, when that
-    /// matters: it fails with [`RecvError::Evicted`] if the slot changed.
-    /// (Dropping a message whose slot changed also makes the receiver's
-    /// next call fail with `Evicted`, so nothing is ever lost silently.)
-    pub fn verify(&self) -> Result<(), RecvError> {
-        self.rx.verify_slot(self.sender, self.len).map_err(|_| RecvError::Evicted)
-    }
-}
-
-impl std::ops::Deref for Message<'_> {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        self.rx.slot_bytes(self.sender, self.len)
-    }
-}
-
-impl Drop for Message<'_> {
-    fn drop(&mut self) {
-        if self.rx.verify_slot(self.sender, self.len).is_err() {
-            // Not delivered: `next_sequence` stays at this message, the first
-            // one the evicted receiver did not get intact.
-            self.rx.poisoned = true;
-            return;
-        }
-        self.rx.consume();
     }
 }

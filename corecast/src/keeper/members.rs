@@ -1,0 +1,148 @@
+//! Members joining and leaving: the keeper maps and seals each member's
+//! region when it joins, and settles its slot when it leaves or is evicted.
+
+use std::os::fd::OwnedFd;
+
+use super::{Conn, Keeper, ReceiverSlot, Role, SenderSlot};
+use crate::layout::*;
+use crate::proto::{self, Reply};
+use crate::region::{ReceiverRegion, SenderRegion};
+use crate::ring;
+use crate::sync::Ordering;
+use crate::sys::{map::Mapping, memfd, sock, wakefd};
+
+impl Keeper {
+    /// Maps and seals a member's region: after this, only the member (which
+    /// mapped it before) can write it, whatever anyone does with the fd.
+    pub(super) fn adopt(fd: &OwnedFd, bytes: usize, writable: bool) -> Result<Mapping, String> {
+        let size = memfd::size(fd).map_err(|e| e.to_string())?;
+        if size != bytes as u64 {
+            return Err(format!("region has {size} bytes, {bytes} expected"));
+        }
+        let map = Mapping::new(fd, bytes, writable).map_err(|e| e.to_string())?;
+        memfd::seal(fd).map_err(|e| e.to_string())?;
+        Ok(map)
+    }
+
+    pub(super) fn join_sender(&mut self, k: usize, fd: OwnedFd, wake: OwnedFd) -> (Reply, Vec<OwnedFd>) {
+        let g = self.membership.geometry;
+        let min_cursor = self.min_live_cursor();
+        let free = (0..self.senders.len()).find(|&j| match &self.senders[j] {
+            None => !self.unsettled.contains(&j),
+            Some(s) => s.departed_at.is_some_and(|d| d <= min_cursor) && !self.unsettled.contains(&j),
+        });
+        let Some(j) = free else { return (Reply::status(proto::FULL), Vec::new()) };
+        let region = match Self::adopt(&fd, g.sender_region_bytes(), true).and_then(|m| SenderRegion::open(m, g)) {
+            Ok(r) => r,
+            Err(_) => return (Reply::status(proto::BAD_REQUEST), Vec::new()),
+        };
+        let (pid, uid, _) = sock::peer(&self.conns[k].fd).unwrap_or((0, 0, 0));
+        self.senders[j] = Some(SenderSlot { fd, wake, region, departed_at: None });
+        self.audit.forget_sender(j);
+        let e = self.membership.sender(j);
+        e.voided.store(0, Ordering::Relaxed);
+        e.excluded.store(0, Ordering::Relaxed);
+        e.pid.store(pid, Ordering::Relaxed);
+        e.uid.store(uid, Ordering::Relaxed);
+        e.epoch.fetch_add(1, Ordering::Relaxed);
+        // Release pairs with the members' Acquire loads of the state: the slot's pid, uid and epoch stored before it come with it.
+        e.state.store(STATE_LIVE, Ordering::Release);
+        self.conns[k].role = Role::Sender(j);
+        self.bump();
+        let mut r = Reply::status(proto::OK);
+        r.index = j as u32;
+        (r, self.sequencer_fd.try_clone().ok().into_iter().collect())
+    }
+
+    /// Registers a receiver. Order matters (see `ring::try_claim`): the
+    /// entry becomes visible with a pending start and the generation is
+    /// bumped *before* `next` is read for its start, so any sender that
+    /// claims a number past the start has seen the new receiver.
+    pub(super) fn join_receiver(&mut self, k: usize, fd: OwnedFd, wake: OwnedFd) -> (Reply, Vec<OwnedFd>) {
+        let Some(i) = (0..self.receivers.len()).find(|&i| self.receivers[i].is_none()) else {
+            return (Reply::status(proto::FULL), Vec::new());
+        };
+        let region = match Self::adopt(&fd, ReceiverRegion::bytes(), false).and_then(ReceiverRegion::open) {
+            Ok(r) => r,
+            Err(_) => return (Reply::status(proto::BAD_REQUEST), Vec::new()),
+        };
+        let (pid, uid, _) = sock::peer(&self.conns[k].fd).unwrap_or((0, 0, 0));
+        self.receivers[i] = Some(ReceiverSlot { fd, wake, region });
+        let e = self.membership.receiver(i);
+        // SeqCst: a receiver's start is read by senders' room checks in the same total order as the state store that follows it.
+        e.start.store(START_PENDING, Ordering::SeqCst);
+        e.pid.store(pid, Ordering::Relaxed);
+        e.uid.store(uid, Ordering::Relaxed);
+        e.epoch.fetch_add(1, Ordering::Relaxed);
+        e.state.store(STATE_LIVE, Ordering::SeqCst);
+        self.bump();
+        // A `next` a sender moved by hand must not become this receiver's
+        // start: repaired first (the receiver's own start is still pending,
+        // so it does not count as a bound yet).
+        // (A sender racing the repair a hundred times gets its value used.)
+        let start =
+            // SeqCst: read in the one total order of the claims of `next` (ring::try_claim), so it is never older than a claim the reader already saw.
+            (0..100).find_map(|_| self.repaired_next()).unwrap_or_else(|| self.sequencer.next().load(Ordering::SeqCst));
+        let e = self.membership.receiver(i);
+        e.start.store(start, Ordering::SeqCst);
+        self.bump();
+        self.conns[k].role = Role::Receiver(i, e.epoch.load(Ordering::Relaxed));
+        let mut r = Reply::status(proto::OK);
+        r.index = i as u32;
+        r.seq = start;
+        (r, Vec::new())
+    }
+
+    pub(super) fn depart(&mut self, conn: Conn) {
+        let state = if conn.left { STATE_LEFT } else { STATE_DEAD };
+        match conn.role {
+            Role::Handle => {}
+            Role::Receiver(i, epoch) => {
+                let e = self.membership.receiver(i);
+                // SeqCst: membership state is half of a store-then-load handshake with members (a member arms, then re-reads state; the keeper stores state, then bumps and wakes): release/acquire cannot order a store before a later load.
+                if e.epoch.load(Ordering::Relaxed) == epoch && e.state.load(Ordering::SeqCst) == STATE_LIVE {
+                    self.receivers[i] = None;
+                    e.state.store(state, Ordering::SeqCst);
+                    self.bump();
+                }
+            }
+            Role::Sender(j) => {
+                // SeqCst: read in the one total order of the claims of `next` (ring::try_claim), so it is never older than a claim the reader already saw.
+                let next = self.sequencer.next().load(Ordering::SeqCst);
+                if let Some(s) = self.senders[j].as_mut() {
+                    s.departed_at = Some(next);
+                }
+                if conn.left || ring::named(self.claim_word(j)).is_none_or(|s| self.is_settled(s)) {
+                    // SeqCst: membership state is half of a store-then-load handshake with members (a member arms, then re-reads state; the keeper stores state, then bumps and wakes): release/acquire cannot order a store before a later load.
+                    self.membership.sender(j).state.store(state, Ordering::SeqCst);
+                    self.bump();
+                } else {
+                    self.unsettled.push(j);
+                }
+            }
+        }
+    }
+
+    /// R8: a sender evicts a receiver that held it back past the deadline.
+    /// The receiver learns it at its next operation; its slot is free for
+    /// a new receiver at once.
+    pub(super) fn evict(&mut self, i: usize, epoch: u32) -> u32 {
+        if i >= self.receivers.len() {
+            return proto::BAD_REQUEST;
+        }
+        let e = self.membership.receiver(i);
+        // SeqCst: membership state is half of a store-then-load handshake with members (a member arms, then re-reads state; the keeper stores state, then bumps and wakes): release/acquire cannot order a store before a later load.
+        if e.epoch.load(Ordering::Relaxed) != epoch || e.state.load(Ordering::SeqCst) != STATE_LIVE {
+            // Already gone or replaced: nothing to do, and not an error.
+            return proto::OK;
+        }
+        self.membership.header().flags.fetch_or(FLAG_EVICTED_EVER, Ordering::SeqCst);
+        e.state.store(STATE_EVICTED, Ordering::SeqCst);
+        // Wake it wherever it waits, so it learns at once.
+        if let Some(r) = self.receivers[i].take() {
+            wakefd::signal(&r.wake);
+        }
+        self.bump();
+        proto::OK
+    }
+}

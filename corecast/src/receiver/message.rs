@@ -1,0 +1,62 @@
+//! A message borrowed in place.
+
+use super::Receiver;
+use crate::error::RecvError;
+
+/// A message borrowed in place from the ring; read-only (the mapping is).
+/// Dropping it releases the slot.
+#[derive(Debug)]
+pub struct Message<'a> {
+    rx: &'a mut Receiver,
+    sender: usize,
+    len: usize,
+}
+
+impl<'a> Message<'a> {
+    /// The message `len` bytes long from `sender` that `rx` holds next.
+    pub(super) fn new(rx: &'a mut Receiver, sender: usize, len: usize) -> Message<'a> {
+        Message { rx, sender, len }
+    }
+}
+
+impl Message<'_> {
+    /// The message's sequence number in the channel's total order.
+    pub fn sequence(&self) -> u64 {
+        self.rx.next
+    }
+
+    /// Index of the sender that sent it.
+    pub fn sender(&self) -> usize {
+        self.sender
+    }
+
+    /// Confirms that the bytes read so far were intact. A message borrowed
+    /// in place cannot change while its receiver is a live member; it can
+    /// only be overwritten once a sender has evicted the receiver (R8). Call
+    /// this after reading and before acting on what was read, when that
+    /// matters: it fails with [`RecvError::Evicted`] if the slot changed.
+    /// (Dropping a message whose slot changed also makes the receiver's
+    /// next call fail with `Evicted`, so nothing is ever lost silently.)
+    pub fn verify(&self) -> Result<(), RecvError> {
+        self.rx.verify_slot(self.sender, self.len).map_err(|_| RecvError::Evicted)
+    }
+}
+
+impl std::ops::Deref for Message<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.rx.slot_bytes(self.sender, self.len)
+    }
+}
+
+impl Drop for Message<'_> {
+    fn drop(&mut self) {
+        if self.rx.verify_slot(self.sender, self.len).is_err() {
+            // Not delivered: `next_sequence` stays at this message, the first
+            // one the evicted receiver did not get intact.
+            self.rx.poisoned = true;
+            return;
+        }
+        self.rx.consume();
+    }
+}

@@ -1,0 +1,77 @@
+//! Waiting for a message: spin and yield by the wait strategy, then sleep
+//! on every sender's doorbell (and the keeper's word) at once.
+
+use std::time::{Duration, Instant};
+
+use super::{Found, Receiver};
+use crate::error::RecvError;
+use crate::layout::Arm;
+use crate::notify::Armer;
+use crate::sync::{fence, Ordering};
+use crate::sys::{futex, robust};
+use crate::wait::{sleep_budget, Backoff};
+
+impl Receiver {
+    pub(super) fn wait_ready(&mut self, deadline: Option<Instant>) -> Result<(usize, usize), RecvError> {
+        let mut backoff = Backoff::new(self.wait);
+        loop {
+            match self.ready() {
+                Err(RecvError::WouldBlock) => {}
+                other => return other,
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(RecvError::Timeout);
+            }
+            if backoff.snooze() {
+                backoff.reset();
+                let Some(budget) = sleep_budget(deadline) else { return Err(RecvError::Timeout) };
+                self.sleep(budget)?;
+            }
+        }
+    }
+
+    /// Sleeps on every sender's doorbell and the membership generation.
+    pub(super) fn sleep(&mut self, budget: Duration) -> Result<(), RecvError> {
+        let values = self.sleep_values();
+        let idle = self.arm_futex(&values);
+        if idle {
+            let words: Vec<_> = self.sleep_words().into_iter().zip(values).collect();
+            let r = futex::wait_any(&words, budget);
+            robust::cascade(self.link.membership.keeper_word());
+            self.disarm_futex();
+            r.map_err(|e| RecvError::Io { op: "futex wait", source: e.into() })?;
+        } else {
+            self.disarm_futex();
+        }
+        Ok(())
+    }
+
+    /// The futex words a sleeping receiver waits on: the membership
+    /// generation first, the keeper's robust word (its death), then every
+    /// sender's doorbell.
+    pub(super) fn sleep_words(&self) -> Vec<&crate::sync::AtomicU32> {
+        let m = &self.link.membership;
+        let mut words = vec![&m.header().generation.0, m.keeper_word()];
+        words.extend(self.senders.iter().flatten().map(|s| &s.region.header().doorbell.0));
+        words
+    }
+
+    pub(super) fn sleep_values(&self) -> Vec<u32> {
+        // SeqCst: the futex values are read before arming and compared after it; pairs with the senders' and keeper's SeqCst bumps.
+        self.sleep_words().iter().map(|w| w.load(Ordering::SeqCst)).collect()
+    }
+
+    /// Arms this receiver's sleep word (futex mode) and checks again;
+    /// `true` if it is still idle and may sleep on `values` (taken before).
+    pub(super) fn arm_futex(&mut self, values: &[u32]) -> bool {
+        self.armer.arm(&self.region.header().sleeping.0, Arm::FUTEX);
+        // Pairs with the sender's fence in `Sender::publish`.
+        fence(Ordering::SeqCst);
+        matches!(self.locate(), Ok(Some(Found::NotYet)))
+            && values.first() == Some(&self.link.membership.header().generation.0.load(Ordering::SeqCst))
+    }
+
+    pub(super) fn disarm_futex(&self) {
+        Armer::disarm(&self.region.header().sleeping.0);
+    }
+}

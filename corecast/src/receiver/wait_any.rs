@@ -1,0 +1,76 @@
+//! Waiting on several receivers at once.
+
+use std::time::{Duration, Instant};
+
+use super::Receiver;
+use crate::error::RecvError;
+use crate::sys::{futex, robust};
+use crate::wait::sleep_budget;
+
+/// Waits until one of `receivers` has a message ready (or a state to
+/// report, such as [`RecvError::AllSendersGone`]: drop such a receiver from
+/// the set, or it is reported ready every time), for at most `timeout`
+/// (`None`: forever). Returns its index, or `None` on timeout.
+///
+/// Sleeps in one `futex_waitv` on every receiver's doorbells, so a sender
+/// wakes all of them with its usual single `FUTEX_WAKE`; beyond the
+/// kernel's 128 futexes per call it sleeps in `poll(2)` on their wake fds.
+pub fn wait_any(receivers: &mut [&mut Receiver], timeout: Option<Duration>) -> Result<Option<usize>, RecvError> {
+    let deadline = timeout.map(|t| Instant::now() + t);
+    let words: usize = receivers.iter().map(|rx| rx.sleep_words().len()).sum();
+    if words > 128 {
+        return wait_any_fds(receivers, deadline);
+    }
+    loop {
+        if let Some(i) = receivers.iter_mut().position(|rx| !matches!(rx.ready(), Err(RecvError::WouldBlock))) {
+            return Ok(Some(i));
+        }
+        let Some(budget) = sleep_budget(deadline) else { return Ok(None) };
+        let values: Vec<Vec<u32>> = receivers.iter().map(|rx| rx.sleep_values()).collect();
+        let mut idle = true;
+        for (rx, v) in receivers.iter_mut().zip(&values) {
+            idle &= rx.arm_futex(v);
+        }
+        let r = if idle {
+            let words: Vec<_> = receivers
+                .iter()
+                .zip(&values)
+                .flat_map(|(rx, v)| rx.sleep_words().into_iter().zip(v.iter().copied()))
+                .collect();
+            futex::wait_any(&words, budget)
+        } else {
+            Ok(futex::Woken::Changed)
+        };
+        receivers.iter().for_each(|rx| {
+            robust::cascade(rx.link.membership.keeper_word());
+            rx.disarm_futex();
+        });
+        r.map_err(|e| RecvError::Io { op: "futex wait", source: e.into() })?;
+    }
+}
+
+/// `wait_any` for more futexes than one `futex_waitv` takes.
+fn wait_any_fds(receivers: &mut [&mut Receiver], deadline: Option<Instant>) -> Result<Option<usize>, RecvError> {
+    for rx in receivers.iter_mut() {
+        rx.wake_fd();
+    }
+    loop {
+        if let Some(i) = receivers.iter_mut().position(|rx| rx.poll_ready()) {
+            return Ok(Some(i));
+        }
+        let left = match deadline {
+            None => None,
+            Some(d) => match d.checked_duration_since(Instant::now()) {
+                Some(left) if !left.is_zero() => Some(left),
+                _ => return Ok(None),
+            },
+        };
+        let ts = left.map(|l| rustix::time::Timespec { tv_sec: l.as_secs() as i64, tv_nsec: l.subsec_nanos() as i64 });
+        let mut fds: Vec<_> = receivers
+            .iter()
+            .map(|rx| rustix::event::PollFd::new(&rx.wake.owner, rustix::event::PollFlags::IN))
+            .collect();
+        crate::sys::retry(|| rustix::event::poll(&mut fds, ts.as_ref()))
+            .map_err(|e| RecvError::Io { op: "poll", source: e.into() })?;
+    }
+}

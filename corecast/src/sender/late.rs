@@ -1,0 +1,126 @@
+//! Receivers that hold a sender back past the channel's deadline (SPEC R8):
+//! naming them, and evicting one.
+
+use std::time::{Duration, Instant};
+
+use super::Sender;
+use crate::error::{ChannelError, LateReceiver, SendError};
+use crate::layout::STATE_LIVE;
+use crate::peers::Peer;
+use crate::proto::Op;
+use crate::ring;
+use crate::sync::Ordering;
+use crate::wait::unchanged_since;
+
+impl Sender {
+    /// Evicts a receiver reported late (R8): senders stop waiting for it at
+    /// once, and it gets [`crate::RecvError::Evicted`] at its next receive.
+    /// A receiver that has meanwhile left or been replaced is not touched.
+    pub fn evict(&mut self, late: &LateReceiver) -> Result<(), ChannelError> {
+        let arg = late.index as u64 | u64::from(late.epoch) << 32;
+        self.link.call_arg(Op::Evict, arg)?;
+        self.room.limit = 0;
+        Ok(())
+    }
+
+    /// Receivers whose oldest unread message has waited longer than the
+    /// channel's deadline (R8), whether or not they hold this sender back
+    /// yet: the keeper measures it (to within a quarter of the deadline).
+    /// Empty when the channel has no deadline. Pass one to
+    /// [`Sender::evict`] to evict it.
+    pub fn late_receivers(&mut self) -> Vec<LateReceiver> {
+        let m = &self.link.membership;
+        // Acquire pairs with the keeper's Release store of the deadline.
+        let ms = m.header().deadline_ms.load(Ordering::Acquire);
+        if ms == 0 {
+            return Vec::new();
+        }
+        // SeqCst: read in the one total order of the claims of `next` (ring::try_claim), so it is never older than a claim the reader already saw.
+        let next = self.sequencer.next().load(Ordering::SeqCst);
+        (0..m.geometry.max_receivers as usize)
+            .filter_map(|i| {
+                let e = m.receiver(i);
+                let unread_ms = e.unread_ms.load(Ordering::Relaxed);
+                // Acquire pairs with the keeper's (SeqCst or Release) stores of the state: the slot's fields stored before it come with it.
+                if e.state.load(Ordering::Acquire) != STATE_LIVE || unread_ms < ms {
+                    return None;
+                }
+                // Acquire pairs with the keeper's SeqCst store of the receiver's start.
+                let start = e.start.load(Ordering::Acquire);
+                let cursor = match &self.room.receivers[i] {
+                    // Acquire pairs with the keeper's state store after its epoch bump: a changed epoch is another member.
+                    Some(p) if p.epoch == e.epoch.load(Ordering::Acquire) => {
+                        // Acquire pairs with the receiver's Release store of its cursor (ring::advance): the slots below it are done with.
+                        p.region.header().cursor.0.next.load(Ordering::Acquire)
+                    }
+                    _ => start,
+                };
+                Some(LateReceiver {
+                    index: i,
+                    pid: e.pid.load(Ordering::Relaxed),
+                    // Acquire pairs with the keeper's state store after its epoch bump: a changed epoch is another member.
+                    epoch: e.epoch.load(Ordering::Acquire),
+                    unread: next.saturating_sub(ring::effective_cursor(cursor, start, next)),
+                    stalled_for: Duration::from_millis(u64::from(unread_ms)),
+                })
+            })
+            .collect()
+    }
+
+    /// Receivers holding this sender back now past the channel's deadline.
+    pub(super) fn blocking_late_receivers(&mut self, next: u64) -> Result<(), SendError> {
+        let m = &self.link.membership;
+        // Acquire pairs with the keeper's Release store of the deadline.
+        let ms = m.header().deadline_ms.load(Ordering::Acquire);
+        let slots = u64::from(self.region.geometry.slots);
+        let now = Instant::now();
+        let mut late = Vec::new();
+        for (i, known) in self.room.receivers.iter().enumerate() {
+            let e = m.receiver(i);
+            let Some(Peer { epoch, region: r, .. }) = known else { continue };
+            // Acquire pairs with the keeper's (SeqCst or Release) stores of the state: the slot's fields stored before it come with it.
+            if e.state.load(Ordering::Acquire) != STATE_LIVE || e.epoch.load(Ordering::Acquire) != *epoch {
+                self.room.stalls[i] = None;
+                continue;
+            }
+            let c = ring::effective_cursor(
+                // Acquire pairs with the receiver's Release store of its cursor (ring::advance): the slots below it are done with.
+                r.header().cursor.0.next.load(Ordering::Acquire),
+                // Acquire pairs with the keeper's SeqCst store of the receiver's start.
+                e.start.load(Ordering::Acquire),
+                next,
+            );
+            if c + slots > next {
+                self.room.stalls[i] = None;
+                continue;
+            }
+            let since = unchanged_since(&mut self.room.stalls[i], c, now);
+            let stalled_for = now - since;
+            if ms != 0 && stalled_for >= Duration::from_millis(u64::from(ms)) {
+                let pid = e.pid.load(Ordering::Relaxed);
+                late.push(LateReceiver { index: i, pid, epoch: *epoch, unread: next - c, stalled_for });
+            }
+        }
+        if late.is_empty() {
+            return Ok(());
+        }
+        // Calling again waits a whole deadline more ("keep waiting").
+        self.room.stalls.iter_mut().for_each(|s| *s = None);
+        Err(SendError::ReceiversLate(late))
+    }
+
+    /// Turns a non-blocking call's `WouldBlock` into `ReceiversLate` when
+    /// the receivers holding this sender back are late (R8).
+    pub(super) fn name_late_if_full<T>(&mut self, r: Result<T, SendError>) -> Result<T, SendError> {
+        if !matches!(r, Err(SendError::WouldBlock)) {
+            return r;
+        }
+        let slots = u64::from(self.region.geometry.slots);
+        let late: Vec<_> = self.late_receivers().into_iter().filter(|l| l.unread >= slots).collect();
+        if late.is_empty() {
+            r
+        } else {
+            Err(SendError::ReceiversLate(late))
+        }
+    }
+}

@@ -1,0 +1,394 @@
+//! The sending endpoint: claim a number, write the slot in place, publish.
+
+mod late;
+mod loan;
+mod room;
+
+use std::time::{Duration, Instant};
+
+use crate::error::{ChannelError, SendError};
+use crate::layout::{Arm, STATE_LIVE};
+use crate::link::Link;
+use crate::notify::{Armer, Notified, WakeFd};
+use crate::peers;
+use crate::proto::{self, Op};
+use crate::region::{SenderRegion, Sequencer};
+use crate::ring::{self, Claim};
+use crate::sync::{fence, Ordering};
+use crate::sys::{futex, map::Mapping, memfd, robust, wakefd};
+use crate::wait::{sleep_budget, Backoff, WaitStrategy};
+
+pub use loan::Loan;
+use room::Room;
+
+/// Sends messages on one channel; every receiver gets each one.
+///
+/// A sender owns its region of the ring: nobody else can write it. Sends
+/// cost one payload copy ([`Sender::send`]) or none ([`Sender::loan`]) and
+/// make a system call only when a receiver is asleep.
+#[derive(Debug)]
+pub struct Sender {
+    link: Link,
+    sequencer: Sequencer,
+    region: SenderRegion,
+    index: usize,
+    room: Room,
+    wait: WaitStrategy,
+    wake: WakeFd,
+    armer: Armer,
+    /// The caller asked for the wake fd: a full ring arms it.
+    fd_mode: bool,
+    fd_armed: bool,
+}
+
+impl Sender {
+    pub(crate) fn open(link: Link, wait: WaitStrategy) -> Result<Sender, ChannelError> {
+        let g = link.membership.geometry;
+        let fd = memfd::create("corecast-sender", g.sender_region_bytes()).map_err(ChannelError::io("memfd"))?;
+        let map = Mapping::new(&fd, g.sender_region_bytes(), true).map_err(ChannelError::io("map own region"))?;
+        let region = SenderRegion::init(map, g, crate::sys::pid()).map_err(ChannelError::Corrupt)?;
+        let wake = WakeFd::new()?;
+        let (reply, mut fds) = link.call(Op::JoinSender, &[&fd, &wake.peer])?;
+        match reply.status {
+            proto::OK if fds.len() == 1 && reply.index < g.max_senders => {}
+            proto::FULL => {
+                return Err(ChannelError::Full { name: link.name.clone(), role: "sender", max: g.max_senders })
+            }
+            s => return Err(ChannelError::Corrupt(format!("keeper refused the sender (status {s})"))),
+        }
+        let sfd = fds.remove(0);
+        let size = memfd::size(&sfd).map_err(ChannelError::io("fstat sequencer"))? as usize;
+        if size != g.sequencer_bytes() {
+            return Err(ChannelError::Corrupt(format!("sequencer has {size} bytes")));
+        }
+        let smap = Mapping::new(&sfd, size, true).map_err(ChannelError::io("map sequencer"))?;
+        let sequencer = Sequencer::open(smap, &g).map_err(ChannelError::Corrupt)?;
+        let room = Room {
+            receivers: peers::empty(g.max_receivers as usize),
+            notified: Notified::new(g.max_receivers as usize),
+            generation: link.membership.generation().wrapping_sub(1),
+            limit: 0,
+            pending: false,
+            error: None,
+            stalls: vec![None; g.max_receivers as usize],
+            tampered: None,
+            claimed_up_to: 0,
+            me: reply.index as usize,
+            senders: peers::empty(if g.max_senders == 1 { 0 } else { g.max_senders as usize }),
+            rewound: None,
+        };
+        let index = reply.index as usize;
+        Ok(Sender {
+            link,
+            sequencer,
+            region,
+            index,
+            room,
+            wait,
+            wake,
+            armer: Armer::default(),
+            fd_mode: false,
+            fd_armed: false,
+        })
+    }
+
+    /// The largest message this channel carries, in bytes.
+    pub fn max_message_bytes(&self) -> usize {
+        self.region.geometry.slot_bytes as usize
+    }
+
+    /// How many receivers are attached and live now, as the channel's keeper
+    /// records them: a receiver that dies leaves this count as soon as the
+    /// kernel closes its connection (no message needs to be sent to notice).
+    pub fn live_receivers(&self) -> usize {
+        let m = &self.link.membership;
+        (0..m.geometry.max_receivers as usize)
+            // Acquire pairs with the keeper's (SeqCst or Release) stores of the state: the slot's fields stored before it come with it.
+            .filter(|&i| m.receiver(i).state.load(Ordering::Acquire) == STATE_LIVE)
+            .count()
+    }
+
+    /// This sender's index among the channel's senders.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// Changes how this sender waits for ring space.
+    pub fn set_wait_strategy(&mut self, wait: WaitStrategy) {
+        self.wait = wait;
+    }
+
+    /// Sends a copy of `msg`, waiting while the ring is full.
+    pub fn send(&mut self, msg: &[u8]) -> Result<(), SendError> {
+        self.send_until(msg, None)
+    }
+
+    /// Sends a copy of `msg`, or fails with [`SendError::WouldBlock`] at once
+    /// when the ring is full.
+    ///
+    /// When the ring is full because receivers left a message unread past
+    /// the channel's deadline, the error is [`SendError::ReceiversLate`]
+    /// naming them (as the keeper measures it), so event-loop senders learn
+    /// of them as blocked ones do.
+    pub fn try_send(&mut self, msg: &[u8]) -> Result<(), SendError> {
+        let r = self.try_send_once(msg);
+        self.name_late_if_full(r)
+    }
+
+    /// One attempt: `WouldBlock` when full.
+    fn try_send_once(&mut self, msg: &[u8]) -> Result<(), SendError> {
+        let seq = self.try_claim_armed(msg.len())?;
+        // SAFETY: this sender holds `seq`, so slot `seq % R` of its own
+        // region is written by nobody else and read by nobody until the
+        // stamp is published; `msg.len()` was checked against slot_bytes.
+        // (If the keeper voids the claim meanwhile, receivers skip the slot
+        // and never read these bytes.)
+        unsafe { std::ptr::copy_nonoverlapping(msg.as_ptr(), self.region.payload(seq, msg.len()), msg.len()) };
+        self.publish(seq, msg.len() as u32, ring::KIND_PUBLISHED)
+    }
+
+    /// Sends a copy of `msg`, waiting at most `timeout` for ring space.
+    pub fn send_timeout(&mut self, msg: &[u8], timeout: Duration) -> Result<(), SendError> {
+        self.send_until(msg, Some(Instant::now() + timeout))
+    }
+
+    fn send_until(&mut self, msg: &[u8], deadline: Option<Instant>) -> Result<(), SendError> {
+        let mut backoff = Backoff::new(self.wait);
+        loop {
+            match self.try_send_once(msg) {
+                Err(SendError::WouldBlock) => {}
+                other => {
+                    self.room.stalls.iter_mut().for_each(|s| *s = None);
+                    return other;
+                }
+            }
+            self.wait_for_room(&mut backoff, deadline)?;
+        }
+    }
+
+    /// Borrows the next slot to write a message in place (zero copy),
+    /// waiting while the ring is full. Receivers wait for this number until
+    /// the loan is committed or dropped (a dropped loan is skipped by all).
+    pub fn loan(&mut self) -> Result<Loan<'_>, SendError> {
+        let mut backoff = Backoff::new(self.wait);
+        loop {
+            match self.try_claim(0) {
+                Ok(seq) => return Ok(Loan::new(self, seq)),
+                Err(SendError::WouldBlock) => self.wait_for_room(&mut backoff, None)?,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Like [`Sender::loan`] but fails with [`SendError::WouldBlock`] when
+    /// full (or [`SendError::ReceiversLate`], as [`Sender::try_send`]).
+    pub fn try_loan(&mut self) -> Result<Loan<'_>, SendError> {
+        let claim = self.try_claim_armed(0);
+        let seq = self.name_late_if_full(claim)?;
+        Ok(Loan::new(self, seq))
+    }
+
+    /// A file descriptor for event loops (R9). Call it before waiting: it
+    /// becomes *readable* (POLLIN; a notification fd cannot report
+    /// writability) as soon as a send may succeed, at once if one may
+    /// already. After it fires, send until [`SendError::WouldBlock`]; from
+    /// then on every `WouldBlock` re-arms it. Works with epoll (level- or
+    /// edge-triggered), poll and select.
+    pub fn wake_fd(&mut self) -> std::os::fd::BorrowedFd<'_> {
+        use std::os::fd::AsFd;
+        self.fd_mode = true;
+        if !self.fd_armed {
+            self.armer.arm(&self.region.header().space_waiting.0, Arm::EVENT_FD);
+            self.fd_armed = true;
+            self.room.limit = 0;
+            // SeqCst: read in the one total order of the claims of `next` (ring::try_claim), so it is never older than a claim the reader already saw.
+            let next = self.sequencer.next().load(Ordering::SeqCst);
+            let g = self.region.geometry;
+            if self.room.check(&self.link, &g, next) || self.room.error.is_some() {
+                wakefd::signal(&self.wake.peer);
+            }
+        }
+        self.wake.owner.as_fd()
+    }
+
+    /// `try_claim`, arming the wake fd when the ring is full in fd mode.
+    fn try_claim_armed(&mut self, len: usize) -> Result<u64, SendError> {
+        if self.fd_armed {
+            self.fd_armed = false;
+            Armer::disarm(&self.region.header().space_waiting.0);
+            wakefd::drain(&self.wake.owner);
+        }
+        match self.try_claim(len) {
+            Err(SendError::WouldBlock) if self.fd_mode => {
+                self.armer.arm(&self.region.header().space_waiting.0, Arm::EVENT_FD);
+                self.fd_armed = true;
+                self.room.limit = 0;
+                // Re-check after arming (pairs with `Receiver::consume`).
+                self.try_claim(len)
+            }
+            other => other,
+        }
+    }
+
+    /// Claims the next number.
+    fn try_claim(&mut self, len: usize) -> Result<u64, SendError> {
+        let g = self.region.geometry;
+        if len > g.slot_bytes as usize {
+            return Err(SendError::TooLarge { bytes: len, max_bytes: g.slot_bytes as usize });
+        }
+        let m = &self.link.membership;
+        if m.destroyed() {
+            return Err(SendError::Destroyed);
+        }
+        if !m.keeper_alive() {
+            return Err(SendError::KeeperGone);
+        }
+        let mut repairs = 0;
+        let claim = loop {
+            let room = &mut self.room;
+            let link = &self.link;
+            let claim =
+                ring::try_claim(self.sequencer.next(), &self.region.header().claim.0, |s| room.check(link, &g, s));
+            if let Some(e) = self.room.error.take() {
+                return Err(e.into());
+            }
+            match (claim, self.room.rewound.take()) {
+                // `next` offered a number some sender already claimed: put
+                // it back to where claims really are (a forward move to a
+                // number that was claimed cannot hurt anyone), tell the
+                // keeper, and claim again.
+                (Claim::Full(s), Some(known)) if repairs < 4 => {
+                    repairs += 1;
+                    let next = self.sequencer.next();
+                    // SeqCst: one total order with the claims' compare-exchange.
+                    if next.compare_exchange(s, known, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+                        let _ = self.link.call_arg(Op::ReportTamper, s);
+                    }
+                }
+                (claim, _) => break claim,
+            }
+        };
+        match claim {
+            Claim::Won(seq) => {
+                self.room.claimed_up_to = seq + 1;
+                // Only an evicted receiver can be overtaken; until one has
+                // been, the extra store would cost a cache-line transfer per
+                // message for nothing (a spinning receiver polls this line).
+                if self.link.membership.evicted_ever() {
+                    ring::begin_write(self.region.slot(seq), seq);
+                }
+                Ok(seq)
+            }
+            // Also while `next` is tampered with: the ring is unusable until
+            // the keeper repairs it, and its repair bumps the generation,
+            // which wakes blocked senders and signals armed wake fds.
+            Claim::Full(_) => Err(SendError::WouldBlock),
+            // Stopped between winning and marking it past the deadline: the
+            // keeper voids it; this attempt sent nothing.
+            Claim::Revoked(seq) => {
+                self.room.claimed_up_to = seq + 1;
+                Err(SendError::ClaimVoided { seq })
+            }
+        }
+    }
+
+    /// Publishes `seq` (or voids it), unless the keeper voided the claim
+    /// because it was held past the deadline.
+    fn publish(&mut self, seq: u64, len: u32, kind: u64) -> Result<(), SendError> {
+        // The keeper may have revoked the claim (held past the deadline):
+        // then the number is void for every receiver and stays so.
+        let published = ring::commit_claim(&self.region.header().claim.0, seq);
+        if published {
+            ring::publish(self.region.slot(seq), seq, len, kind);
+        }
+        // Pairs with the receiver's fence in `Receiver::sleep`: either it
+        // sees this stamp, or this load sees its `sleeping` flag.
+        fence(Ordering::SeqCst);
+        let mut ring_bell = false;
+        for (i, peer) in self.room.receivers.iter().enumerate() {
+            let Some(p) = peer else { continue };
+            match self.room.notified.take(i, p.region.header().sleeping.0.load(Ordering::Relaxed)) {
+                Some(Arm::FUTEX) => ring_bell = true,
+                Some(Arm::EVENT_FD) => wakefd::signal(&p.wake),
+                _ => {}
+            }
+        }
+        if ring_bell {
+            // One wake reaches every receiver asleep on this doorbell.
+            let bell = &self.region.header().doorbell.0;
+            // Release pairs with the sleepers' Acquire loads of the doorbell before they sleep on it.
+            bell.fetch_add(1, Ordering::Release);
+            futex::wake_all(bell);
+        }
+        if published {
+            Ok(())
+        } else {
+            Err(SendError::ClaimVoided { seq })
+        }
+    }
+
+    fn wait_for_room(&mut self, backoff: &mut Backoff, deadline: Option<Instant>) -> Result<(), SendError> {
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Err(SendError::Timeout);
+        }
+        if !backoff.snooze() {
+            return Ok(());
+        }
+        backoff.reset();
+        // SeqCst: read in the one total order of the claims of `next` (ring::try_claim), so it is never older than a claim the reader already saw.
+        let next = self.sequencer.next().load(Ordering::SeqCst);
+        // A tampered `next` holds everyone back; no receiver is to blame.
+        if self.room.tampered.is_none() {
+            self.blocking_late_receivers(next)?;
+        }
+        let Some(mut budget) = sleep_budget(deadline) else { return Err(SendError::Timeout) };
+        // Wake up in time to report a receiver that becomes late.
+        // Acquire pairs with the keeper's Release store of the deadline.
+        let ms = self.link.membership.header().deadline_ms.load(Ordering::Acquire);
+        if let Some(first) = self.room.stalls.iter().flatten().map(|s| s.1).min().filter(|_| ms != 0) {
+            let due = first + Duration::from_millis(u64::from(ms));
+            budget = budget.min(due.saturating_duration_since(Instant::now()).max(Duration::from_millis(1)));
+        }
+        // Sleep on the slowest receiver's cursor word and on the membership
+        // generation (a receiver leaving or dying frees room too).
+        let m = &self.link.membership;
+        let gen_word = &m.header().generation.0;
+        // SeqCst: the futex value is read before arming and the room
+        // re-checked after it; pairs with the keeper's SeqCst generation
+        // bump (keeper::bump).
+        let gen = gen_word.load(Ordering::SeqCst);
+        let slowest = self.room.slowest(m);
+        let flag = &self.region.header().space_waiting.0;
+        self.armer.arm(flag, Arm::FUTEX);
+        // Pairs with the receiver's fence in `Receiver::consume`: either it
+        // sees this arm, or the re-check below sees its cursor.
+        fence(Ordering::SeqCst);
+        // SeqCst: in the one total order of the claims of `next`.
+        let next = self.sequencer.next().load(Ordering::SeqCst);
+        self.room.limit = 0;
+        let g = self.region.geometry;
+        let room_now = self.room.check(&self.link, &g, next);
+        if !room_now && !self.room.pending {
+            let keeper = m.keeper_word();
+            // Acquire pairs with the keeper's Release store of its robust word (sys::robust).
+            let mut words = vec![(gen_word, gen), (keeper, keeper.load(Ordering::Acquire))];
+            if let Some((r, v)) = slowest.and_then(|i| self.room.receivers[i].as_ref()).map(|p| {
+                let w = &p.region.header().cursor.0.wake;
+                // Acquire pairs with the receiver's Release bump of its cursor's wake word.
+                (w, w.load(Ordering::Acquire))
+            }) {
+                words.push((r, v));
+            }
+            futex::wait_any(&words, budget).map_err(|e| SendError::Io { op: "futex wait", source: e.into() })?;
+            robust::cascade(keeper);
+        }
+        Armer::disarm(flag);
+        Ok(())
+    }
+}
+
+impl Drop for Sender {
+    fn drop(&mut self) {
+        self.link.leave();
+    }
+}

@@ -1,0 +1,229 @@
+//! What a sender knows about the receivers (back-pressure, stalls,
+//! wake-ups) and the other senders (their claim words, to see a rewound
+//! sequencer), refreshed from the keeper when membership changes.
+
+use std::time::Instant;
+
+use crate::error::ChannelError;
+use crate::layout::{Geometry, START_PENDING, STATE_LIVE};
+use crate::link::Link;
+use crate::notify::Notified;
+use crate::peers::{self, PeerTable};
+use crate::proto::Op;
+use crate::region::{ReceiverRegion, SenderRegion};
+use crate::ring;
+use crate::sync::Ordering;
+
+/// What the sender knows about receivers, for back-pressure and wake-ups.
+#[derive(Debug)]
+pub(super) struct Room {
+    pub(super) receivers: PeerTable<ReceiverRegion>,
+    /// Once-per-arming bookkeeping for receivers' sleep words.
+    pub(super) notified: Notified,
+    pub(super) generation: u32,
+    /// Numbers below this have room (cached minimum cursor + ring length).
+    pub(super) limit: u64,
+    /// A receiver's start is still pending at the keeper.
+    pub(super) pending: bool,
+    pub(super) error: Option<ChannelError>,
+    /// Per receiver: the cursor it was stuck at while holding this sender
+    /// back, and since when (R8).
+    pub(super) stalls: Vec<Option<(u64, Instant)>>,
+    /// Why the last room check found the shared `next` impossible for
+    /// honest senders (the keeper repairs it and bumps the generation):
+    /// while set, no receiver is blamed for the wait.
+    pub(super) tampered: Option<String>,
+    /// One past the last number this sender claimed: `next` never goes
+    /// below it unless someone rewound the sequencer.
+    pub(super) claimed_up_to: u64,
+    /// This sender's index.
+    pub(super) me: usize,
+    /// The other senders' regions, for their claim words (see `check`);
+    /// empty in a channel with one sender, and `None` at this sender's own
+    /// index.
+    pub(super) senders: PeerTable<SenderRegion>,
+    /// Set by `check` when `next` offered a number already claimed: one
+    /// past the highest number known to be claimed.
+    pub(super) rewound: Option<u64>,
+}
+
+impl Room {
+    /// Whether number `s` may be claimed: it is a number an honest sender
+    /// can be offered (see [`Room::has_room`] for the upper bound), and the
+    /// ring has room for it.
+    ///
+    /// A rewound `next` offers a number some sender already claimed: every
+    /// sender's claim word (in its own sealed region) says how far it has
+    /// claimed, the keeper's floor how far claims had gone at its last
+    /// look. A claim word beyond any honest reach (the slowest receiver's
+    /// own cursor plus the ring) is a hostile sender's, and is ignored.
+    pub(super) fn check(&mut self, link: &Link, g: &Geometry, s: u64) -> bool {
+        // The receivers and senders as they are now: a receiver missed here
+        // would count only by its start, and bound the evidence too low.
+        if !self.sync(link, g) {
+            return false;
+        }
+        let m = &link.membership;
+        let mut known = m.floor().max(self.claimed_up_to);
+        // Computed only when a claim word says more than `s` (rare).
+        let mut reach = None;
+        for (j, r) in self.senders.iter().enumerate().filter_map(|(j, p)| Some((j, &p.as_ref()?.region))) {
+            // Acquire pairs with the sender's SeqCst stores of its claim.
+            let c = ring::taken_below(r.header().claim.0.load(Ordering::Acquire));
+            if c <= s || m.sender(j).excluded.load(Ordering::Relaxed) != 0 {
+                continue;
+            }
+            // Without a live receiver no message can be missed, and nothing
+            // bounds what an honest claim can reach: nothing to repair.
+            if reach.get_or_insert_with(|| self.raw_reach(m, g)).is_some_and(|r| c <= r) {
+                known = known.max(c);
+            }
+        }
+        self.tampered = None;
+        if s < known {
+            self.rewound = Some(known);
+            self.tampered = Some(format!(
+                "the sequencer offers number {s}, below {known} which was already claimed: a sender rewound it"
+            ));
+            return false;
+        }
+        self.has_room(link, g, s)
+    }
+
+    /// Refreshes the receiver and sender sets when membership changed;
+    /// `false` (with `error` set) when the keeper could not be asked.
+    pub(super) fn sync(&mut self, link: &Link, g: &Geometry) -> bool {
+        let gen = link.membership.generation();
+        if gen != self.generation {
+            if let Err(e) = self.refresh(link, g) {
+                self.error = Some(e);
+                return false;
+            }
+            self.generation = gen;
+            self.limit = 0;
+        }
+        true
+    }
+
+    /// The slowest live receiver's own cursor (not clamped) plus the ring:
+    /// no honest claim reaches it. `None` without live receivers.
+    pub(super) fn raw_reach(&self, m: &crate::region::Membership, g: &Geometry) -> Option<u64> {
+        (0..g.max_receivers as usize)
+            // Acquire pairs with the keeper's (SeqCst or Release) stores of the state: the slot's fields stored before it come with it.
+            .filter(|&i| m.receiver(i).state.load(Ordering::Acquire) == STATE_LIVE)
+            .filter_map(|i| {
+                let e = m.receiver(i);
+                // Acquire pairs with the keeper's SeqCst store of the receiver's start.
+                let start = e.start.load(Ordering::Acquire);
+                let cursor = match &self.receivers[i] {
+                    // Acquire pairs with the keeper's state store after its epoch bump: a changed epoch is another member.
+                    Some(p) if p.epoch == e.epoch.load(Ordering::Acquire) => {
+                        // Acquire pairs with the receiver's Release store of its cursor (ring::advance): the slots below it are done with.
+                        p.region.header().cursor.0.next.load(Ordering::Acquire)
+                    }
+                    _ => start,
+                };
+                (start != START_PENDING).then_some(cursor.max(start))
+            })
+            .min()
+            .map(|c| c.saturating_add(u64::from(g.slots)))
+    }
+
+    /// Whether number `s` may be claimed: every live receiver's cursor is
+    /// above `s - R`. Refreshes the receiver set when membership changed.
+    pub(super) fn has_room(&mut self, link: &Link, g: &Geometry, s: u64) -> bool {
+        if !self.sync(link, g) {
+            return false;
+        }
+        if s < self.limit {
+            return true;
+        }
+        self.pending = false;
+        let mut min = s;
+        // Every live receiver's own cursor was read (none only by its start).
+        let mut exact = true;
+        for i in 0..g.max_receivers as usize {
+            let e = link.membership.receiver(i);
+            // Acquire pairs with the keeper's (SeqCst or Release) stores of the state: the slot's fields stored before it come with it.
+            if e.state.load(Ordering::Acquire) != STATE_LIVE {
+                continue;
+            }
+            // Acquire pairs with the keeper's SeqCst store of the receiver's start.
+            let start = e.start.load(Ordering::Acquire);
+            if start == START_PENDING {
+                self.pending = true;
+                return false;
+            }
+            // Acquire pairs with the keeper's state store after its epoch bump: a changed epoch is another member.
+            let epoch = e.epoch.load(Ordering::Acquire);
+            match &self.receivers[i] {
+                // Acquire pairs with `ring::advance` (Release) in the receiver.
+                Some(p) if p.epoch == epoch => {
+                    let c = p.region.header().cursor.0.next.load(Ordering::Acquire);
+                    min = min.min(ring::effective_cursor(c, start, s));
+                }
+                // Joined after our last refresh: its start is at least the
+                // `next` we loaded, so it constrains nothing below `start`.
+                _ => {
+                    exact = false;
+                    min = min.min(start.min(s));
+                }
+            }
+        }
+        self.limit = min + u64::from(g.slots);
+        // An honest claim of `n` needs `n < slowest + R`, so `next` never
+        // exceeds `slowest + R`: beyond it, a sender moved it by hand.
+        if exact && s > self.limit {
+            self.tampered = Some(format!(
+                "the sequencer offers number {s}, beyond the slowest receiver's reach ({}): a sender moved it \
+                 (the channel's keeper voids the gap and puts it back)",
+                self.limit
+            ));
+        }
+        s < self.limit
+    }
+
+    pub(super) fn refresh(&mut self, link: &Link, g: &Geometry) -> Result<(), ChannelError> {
+        self.refresh_senders(link, g)?;
+        let notified = &mut self.notified;
+        peers::refresh(
+            link,
+            Op::FetchReceivers,
+            &mut self.receivers,
+            ReceiverRegion::bytes(),
+            |_, map| ReceiverRegion::open(map).map(Some).map_err(ChannelError::Corrupt),
+            |i| notified.forget(i),
+        )
+    }
+
+    /// Maps the other senders' regions (read-only), for their claim words.
+    pub(super) fn refresh_senders(&mut self, link: &Link, g: &Geometry) -> Result<(), ChannelError> {
+        if g.max_senders == 1 {
+            return Ok(());
+        }
+        let me = self.me;
+        // A region failing validation is a sender the keeper excludes; its
+        // claim word is no evidence of anything.
+        peers::refresh(
+            link,
+            Op::FetchSenders,
+            &mut self.senders,
+            g.sender_region_bytes(),
+            |j, map| Ok((j != me).then(|| SenderRegion::open(map, *g).ok()).flatten()),
+            |_| {},
+        )
+    }
+
+    /// Index of the live receiver with the lowest cursor.
+    pub(super) fn slowest(&self, m: &crate::region::Membership) -> Option<usize> {
+        self.receivers
+            .iter()
+            .enumerate()
+            // Acquire pairs with the keeper's (SeqCst or Release) stores of the state: the slot's fields stored before it come with it.
+            .filter(|(i, r)| r.is_some() && m.receiver(*i).state.load(Ordering::Acquire) == STATE_LIVE)
+            // Acquire pairs with the receiver's Release store of its cursor (ring::advance): the slots below it are done with.
+            .filter_map(|(i, r)| r.as_ref().map(|p| (i, p.region.header().cursor.0.next.load(Ordering::Acquire))))
+            .min_by_key(|&(_, c)| c)
+            .map(|(i, _)| i)
+    }
+}
