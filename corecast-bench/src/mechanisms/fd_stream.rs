@@ -8,8 +8,11 @@
 //! checked against it, and `len` against the topology's limit and the
 //! caller's buffer, so a corrupt stream is a `Protocol` error, not a panic.
 
-use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::io::IoSlice;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+
+use rustix::event::{poll, PollFd, PollFlags};
+use rustix::io::Errno;
 
 use crate::transport::{Endpoint, Group, PeerId, Prepared, Received, Topology, TransportError};
 
@@ -72,142 +75,75 @@ pub(crate) fn check_len(name: &'static str, len: usize, max: usize) -> Result<()
 
 /// An anonymous pipe `(read end, write end)`.
 pub(crate) fn pipe(name: &'static str) -> Result<(OwnedFd, OwnedFd), TransportError> {
-    let mut fds = [0i32; 2];
-    // SAFETY: fds is a valid array of two ints for pipe2 to fill.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(TransportError::last_os(name, "pipe2"));
-    }
-    // SAFETY: pipe2 succeeded, so both fds are open and owned by no one else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    corecast_process::pipe::pipe().map_err(|source| TransportError::Io { mechanism: name, op: "pipe2", source })
 }
 
-/// Wraps a freshly returned descriptor, or the last OS error if it is < 0.
-pub(crate) fn own_fd(name: &'static str, op: &'static str, fd: RawFd) -> Result<OwnedFd, TransportError> {
-    if fd < 0 {
-        return Err(TransportError::last_os(name, op));
-    }
-    // SAFETY: fd was just returned by the kernel to this process and is owned by no one else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-/// Sets an integer socket option.
-pub(crate) fn setsockopt_int(
-    name: &'static str,
-    fd: &OwnedFd,
-    level: i32,
-    opt: i32,
-    value: i32,
-) -> Result<(), TransportError> {
-    let len = std::mem::size_of::<i32>() as libc::socklen_t;
-    // SAFETY: value is a live i32 and len is its size.
-    let rc = unsafe { libc::setsockopt(fd.as_raw_fd(), level, opt, (&value as *const i32).cast(), len) };
-    if rc != 0 {
-        return Err(TransportError::last_os(name, "setsockopt"));
-    }
-    Ok(())
-}
-
-/// Reads an integer socket option.
-pub(crate) fn getsockopt_int(name: &'static str, fd: &OwnedFd, level: i32, opt: i32) -> Result<i32, TransportError> {
-    let mut value = 0i32;
-    let mut len = std::mem::size_of::<i32>() as libc::socklen_t;
-    // SAFETY: value and len are live and len holds value's size.
-    let rc = unsafe { libc::getsockopt(fd.as_raw_fd(), level, opt, (&mut value as *mut i32).cast(), &mut len) };
-    if rc != 0 {
-        return Err(TransportError::last_os(name, "getsockopt"));
-    }
-    Ok(value)
-}
-
-fn gone_or_io(name: &'static str, op: &'static str, peer: PeerId, e: io::Error) -> TransportError {
-    match e.raw_os_error() {
-        Some(libc::EPIPE) | Some(libc::ECONNRESET) => TransportError::PeerGone { mechanism: name, peer: Some(peer) },
-        _ => TransportError::Io { mechanism: name, op, source: e },
+/// A write or read error: a peer that closed its end is gone.
+fn gone_or_io(name: &'static str, op: &'static str, peer: PeerId, e: Errno) -> TransportError {
+    match e {
+        Errno::PIPE | Errno::CONNRESET => TransportError::PeerGone { mechanism: name, peer: Some(peer) },
+        e => TransportError::Io { mechanism: name, op, source: e.into() },
     }
 }
 
 /// Writes every byte of `parts`, in order, with `writev`, retrying on EINTR
 /// and partial writes (blocking is the stream's flow control).
-pub(crate) fn write_all(name: &'static str, fd: RawFd, peer: PeerId, parts: &[&[u8]]) -> Result<(), TransportError> {
-    let mut iov: Vec<libc::iovec> = parts
-        .iter()
-        .filter(|p| !p.is_empty())
-        .map(|p| libc::iovec { iov_base: p.as_ptr() as *mut _, iov_len: p.len() })
-        .collect();
-    let mut first = 0;
-    while first < iov.len() {
-        let rest = &iov[first..];
-        // SAFETY: every iovec points into a slice of `parts`, alive for this call.
-        let n = unsafe { libc::writev(fd, rest.as_ptr(), rest.len() as i32) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(gone_or_io(name, "writev", peer, e));
+pub(crate) fn write_all(
+    name: &'static str,
+    fd: BorrowedFd<'_>,
+    peer: PeerId,
+    parts: &[&[u8]],
+) -> Result<(), TransportError> {
+    let mut iov: Vec<IoSlice<'_>> = parts.iter().filter(|p| !p.is_empty()).map(|p| IoSlice::new(p)).collect();
+    let mut rest = &mut iov[..];
+    while !rest.is_empty() {
+        match rustix::io::writev(fd, rest) {
+            Ok(n) => IoSlice::advance_slices(&mut rest, n),
+            Err(Errno::INTR) => {}
+            Err(e) => return Err(gone_or_io(name, "writev", peer, e)),
         }
-        advance(&mut iov, &mut first, n as usize);
     }
     Ok(())
-}
-
-/// Drops `n` written bytes from the front of `iov[*first..]`.
-pub(crate) fn advance(iov: &mut [libc::iovec], first: &mut usize, mut n: usize) {
-    while n > 0 && *first < iov.len() {
-        let v = &mut iov[*first];
-        if n >= v.iov_len {
-            n -= v.iov_len;
-            *first += 1;
-        } else {
-            // SAFETY: n < iov_len, so the new base stays inside the same slice.
-            v.iov_base = unsafe { v.iov_base.cast::<u8>().add(n) }.cast();
-            v.iov_len -= n;
-            n = 0;
-        }
-    }
 }
 
 /// Fills `buf` from `fd`, retrying on EINTR; end of stream is `PeerGone`.
-pub(crate) fn read_exact(name: &'static str, fd: RawFd, peer: PeerId, buf: &mut [u8]) -> Result<(), TransportError> {
+pub(crate) fn read_exact(
+    name: &'static str,
+    fd: BorrowedFd<'_>,
+    peer: PeerId,
+    buf: &mut [u8],
+) -> Result<(), TransportError> {
     let mut done = 0;
     while done < buf.len() {
-        let rest = &mut buf[done..];
-        // SAFETY: rest is a valid writable slice of rest.len() bytes.
-        let n = unsafe { libc::read(fd, rest.as_mut_ptr().cast(), rest.len()) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(gone_or_io(name, "read", peer, e));
+        match rustix::io::read(fd, &mut buf[done..]) {
+            Ok(0) => return Err(TransportError::PeerGone { mechanism: name, peer: Some(peer) }),
+            Ok(n) => done += n,
+            Err(Errno::INTR) => {}
+            Err(e) => return Err(gone_or_io(name, "read", peer, e)),
         }
-        if n == 0 {
-            return Err(TransportError::PeerGone { mechanism: name, peer: Some(peer) });
-        }
-        done += n as usize;
     }
     Ok(())
 }
 
-/// Blocks until one of `fds` is readable (or hung up) and returns its index,
-/// scanning from `start` so no sender is starved.
-pub(crate) fn wait_readable(name: &'static str, fds: &[RawFd], start: usize) -> Result<usize, TransportError> {
-    if fds.len() == 1 {
+/// Blocks until one of the incoming links `inc` is readable (or hung up) and
+/// returns its index, scanning from `start` so no sender is starved.
+pub(crate) fn wait_readable(
+    name: &'static str,
+    inc: &[(PeerId, OwnedFd)],
+    start: usize,
+) -> Result<usize, TransportError> {
+    if inc.len() == 1 {
         return Ok(0);
     }
-    let mut pfds: Vec<libc::pollfd> =
-        fds.iter().map(|&fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 }).collect();
+    let mut pfds: Vec<PollFd<'_>> = inc.iter().map(|(_, fd)| PollFd::new(fd, PollFlags::IN)).collect();
     loop {
-        // SAFETY: pfds is a valid array of pollfd of the given length.
-        let n = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, -1) };
-        if n < 0 {
-            if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(TransportError::last_os(name, "poll"));
+        match poll(&mut pfds, None) {
+            Ok(_) => {}
+            Err(Errno::INTR) => continue,
+            Err(e) => return Err(TransportError::Io { mechanism: name, op: "poll", source: e.into() }),
         }
         let k = pfds.len();
-        if let Some(i) = (0..k).map(|j| (start + j) % k).find(|&i| pfds[i].revents != 0) {
+        if let Some(i) = (0..k).map(|j| (start + j) % k).find(|&i| !pfds[i].revents().is_empty()) {
             return Ok(i);
         }
     }
@@ -263,7 +199,6 @@ impl Prepared for StreamPrepared {
             me,
             max: self.topology.max_message_bytes,
             groups: my_groups(&self.topology.groups, me),
-            inc_raw: fds.inc.iter().map(|(_, fd)| fd.as_raw_fd()).collect(),
             fds,
             next: 0,
         }))
@@ -277,14 +212,13 @@ pub(crate) struct StreamEndpoint {
     max: usize,
     groups: Vec<Option<Vec<PeerId>>>,
     fds: PeerFds,
-    inc_raw: Vec<RawFd>,
     next: usize,
 }
 
 impl StreamEndpoint {
-    fn out_fd(&self, to: PeerId) -> Result<RawFd, TransportError> {
+    fn out_fd(&self, to: PeerId) -> Result<BorrowedFd<'_>, TransportError> {
         match self.fds.out.get(to) {
-            Some(Some(fd)) => Ok(fd.as_raw_fd()),
+            Some(Some(fd)) => Ok(fd.as_fd()),
             _ => Err(TransportError::Topology(format!("no link from {} to {to}", self.me))),
         }
     }
@@ -307,18 +241,18 @@ impl Endpoint for StreamEndpoint {
     }
 
     fn recv_any(&mut self, buf: &mut [u8]) -> Result<Received, TransportError> {
-        let raw = &self.inc_raw;
-        if raw.is_empty() {
+        let inc = &self.fds.inc;
+        if inc.is_empty() {
             return Err(TransportError::Topology(format!("no peer sends to {}", self.me)));
         }
-        let i = wait_readable(self.name, raw, self.next)?;
+        let i = wait_readable(self.name, inc, self.next)?;
         self.next = i + 1;
-        let from = self.fds.inc[i].0;
+        let (from, fd) = (inc[i].0, inc[i].1.as_fd());
         let mut h = [0u8; HEADER_BYTES];
-        read_exact(self.name, raw[i], from, &mut h)?;
+        read_exact(self.name, fd, from, &mut h)?;
         let len = parse_header(self.name, &h, from, self.max, buf.len())?;
         // The sender writes whole frames, so finishing this one cannot wait on us.
-        read_exact(self.name, raw[i], from, &mut buf[..len])?;
+        read_exact(self.name, fd, from, &mut buf[..len])?;
         Ok(Received { from, len })
     }
 }

@@ -3,7 +3,13 @@
 //! wait/wake on a word inside it, a spin-then-yield back-off, and blocking
 //! helpers for the pipes some of them use for metadata.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
+use std::time::Duration;
+
+use rustix::event::{poll, PollFd, PollFlags, Timespec};
+use rustix::io::Errno;
+use rustix::mm::{mmap_anonymous, MapFlags, ProtFlags};
+use rustix::thread::futex;
 use std::sync::atomic::{AtomicU32, AtomicU64};
 
 use crate::transport::{PeerId, TransportError};
@@ -34,21 +40,11 @@ impl SharedMapping {
     /// shared anonymous memory.
     pub fn new(mechanism: &'static str, len: usize) -> Result<SharedMapping, TransportError> {
         let len = len.max(1);
-        // SAFETY: anonymous mapping with no address hint; the result is
-        // checked against MAP_FAILED before use.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(TransportError::last_os(mechanism, "mmap"));
-        }
+        // SAFETY: a fresh anonymous mapping with no address hint overlaps
+        // nothing this process uses; the result is checked before use.
+        let p =
+            unsafe { mmap_anonymous(std::ptr::null_mut(), len, ProtFlags::READ | ProtFlags::WRITE, MapFlags::SHARED) }
+                .map_err(os(mechanism, "mmap"))?;
         Ok(SharedMapping { ptr: p.cast(), len })
     }
 
@@ -119,7 +115,7 @@ impl Drop for SharedMapping {
     fn drop(&mut self) {
         // SAFETY: ptr/len are exactly what mmap returned; no reference into
         // the mapping outlives `self` (all accessors borrow `self`).
-        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+        let _ = unsafe { rustix::mm::munmap(self.ptr.cast(), self.len) };
     }
 }
 
@@ -127,19 +123,13 @@ impl Drop for SharedMapping {
 /// the word lives in memory shared between processes). Returns on wake-up,
 /// on a value mismatch, or on a signal; callers re-check their condition.
 pub fn futex_wait(word: &AtomicU32, expected: u32) {
-    // SAFETY: `word` is a valid, aligned u32 for the duration of the call;
-    // a null timeout means wait without a deadline. Errors (EAGAIN, EINTR)
-    // are spurious wake-ups for the caller's loop.
-    unsafe {
-        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAIT, expected, std::ptr::null::<libc::timespec>())
-    };
+    // Errors (EAGAIN, EINTR) are spurious wake-ups for the caller's loop.
+    let _ = futex::wait(word, futex::Flags::empty(), expected, None);
 }
 
 /// Wakes every process sleeping on `word` (FUTEX_WAKE).
 pub fn futex_wake_all(word: &AtomicU32) {
-    // SAFETY: `word` is a valid, aligned u32; FUTEX_WAKE only reads the
-    // address to find waiters.
-    unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, i32::MAX) };
+    let _ = futex::wake(word, futex::Flags::empty(), i32::MAX as u32);
 }
 
 /// The polling mechanisms wait the way corecast's default does (spin about
@@ -189,33 +179,25 @@ pub fn peer_gone_is(e: TransportError, peer: PeerId) -> TransportError {
     }
 }
 
+/// The error of `op` for `mechanism`.
+pub fn os(mechanism: &'static str, op: &'static str) -> impl Fn(Errno) -> TransportError {
+    move |e| TransportError::Io { mechanism, op, source: e.into() }
+}
+
 /// Creates a pipe (close-on-exec), returning (read end, write end).
 pub fn pipe(mechanism: &'static str) -> Result<(OwnedFd, OwnedFd), TransportError> {
-    let mut fds = [0i32; 2];
-    // SAFETY: fds is a valid array of two ints for pipe2 to fill.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(TransportError::last_os(mechanism, "pipe2"));
-    }
-    // SAFETY: pipe2 succeeded, so both fds are open and owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    corecast_process::pipe::pipe().map_err(|source| TransportError::Io { mechanism, op: "pipe2", source })
 }
 
 /// Writes all of `buf` to `fd`, retrying on EINTR and short writes.
 pub fn write_all(mechanism: &'static str, fd: &OwnedFd, mut buf: &[u8]) -> Result<(), TransportError> {
     while !buf.is_empty() {
-        // SAFETY: buf is valid for reads of buf.len() bytes.
-        let n = unsafe { libc::write(fd.as_raw_fd(), buf.as_ptr().cast(), buf.len()) };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            if e.raw_os_error() == Some(libc::EPIPE) {
-                return Err(TransportError::PeerGone { mechanism, peer: None });
-            }
-            return Err(TransportError::Io { mechanism, op: "write", source: e });
+        match rustix::io::write(fd, buf) {
+            Ok(n) => buf = &buf[n..],
+            Err(Errno::INTR) => {}
+            Err(Errno::PIPE) => return Err(TransportError::PeerGone { mechanism, peer: None }),
+            Err(e) => return Err(os(mechanism, "write")(e)),
         }
-        buf = &buf[n as usize..];
     }
     Ok(())
 }
@@ -236,20 +218,13 @@ pub fn read_exact(mechanism: &'static str, fd: &OwnedFd, buf: &mut [u8]) -> Resu
 pub fn read_record(mechanism: &'static str, fd: &OwnedFd, buf: &mut [u8]) -> Result<bool, TransportError> {
     let mut got = 0;
     while got < buf.len() {
-        let rest = &mut buf[got..];
-        // SAFETY: rest is valid for writes of rest.len() bytes.
-        let n = unsafe { libc::read(fd.as_raw_fd(), rest.as_mut_ptr().cast(), rest.len()) };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(TransportError::Io { mechanism, op: "read", source: e });
+        match rustix::io::read(fd, &mut buf[got..]) {
+            Ok(0) if got == 0 => return Ok(false),
+            Ok(0) => return Err(TransportError::PeerGone { mechanism, peer: None }),
+            Ok(n) => got += n,
+            Err(Errno::INTR) => {}
+            Err(e) => return Err(os(mechanism, "read")(e)),
         }
-        if n == 0 {
-            return if got == 0 { Ok(false) } else { Err(TransportError::PeerGone { mechanism, peer: None }) };
-        }
-        got += n as usize;
     }
     Ok(true)
 }
@@ -257,72 +232,50 @@ pub fn read_record(mechanism: &'static str, fd: &OwnedFd, buf: &mut [u8]) -> Res
 /// Blocks until at least one of `fds` is readable (or hung up) and returns
 /// the indices that are, in order.
 pub fn poll_readable(mechanism: &'static str, fds: &[&OwnedFd]) -> Result<Vec<usize>, TransportError> {
-    let want: Vec<(&OwnedFd, i16)> = fds.iter().map(|&f| (f, libc::POLLIN)).collect();
+    let want: Vec<(&OwnedFd, PollFlags)> = fds.iter().map(|&f| (f, PollFlags::IN)).collect();
     loop {
-        let ready = poll_events(mechanism, &want, -1)?;
+        let ready = poll_events(mechanism, &want, None)?;
         if !ready.is_empty() {
             return Ok(ready);
         }
     }
 }
 
-/// One `poll(2)` over `(fd, events)` pairs with a timeout in milliseconds
-/// (-1: none); returns the indices with any event (including hang-up).
-/// EINTR counts as "nothing ready".
+/// One `poll(2)` over `(fd, events)` pairs with a timeout (`None`: none);
+/// returns the indices with any event (including hang-up). EINTR counts as
+/// "nothing ready".
 pub fn poll_events(
     mechanism: &'static str,
-    fds: &[(&OwnedFd, i16)],
-    timeout_ms: i32,
+    fds: &[(&OwnedFd, PollFlags)],
+    timeout: Option<Duration>,
 ) -> Result<Vec<usize>, TransportError> {
-    let mut pfds: Vec<libc::pollfd> =
-        fds.iter().map(|(fd, ev)| libc::pollfd { fd: fd.as_raw_fd(), events: *ev, revents: 0 }).collect();
-    // SAFETY: pfds is a valid array of pollfd of the given length.
-    let n = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, timeout_ms) };
-    if n < 0 {
-        let e = std::io::Error::last_os_error();
-        if e.kind() == std::io::ErrorKind::Interrupted {
-            return Ok(Vec::new());
-        }
-        return Err(TransportError::Io { mechanism, op: "poll", source: e });
+    let mut pfds: Vec<PollFd<'_>> = fds.iter().map(|(fd, ev)| PollFd::new(*fd, *ev)).collect();
+    let ts = timeout.map(|t| Timespec { tv_sec: t.as_secs() as i64, tv_nsec: i64::from(t.subsec_nanos()) });
+    match poll(&mut pfds, ts.as_ref()) {
+        Ok(_) => Ok(pfds.iter().enumerate().filter(|(_, p)| !p.revents().is_empty()).map(|(i, _)| i).collect()),
+        Err(Errno::INTR) => Ok(Vec::new()),
+        Err(e) => Err(os(mechanism, "poll")(e)),
     }
-    Ok(pfds.iter().enumerate().filter(|(_, p)| p.revents != 0).map(|(i, _)| i).collect())
 }
 
 /// Sets `O_NONBLOCK` on `fd`'s open file description.
 pub fn set_nonblocking(mechanism: &'static str, fd: &OwnedFd) -> Result<(), TransportError> {
-    // SAFETY: fcntl on an fd we own; F_GETFL/F_SETFL take no pointers.
-    let ok = unsafe {
-        let fl = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
-        fl >= 0 && libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, fl | libc::O_NONBLOCK) == 0
-    };
-    if ok {
-        Ok(())
-    } else {
-        Err(TransportError::last_os(mechanism, "fcntl"))
-    }
+    corecast_process::pipe::set_nonblocking(fd).map_err(|source| TransportError::Io { mechanism, op: "fcntl", source })
 }
 
 /// One `write(2)` of a record of at most `PIPE_BUF` bytes to a non-blocking
 /// pipe: `Ok(true)` written whole (pipes write such records atomically),
 /// `Ok(false)` the pipe is full.
 pub fn try_write_record(mechanism: &'static str, fd: &OwnedFd, rec: &[u8]) -> Result<bool, TransportError> {
-    debug_assert!(rec.len() <= libc::PIPE_BUF);
+    debug_assert!(rec.len() <= rustix::pipe::PIPE_BUF);
     loop {
-        // SAFETY: rec is valid for reads of rec.len() bytes.
-        let n = unsafe { libc::write(fd.as_raw_fd(), rec.as_ptr().cast(), rec.len()) };
-        if n >= 0 {
-            return if n as usize == rec.len() {
-                Ok(true)
-            } else {
-                Err(protocol(mechanism, format!("short pipe write of {n} bytes")))
-            };
-        }
-        let e = std::io::Error::last_os_error();
-        match e.raw_os_error() {
-            Some(libc::EINTR) => continue,
-            Some(libc::EAGAIN) => return Ok(false),
-            Some(libc::EPIPE) => return Err(TransportError::PeerGone { mechanism, peer: None }),
-            _ => return Err(TransportError::Io { mechanism, op: "write", source: e }),
+        match rustix::io::write(fd, rec) {
+            Ok(n) if n == rec.len() => return Ok(true),
+            Ok(n) => return Err(protocol(mechanism, format!("short pipe write of {n} bytes"))),
+            Err(Errno::INTR) => {}
+            Err(Errno::AGAIN) => return Ok(false),
+            Err(Errno::PIPE) => return Err(TransportError::PeerGone { mechanism, peer: None }),
+            Err(e) => return Err(os(mechanism, "write")(e)),
         }
     }
 }

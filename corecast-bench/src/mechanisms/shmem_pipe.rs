@@ -23,6 +23,9 @@
 
 use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
+use std::time::Duration;
+
+use rustix::event::PollFlags;
 
 use super::shared_memory::{
     line_round, peer_gone_is, pipe, poll_events, protocol, read_record, set_nonblocking, try_write_record, write_all,
@@ -166,7 +169,7 @@ impl OutLink {
 
     /// Takes returned extents that are already in the pipe, without blocking.
     fn drain_returns(&mut self) -> Result<(), TransportError> {
-        while !self.closed && !poll_events(NAME, &[(&self.ret_rd, libc::POLLIN)], 0)?.is_empty() {
+        while !self.closed && !poll_events(NAME, &[(&self.ret_rd, PollFlags::IN)], Some(Duration::ZERO))?.is_empty() {
             self.take_return()?;
         }
         Ok(())
@@ -248,8 +251,8 @@ impl ShmemEndpoint {
         // The pipe write orders the payload stores before the consumer's
         // read of the descriptor (the kernel's pipe lock is a full barrier).
         while !try_write_record(NAME, &link.data_wr, &desc).map_err(|e| peer_gone_is(e, to))? {
-            let want = [(&link.data_wr, libc::POLLOUT), (&link.ret_rd, libc::POLLIN)];
-            if poll_events(NAME, &want, -1)?.contains(&1) {
+            let want = [(&link.data_wr, PollFlags::OUT), (&link.ret_rd, PollFlags::IN)];
+            if poll_events(NAME, &want, None)?.contains(&1) {
                 link.drain_returns()?;
             }
         }
@@ -319,10 +322,10 @@ impl Endpoint for ShmemEndpoint {
                 return Err(TransportError::PeerGone { mechanism: NAME, peer: None });
             }
             let outs: Vec<usize> = (0..self.out.len()).filter(|&o| !self.out[o].closed).collect();
-            let mut want: Vec<(&OwnedFd, i16)> = Vec::with_capacity(ins.len() + outs.len());
-            want.extend(ins.iter().map(|&i| (&self.inc[i].data_rd, libc::POLLIN)));
-            want.extend(outs.iter().map(|&o| (&self.out[o].ret_rd, libc::POLLIN)));
-            let ready = poll_events(NAME, &want, -1)?;
+            let mut want: Vec<(&OwnedFd, PollFlags)> = Vec::with_capacity(ins.len() + outs.len());
+            want.extend(ins.iter().map(|&i| (&self.inc[i].data_rd, PollFlags::IN)));
+            want.extend(outs.iter().map(|&o| (&self.out[o].ret_rd, PollFlags::IN)));
+            let ready = poll_events(NAME, &want, None)?;
             for &r in ready.iter().filter(|&&r| r >= ins.len()) {
                 let o = outs[r - ins.len()];
                 // One record (or the EOF) per wake-up; poll reports the rest.

@@ -27,6 +27,8 @@
 use std::net::UdpSocket;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
+use rustix::net::sockopt;
+
 use crate::mechanisms::fd_stream::{self, FdLink, PeerFds};
 use crate::mechanisms::fragment::{self, FRAG_HEADER_BYTES};
 use crate::transport::{Endpoint, Mechanism, PeerId, Prepared, Received, Topology, TransportError};
@@ -38,7 +40,7 @@ const NAME: &str = "udp";
 /// Largest UDP payload over IPv4: 65,535 - 20 (IP) - 8 (UDP).
 pub const MAX_UDP_PAYLOAD: usize = 65_507;
 /// Receive buffer asked for per link; the kernel caps it at `rmem_max`.
-const RCVBUF_WANTED: i32 = 4 << 20;
+const RCVBUF_WANTED: usize = 4 << 20;
 
 fn cost(datagram_bytes: usize) -> u64 {
     2 * datagram_bytes as u64 + 2048
@@ -66,11 +68,11 @@ impl Mechanism for Udp {
             a.connect(b.local_addr().map_err(io("getsockname"))?).map_err(io("connect"))?;
             b.connect(a.local_addr().map_err(io("getsockname"))?).map_err(io("connect"))?;
             let (a, b) = (OwnedFd::from(a), OwnedFd::from(b));
-            let opt = |o| fd_stream::setsockopt_int(NAME, &b, libc::SOL_SOCKET, o, RCVBUF_WANTED);
-            if opt(libc::SO_RCVBUFFORCE).is_err() {
-                opt(libc::SO_RCVBUF)?;
+            let os = |op| move |e: rustix::io::Errno| TransportError::Io { mechanism: NAME, op, source: e.into() };
+            if sockopt::set_socket_recv_buffer_size_force(&b, RCVBUF_WANTED).is_err() {
+                sockopt::set_socket_recv_buffer_size(&b, RCVBUF_WANTED).map_err(os("setsockopt"))?;
             }
-            let rcvbuf = fd_stream::getsockopt_int(NAME, &b, libc::SOL_SOCKET, libc::SO_RCVBUF)?;
+            let rcvbuf = sockopt::socket_recv_buffer_size(&b).map_err(os("getsockopt"))?;
             window = window.min(rcvbuf as u64 / 2);
             links.push(FdLink { from, to, at_from: a, at_to: b });
         }
@@ -251,7 +253,7 @@ impl Endpoint for UdpEndpoint {
         if self.inc_raw.is_empty() {
             return Err(TransportError::Topology(format!("no peer sends to {}", self.me)));
         }
-        let i = fd_stream::wait_readable(NAME, &self.inc_raw, self.next)?;
+        let i = fd_stream::wait_readable(NAME, &self.fds.inc, self.next)?;
         self.next = i + 1;
         let (first, mut filled) = self.recv_piece(i, buf, 0)?;
         while filled < first.total {

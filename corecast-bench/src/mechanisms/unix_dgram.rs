@@ -16,6 +16,8 @@
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
+use rustix::net::{sockopt, SocketType};
+
 use crate::mechanisms::fd_stream::{self, FdLink, PeerFds};
 use crate::mechanisms::unix_stream::socketpair;
 use crate::transport::{Endpoint, Mechanism, PeerId, Prepared, Received, Topology, TransportError};
@@ -33,20 +35,21 @@ const KMALLOC_CAP: usize = 4 << 20;
 /// doubles what it is asked for), forcing past `wmem_max` where permitted;
 /// returns the `sk_sndbuf` it got.
 fn raise_sndbuf(fd: &OwnedFd, sndbuf: usize) -> Result<usize, TransportError> {
-    let cur = fd_stream::getsockopt_int(NAME, fd, libc::SOL_SOCKET, libc::SO_SNDBUF)?;
-    if cur as usize >= sndbuf {
-        return Ok(cur as usize);
+    let os = |op| move |e: rustix::io::Errno| TransportError::Io { mechanism: NAME, op, source: e.into() };
+    let cur = sockopt::socket_send_buffer_size(fd).map_err(os("getsockopt"))?;
+    if cur >= sndbuf {
+        return Ok(cur);
     }
-    let ask = i32::try_from(sndbuf / 2 + 1).unwrap_or(i32::MAX);
-    if fd_stream::setsockopt_int(NAME, fd, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, ask).is_err() {
-        fd_stream::setsockopt_int(NAME, fd, libc::SOL_SOCKET, libc::SO_SNDBUF, ask)?;
+    let ask = (sndbuf / 2 + 1).min(i32::MAX as usize);
+    if sockopt::set_socket_send_buffer_size_force(fd, ask).is_err() {
+        sockopt::set_socket_send_buffer_size(fd, ask).map_err(os("setsockopt"))?;
     }
-    Ok(fd_stream::getsockopt_int(NAME, fd, libc::SOL_SOCKET, libc::SO_SNDBUF)? as usize)
+    sockopt::socket_send_buffer_size(fd).map_err(os("getsockopt"))
 }
 
 /// Largest datagram a socket can send once its buffer is as large as allowed.
 fn probe_limit() -> Result<usize, TransportError> {
-    let (a, _b) = socketpair(NAME, libc::SOCK_DGRAM)?;
+    let (a, _b) = socketpair(NAME, SocketType::DGRAM)?;
     let got = raise_sndbuf(&a, 2 * (KMALLOC_CAP + SNDBUF_OVERHEAD))?;
     Ok(got.saturating_sub(SNDBUF_OVERHEAD).min(KMALLOC_CAP))
 }
@@ -70,7 +73,7 @@ impl Mechanism for UnixDgram {
         let want = 2 * (max + SNDBUF_OVERHEAD) + 4096;
         let mut links = Vec::new();
         for (from, to) in topology.all_links() {
-            let (a, b) = socketpair(NAME, libc::SOCK_DGRAM)?;
+            let (a, b) = socketpair(NAME, SocketType::DGRAM)?;
             let got = raise_sndbuf(&a, want)?;
             if got < max + SNDBUF_OVERHEAD {
                 return Err(TransportError::TooLarge {
@@ -155,7 +158,7 @@ impl Endpoint for DgramEndpoint {
         if self.inc_raw.is_empty() {
             return Err(TransportError::Topology(format!("no peer sends to {}", self.me)));
         }
-        let i = fd_stream::wait_readable(NAME, &self.inc_raw, self.next)?;
+        let i = fd_stream::wait_readable(NAME, &self.fds.inc, self.next)?;
         self.next = i + 1;
         let from = self.fds.inc[i].0;
         loop {

@@ -3,7 +3,9 @@
 //! framing, polling and per-member group send as `pipe`
 //! (`fd_stream::StreamEndpoint`).
 
-use crate::mechanisms::fd_stream::{self, FdLink, StreamPrepared};
+use rustix::net::{AddressFamily, SocketFlags, SocketType};
+
+use crate::mechanisms::fd_stream::{FdLink, StreamPrepared};
 use crate::transport::{Mechanism, Prepared, Topology, TransportError};
 
 /// Unix-domain stream sockets, one socketpair per directed link.
@@ -11,18 +13,17 @@ pub struct UnixStream;
 
 const NAME: &str = "unix-stream";
 
-/// A connected `AF_UNIX` socketpair of `kind` (`SOCK_STREAM`, `SOCK_DGRAM`).
+/// A connected, close-on-exec `AF_UNIX` socketpair of `kind` (stream or
+/// datagram).
 pub(crate) fn socketpair(
     name: &'static str,
-    kind: i32,
+    kind: SocketType,
 ) -> Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd), TransportError> {
-    let mut sv = [-1i32; 2];
-    // SAFETY: sv is a valid array of two ints for socketpair to fill.
-    let rc = unsafe { libc::socketpair(libc::AF_UNIX, kind | libc::SOCK_CLOEXEC, 0, sv.as_mut_ptr()) };
-    if rc != 0 {
-        return Err(TransportError::last_os(name, "socketpair"));
-    }
-    Ok((fd_stream::own_fd(name, "socketpair", sv[0])?, fd_stream::own_fd(name, "socketpair", sv[1])?))
+    rustix::net::socketpair(AddressFamily::UNIX, kind, SocketFlags::CLOEXEC, None).map_err(|e| TransportError::Io {
+        mechanism: name,
+        op: "socketpair",
+        source: e.into(),
+    })
 }
 
 impl Mechanism for UnixStream {
@@ -37,7 +38,7 @@ impl Mechanism for UnixStream {
     fn prepare(&self, topology: &Topology) -> Result<Box<dyn Prepared>, TransportError> {
         let mut links = Vec::new();
         for (from, to) in topology.all_links() {
-            let (a, b) = socketpair(NAME, libc::SOCK_STREAM)?;
+            let (a, b) = socketpair(NAME, SocketType::STREAM)?;
             links.push(FdLink { from, to, at_from: a, at_to: b });
         }
         Ok(Box::new(StreamPrepared { name: NAME, topology: topology.clone(), links }))

@@ -27,7 +27,10 @@
 //! buffers that are reused after the ack, and the receiver's `read` never
 //! steals pages, so the flag would change nothing here.
 
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd};
+
+use rustix::io::Errno;
+use rustix::pipe::{IoSliceRaw, SpliceFlags};
 
 use crate::mechanisms::fd_stream::{self, FdLink, PeerFds, HEADER_BYTES};
 use crate::transport::{Endpoint, Mechanism, PeerId, Prepared, Received, Topology, TransportError};
@@ -76,14 +79,13 @@ impl Prepared for VmsplicePrepared {
         let data = fd_stream::take_fds(&mut self.data, n, me);
         let acks = fd_stream::take_fds(&mut self.acks, n, me);
         let mut ack_in = vec![None; n];
-        for (p, fd) in &acks.inc {
-            ack_in[*p] = Some(fd.as_raw_fd());
+        for (k, (p, _)) in acks.inc.iter().enumerate() {
+            ack_in[*p] = Some(k);
         }
         Ok(Box::new(VmspliceEndpoint {
             me,
             max: self.topology.max_message_bytes,
             groups: fd_stream::my_groups(&self.topology.groups, me),
-            data_in: data.inc.iter().map(|(_, fd)| fd.as_raw_fd()).collect(),
             ack_in,
             data,
             acks,
@@ -100,46 +102,54 @@ struct VmspliceEndpoint {
     data: PeerFds,
     /// `acks.out[p]`: ack pipe back to sender `p`; `acks.inc` is `ack_in`'s owner.
     acks: PeerFds,
-    data_in: Vec<RawFd>,
-    /// `ack_in[p]`: where receiver `p` acknowledges our messages.
-    ack_in: Vec<Option<RawFd>>,
+    /// `ack_in[p]`: the index in `acks.inc` where receiver `p`
+    /// acknowledges our messages.
+    ack_in: Vec<Option<usize>>,
     next: usize,
-}
-
-fn fd_for(v: &[Option<RawFd>], me: PeerId, p: PeerId) -> Result<RawFd, TransportError> {
-    v.get(p).copied().flatten().ok_or_else(|| TransportError::Topology(format!("no link from {me} to {p}")))
 }
 
 /// Splices every byte of `parts` into the pipe `fd`, retrying on EINTR and
 /// partial transfers (a full pipe blocks until the receiver reads).
-fn splice_all(fd: RawFd, peer: PeerId, parts: &[&[u8]]) -> Result<(), TransportError> {
-    let mut iov: Vec<libc::iovec> = parts
-        .iter()
-        .filter(|p| !p.is_empty())
-        .map(|p| libc::iovec { iov_base: p.as_ptr() as *mut _, iov_len: p.len() })
-        .collect();
-    let mut first = 0;
-    while first < iov.len() {
-        let rest = &iov[first..];
-        // SAFETY: every iovec points into a slice of `parts`; the caller keeps
-        // them alive and unmodified until the receiver's ack (see module doc).
-        let n = unsafe { libc::vmsplice(fd, rest.as_ptr(), rest.len(), 0) };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            match e.raw_os_error() {
-                Some(libc::EINTR) => continue,
-                Some(libc::EPIPE) => return Err(TransportError::PeerGone { mechanism: NAME, peer: Some(peer) }),
-                _ => return Err(TransportError::Io { mechanism: NAME, op: "vmsplice", source: e }),
+fn splice_all(fd: BorrowedFd<'_>, peer: PeerId, parts: &[&[u8]]) -> Result<(), TransportError> {
+    // (part, offset) of the first byte not yet spliced.
+    let (mut part, mut off) = (0, 0);
+    while part < parts.len() {
+        let iov: Vec<IoSliceRaw<'_>> = std::iter::once(&parts[part][off..])
+            .chain(parts[part + 1..].iter().copied())
+            .map(IoSliceRaw::from_slice)
+            .collect();
+        // SAFETY: every slice stays alive and unmodified until the receiver's
+        // ack (see module doc): the pipe references these pages, not a copy.
+        match unsafe { rustix::pipe::vmsplice(fd, &iov, SpliceFlags::empty()) } {
+            Ok(mut n) => {
+                while n > 0 && part < parts.len() {
+                    let left = parts[part].len() - off;
+                    if n >= left {
+                        n -= left;
+                        (part, off) = (part + 1, 0);
+                    } else {
+                        off += n;
+                        n = 0;
+                    }
+                }
             }
+            Err(Errno::INTR) => {}
+            Err(Errno::PIPE) => return Err(TransportError::PeerGone { mechanism: NAME, peer: Some(peer) }),
+            Err(e) => return Err(TransportError::Io { mechanism: NAME, op: "vmsplice", source: e.into() }),
         }
-        fd_stream::advance(&mut iov, &mut first, n as usize);
+        while part < parts.len() && off == parts[part].len() {
+            (part, off) = (part + 1, 0);
+        }
     }
     Ok(())
 }
 
 impl VmspliceEndpoint {
     fn wait_ack(&self, peer: PeerId) -> Result<(), TransportError> {
-        let fd = fd_for(&self.ack_in, self.me, peer)?;
+        let k = self.ack_in.get(peer).copied().flatten();
+        let fd = k
+            .map(|k| self.acks.inc[k].1.as_fd())
+            .ok_or_else(|| TransportError::Topology(format!("no link from {} to {peer}", self.me)))?;
         let mut b = [0u8; 1];
         fd_stream::read_exact(NAME, fd, peer, &mut b)?;
         if b[0] != ACK {
@@ -151,9 +161,9 @@ impl VmspliceEndpoint {
         Ok(())
     }
 
-    fn data_out(&self, to: PeerId) -> Result<RawFd, TransportError> {
+    fn data_out(&self, to: PeerId) -> Result<BorrowedFd<'_>, TransportError> {
         match self.data.out.get(to) {
-            Some(Some(fd)) => Ok(fd.as_raw_fd()),
+            Some(Some(fd)) => Ok(fd.as_fd()),
             _ => Err(TransportError::Topology(format!("no link from {} to {to}", self.me))),
         }
     }
@@ -182,19 +192,19 @@ impl Endpoint for VmspliceEndpoint {
     }
 
     fn recv_any(&mut self, buf: &mut [u8]) -> Result<Received, TransportError> {
-        if self.data_in.is_empty() {
+        if self.data.inc.is_empty() {
             return Err(TransportError::Topology(format!("no peer sends to {}", self.me)));
         }
-        let i = fd_stream::wait_readable(NAME, &self.data_in, self.next)?;
+        let i = fd_stream::wait_readable(NAME, &self.data.inc, self.next)?;
         self.next = i + 1;
-        let (from, fd) = (self.data.inc[i].0, self.data_in[i]);
+        let (from, fd) = (self.data.inc[i].0, self.data.inc[i].1.as_fd());
         let mut h = [0u8; HEADER_BYTES];
         fd_stream::read_exact(NAME, fd, from, &mut h)?;
         let len = fd_stream::parse_header(NAME, &h, from, self.max, buf.len())?;
         fd_stream::read_exact(NAME, fd, from, &mut buf[..len])?;
         // The whole frame is out of the pipe: release the sender's pages.
         let ack = match self.acks.out.get(from) {
-            Some(Some(fd)) => fd.as_raw_fd(),
+            Some(Some(fd)) => fd.as_fd(),
             _ => return Err(TransportError::Topology(format!("no ack pipe from {} to {from}", self.me))),
         };
         fd_stream::write_all(NAME, ack, from, &[&[ACK]])?;

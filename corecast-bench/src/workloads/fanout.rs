@@ -22,8 +22,7 @@ use super::{Context, Settings, Workload};
 use crate::harness::BenchError;
 use crate::harness::{job, payload, run_job, Job, RunOptions};
 use crate::host::placement::Placement;
-use crate::record::assemble::base;
-use crate::record::summary::Summary;
+use crate::record::assemble::{base, summary_record};
 use crate::record::{Metric, Point, Provenance, Record, Unit};
 use crate::transport::{Endpoint, Mechanism, PeerId, Topology};
 
@@ -183,24 +182,13 @@ pub fn records(
     r: &FanoutResult,
     placement: &Placement,
 ) -> Vec<Record> {
-    let base = base(prov, "fanout", mechanism, p.size, p.receivers, placement);
-    let mk = |unit: Unit, samples: Vec<f64>| -> Option<Record> {
-        let s = Summary::of(&samples)?;
-        Some(Record {
-            metric: Metric::Throughput,
-            unit,
-            value: s.median,
-            repetitions: samples.len(),
-            min: s.min,
-            median: s.median,
-            max: s.max,
-            samples,
-            count: r.messages_per_receiver(),
-            duration_s: p.duration.as_secs_f64(),
-            warmup: p.warmup_messages,
-            ..base.clone()
-        })
+    let base = Record {
+        count: r.messages_per_receiver(),
+        duration_s: p.duration.as_secs_f64(),
+        warmup: p.warmup_messages,
+        ..base(prov, "fanout", mechanism, p.size, p.receivers, placement)
     };
+    let mk = |unit: Unit, samples: Vec<f64>| summary_record(&base, Metric::Throughput, unit, samples, None);
     [mk(Unit::MsgPerSec, r.slowest_msgs_per_s()), mk(Unit::BytesPerSec, r.slowest_bytes_per_s())]
         .into_iter()
         .flatten()
