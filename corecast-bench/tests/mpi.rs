@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use corecast_bench::harness::RunOptions;
 use corecast_bench::mechanisms::by_name;
-use corecast_bench::mechanisms::mpi::run_rank_if_asked;
+use corecast_bench::mechanisms::open_mpi::run_rank_if_asked;
 use corecast_bench::transport::{Availability, Mechanism, Topology};
 use corecast_bench::workloads::conformance::{self, check_mechanism};
 use corecast_bench::workloads::{bandwidth, fanout, logp, pingpong};

@@ -62,7 +62,8 @@ fn main() -> std::process::ExitCode {
         Command::Torture(a) => torture::run(a),
         #[cfg(feature = "mpi")]
         Command::InternalMpiRank { spec } => {
-            let code = corecast_bench::mechanisms::mpi::rank_main(&spec, &corecast_bench::workloads::jobs::run_encoded);
+            let code =
+                corecast_bench::mechanisms::open_mpi::rank_main(&spec, &corecast_bench::workloads::jobs::run_encoded);
             Ok(std::process::ExitCode::from(code.clamp(0, 255) as u8))
         }
     };

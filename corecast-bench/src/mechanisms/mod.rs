@@ -2,13 +2,13 @@
 //! [`crate::transport::Mechanism`].
 
 pub mod cma;
-pub mod corecast;
+pub mod corecast_channel;
 mod fd_stream;
 mod fragment;
 #[cfg(feature = "iceoryx2")]
 pub mod iox2;
 pub mod mempipe;
-pub mod mpi;
+pub mod open_mpi;
 pub mod pipe;
 pub mod posix_mq;
 pub mod shared_memory;
@@ -42,11 +42,11 @@ pub fn all() -> Vec<Box<dyn crate::transport::Mechanism>> {
         Box::new(iox2::Iceoryx2::POLLING),
         #[cfg(feature = "iceoryx2")]
         Box::new(iox2::Iceoryx2::EVENT),
-        Box::new(corecast::Corecast::ADAPTIVE),
-        Box::new(corecast::Corecast::SPIN),
-        Box::new(corecast::Corecast::SLEEP),
-        Box::new(mpi::Mpi::point_to_point()),
-        Box::new(mpi::Mpi::bcast()),
+        Box::new(corecast_channel::Corecast::ADAPTIVE),
+        Box::new(corecast_channel::Corecast::SPIN),
+        Box::new(corecast_channel::Corecast::SLEEP),
+        Box::new(open_mpi::Mpi::point_to_point()),
+        Box::new(open_mpi::Mpi::bcast()),
     ]
 }
 
