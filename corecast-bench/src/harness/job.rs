@@ -17,6 +17,26 @@ pub trait Job: Sync {
     fn encode(&self) -> Vec<u8>;
 }
 
+/// A job sent as its parameters under a stable name: implementing this is
+/// all a workload's job needs (it is then a [`Job`] whose bytes are
+/// [`encode`]d from `KIND` and itself).
+pub trait EncodableJob: Serialize + Sync {
+    /// Its name among encoded jobs (what the workloads' decoder matches).
+    const KIND: &'static str;
+    /// Runs process `me`'s part of the job over `ep`; returns its report.
+    fn run(&self, me: PeerId, ep: &mut dyn Endpoint) -> Result<Vec<u8>, BenchError>;
+}
+
+impl<J: EncodableJob> Job for J {
+    fn body(&self, me: PeerId, ep: &mut dyn Endpoint) -> Result<Vec<u8>, BenchError> {
+        self.run(me, ep)
+    }
+
+    fn encode(&self) -> Vec<u8> {
+        encode(J::KIND, self)
+    }
+}
+
 /// A job's bytes: its kind and its parameters as JSON, for the decoder of
 /// the workloads to dispatch on.
 pub fn encode(kind: &str, params: &impl Serialize) -> Vec<u8> {

@@ -9,5 +9,5 @@ pub mod payload;
 pub mod spawn;
 
 pub use error::BenchError;
-pub use job::{run_job, Job};
+pub use job::{run_job, EncodableJob, Job};
 pub use spawn::{run_processes, RunOptions};

@@ -27,7 +27,8 @@ use std::collections::VecDeque;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::OnceLock;
 
-use super::shared_memory::{peer_gone_is, pipe, poll_readable, protocol, read_record, write_all};
+use super::fd_stream::pipe;
+use super::shared_memory::{peer_gone_is, poll_readable, protocol, read_record, write_all};
 use crate::transport::{
     Availability, Endpoint, Group, Mechanism, PeerId, Prepared, Received, Topology, TransportError,
 };

@@ -1,7 +1,8 @@
 //! Pieces shared by the shared-memory mechanisms (`mempipe`, `shmem-pipe`,
 //! `ump`, `cma`): an anonymous shared mapping inherited across `fork`, futex
 //! wait/wake on a word inside it, a spin-then-yield back-off, and blocking
-//! helpers for the pipes some of them use for metadata.
+//! helpers for the pipes some of them use for metadata (made by
+//! [`super::fd_stream::pipe`]).
 
 use std::os::fd::OwnedFd;
 use std::time::Duration;
@@ -182,11 +183,6 @@ pub fn peer_gone_is(e: TransportError, peer: PeerId) -> TransportError {
 /// The error of `op` for `mechanism`.
 pub fn os(mechanism: &'static str, op: &'static str) -> impl Fn(Errno) -> TransportError {
     move |e| TransportError::Io { mechanism, op, source: e.into() }
-}
-
-/// Creates a pipe (close-on-exec), returning (read end, write end).
-pub fn pipe(mechanism: &'static str) -> Result<(OwnedFd, OwnedFd), TransportError> {
-    corecast_process::pipe::pipe().map_err(|source| TransportError::Io { mechanism, op: "pipe2", source })
 }
 
 /// Writes all of `buf` to `fd`, retrying on EINTR and short writes.

@@ -27,8 +27,9 @@ use std::time::Duration;
 
 use rustix::event::PollFlags;
 
+use super::fd_stream::pipe;
 use super::shared_memory::{
-    line_round, peer_gone_is, pipe, poll_events, protocol, read_record, set_nonblocking, try_write_record, write_all,
+    line_round, peer_gone_is, poll_events, protocol, read_record, set_nonblocking, try_write_record, write_all,
     SharedMapping,
 };
 use crate::transport::{Endpoint, Group, Mechanism, PeerId, Prepared, Received, Topology, TransportError};

@@ -24,8 +24,7 @@
 use super::fanout::{self, Dest, FanoutParams};
 use super::pingpong::{self, PingpongParams};
 use super::{memcpy, Context, Settings, Table, Workload};
-use crate::harness::BenchError;
-use crate::harness::{job, run_job, Job, RunOptions};
+use crate::harness::{run_job, BenchError, EncodableJob, RunOptions};
 use crate::host::placement::Placement;
 use crate::record::assemble::base;
 use crate::record::summary::Summary;
@@ -120,17 +119,10 @@ fn bidirectional(m: &dyn Mechanism, p: &FanoutParams, opts: &RunOptions) -> Resu
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Bidirectional(pub FanoutParams);
 
-impl Bidirectional {
-    /// Its kind among encoded jobs.
-    pub const KIND: &'static str = "bidirectional";
-}
+impl EncodableJob for Bidirectional {
+    const KIND: &'static str = "bidirectional";
 
-impl Job for Bidirectional {
-    fn encode(&self) -> Vec<u8> {
-        job::encode(Self::KIND, self)
-    }
-
-    fn body(&self, me: PeerId, ep: &mut dyn Endpoint) -> Result<Vec<u8>, BenchError> {
+    fn run(&self, me: PeerId, ep: &mut dyn Endpoint) -> Result<Vec<u8>, BenchError> {
         let p = &self.0;
         let report = match me {
             0 => fanout::sender_report(ep, p, Dest::Peer(3), 1),

@@ -8,8 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::harness::BenchError;
-use crate::harness::{job, payload, run_job, Job, RunOptions};
+use crate::harness::{payload, run_job, BenchError, EncodableJob, RunOptions};
 use crate::transport::{Endpoint, Group, Mechanism, PeerId, Topology};
 
 /// The largest size the suite sends: 1 MiB or the mechanism's own limit.
@@ -92,17 +91,10 @@ impl Check {
     }
 }
 
-impl Check {
-    /// Its kind among encoded jobs.
-    pub const KIND: &'static str = "conformance";
-}
+impl EncodableJob for Check {
+    const KIND: &'static str = "conformance";
 
-impl Job for Check {
-    fn encode(&self) -> Vec<u8> {
-        job::encode(Self::KIND, self)
-    }
-
-    fn body(&self, me: PeerId, ep: &mut dyn Endpoint) -> Result<Vec<u8>, BenchError> {
+    fn run(&self, me: PeerId, ep: &mut dyn Endpoint) -> Result<Vec<u8>, BenchError> {
         match *self {
             Check::FanOut { receivers, size } => fan_out_body(me, ep, receivers, size),
             Check::ManyToOne { senders, size } => many_to_one_body(me, ep, senders, size),

@@ -19,8 +19,7 @@ use serde::{Deserialize, Serialize};
 pub use super::stream::Window;
 use super::stream::{end_marker, Expect, Seen};
 use super::{Context, Settings, Workload};
-use crate::harness::BenchError;
-use crate::harness::{job, payload, run_job, Job, RunOptions};
+use crate::harness::{payload, run_job, BenchError, EncodableJob, RunOptions};
 use crate::host::placement::Placement;
 use crate::record::assemble::{base, summary_record};
 use crate::record::{Metric, Point, Provenance, Record, Unit};
@@ -119,17 +118,10 @@ pub fn run(mechanism: &dyn Mechanism, p: &FanoutParams, opts: &RunOptions) -> Re
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct FanoutJob(pub FanoutParams);
 
-impl FanoutJob {
-    /// Its kind among encoded jobs.
-    pub const KIND: &'static str = "fanout";
-}
+impl EncodableJob for FanoutJob {
+    const KIND: &'static str = "fanout";
 
-impl Job for FanoutJob {
-    fn encode(&self) -> Vec<u8> {
-        job::encode(Self::KIND, self)
-    }
-
-    fn body(&self, me: PeerId, ep: &mut dyn Endpoint) -> Result<Vec<u8>, BenchError> {
+    fn run(&self, me: PeerId, ep: &mut dyn Endpoint) -> Result<Vec<u8>, BenchError> {
         let p = &self.0;
         let report =
             if me == 0 { sender_report(ep, p, Dest::Group(0), p.receivers) } else { receiver_report(ep, p, 0) };

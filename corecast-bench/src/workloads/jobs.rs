@@ -6,7 +6,7 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
 use super::{bandwidth, conformance, fanout, logp, pingpong};
-use crate::harness::{BenchError, Job};
+use crate::harness::{BenchError, EncodableJob, Job};
 use crate::transport::{Endpoint, PeerId};
 
 type Decoder = fn(serde_json::Value) -> Result<Box<dyn Job>, serde_json::Error>;

@@ -33,8 +33,7 @@ use super::logp_stream::{SpinPoint, Stream};
 use super::pingpong::{self, PingpongParams, PingpongResult};
 use super::wire::{parse, report};
 use super::{Context, Settings, Table, Workload};
-use crate::harness::BenchError;
-use crate::harness::{job, run_job, Job, RunOptions};
+use crate::harness::{run_job, BenchError, EncodableJob, RunOptions};
 use crate::host::placement::Placement;
 use crate::record::assemble::base;
 use crate::record::summary::Summary;
@@ -68,32 +67,18 @@ impl LogpParams {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SenderSweep(pub LogpParams);
 
-impl SenderSweep {
-    /// Its kind among encoded jobs.
-    pub const KIND: &'static str = "logp-sender";
-}
+impl EncodableJob for SenderSweep {
+    const KIND: &'static str = "logp-sender";
 
-impl Job for SenderSweep {
-    fn encode(&self) -> Vec<u8> {
-        job::encode(Self::KIND, self)
-    }
-
-    fn body(&self, me: PeerId, ep: &mut dyn Endpoint) -> Result<Vec<u8>, BenchError> {
+    fn run(&self, me: PeerId, ep: &mut dyn Endpoint) -> Result<Vec<u8>, BenchError> {
         sender_body(&self.0, me, ep)
     }
 }
 
-impl ReceiverSweep {
-    /// Its kind among encoded jobs.
-    pub const KIND: &'static str = "logp-receiver";
-}
+impl EncodableJob for ReceiverSweep {
+    const KIND: &'static str = "logp-receiver";
 
-impl Job for ReceiverSweep {
-    fn encode(&self) -> Vec<u8> {
-        job::encode(Self::KIND, self)
-    }
-
-    fn body(&self, me: PeerId, ep: &mut dyn Endpoint) -> Result<Vec<u8>, BenchError> {
+    fn run(&self, me: PeerId, ep: &mut dyn Endpoint) -> Result<Vec<u8>, BenchError> {
         receiver_body(self, me, ep)
     }
 }

@@ -12,8 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::wire::{parse, report, Header};
 use super::{params, Context, Settings, Workload};
-use crate::harness::BenchError;
-use crate::harness::{run_processes, RunOptions};
+use crate::harness::{run_processes, BenchError, RunOptions};
 use crate::record::assemble::{base, summary_record};
 use crate::record::{Metric, Point, Record, Unit};
 use crate::transport::{Endpoint, Mechanism, PeerId, Topology};

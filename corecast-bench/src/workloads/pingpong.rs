@@ -14,8 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::stream::{end_marker, first_byte, Expect, Seen};
 use super::{Context, Settings, Workload};
-use crate::harness::BenchError;
-use crate::harness::{job, payload, run_job, Job, RunOptions};
+use crate::harness::{payload, run_job, BenchError, EncodableJob, RunOptions};
 use crate::host::placement::Placement;
 use crate::record::assemble::base;
 use crate::record::summary::Summary;
@@ -82,17 +81,10 @@ pub fn run(mechanism: &dyn Mechanism, p: &PingpongParams, opts: &RunOptions) -> 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct PingpongJob(pub PingpongParams);
 
-impl PingpongJob {
-    /// Its kind among encoded jobs.
-    pub const KIND: &'static str = "pingpong";
-}
+impl EncodableJob for PingpongJob {
+    const KIND: &'static str = "pingpong";
 
-impl Job for PingpongJob {
-    fn encode(&self) -> Vec<u8> {
-        job::encode(Self::KIND, self)
-    }
-
-    fn body(&self, me: PeerId, ep: &mut dyn Endpoint) -> Result<Vec<u8>, BenchError> {
+    fn run(&self, me: PeerId, ep: &mut dyn Endpoint) -> Result<Vec<u8>, BenchError> {
         let p = &self.0;
         let json = if me == 0 { serde_json::to_vec(&ping(ep, p)?) } else { serde_json::to_vec(&pong(ep, p.size)?) };
         json.map_err(|e| BenchError::Report(format!("report: {e}")))

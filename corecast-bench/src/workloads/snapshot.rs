@@ -16,8 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::wire::{parse, report, Header};
 use super::{params, Context, Settings, Workload};
-use crate::harness::BenchError;
-use crate::harness::{payload, run_processes, RunOptions};
+use crate::harness::{payload, run_processes, BenchError, RunOptions};
 use crate::record::assemble::base;
 use crate::record::summary::Summary;
 use crate::record::{Metric, Point, Record, Unit};

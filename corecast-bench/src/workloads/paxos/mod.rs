@@ -25,7 +25,6 @@
 
 use std::time::Instant;
 
-use crate::harness::BenchError;
 use serde::{Deserialize, Serialize};
 
 mod config;
@@ -33,7 +32,7 @@ mod roles;
 
 use super::wire::{digest, parse, report, Header, HEADER_BYTES};
 use super::{params, Context, Settings, Workload};
-use crate::harness::{payload, run_processes, RunOptions};
+use crate::harness::{payload, run_processes, BenchError, RunOptions};
 use crate::record::assemble::{base, summary_record};
 use crate::record::{Metric, Point, Record, Unit};
 use crate::transport::{Endpoint, Mechanism, PeerId};
