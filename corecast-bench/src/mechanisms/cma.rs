@@ -24,8 +24,12 @@
 //! `CONFIG_CROSS_MEMORY_ATTACH`).
 
 use std::collections::VecDeque;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::io::Write;
+use std::os::fd::OwnedFd;
 use std::sync::OnceLock;
+
+use corecast_process::{fork, Exit, ForkOptions, Signal};
+use rustix::io::Errno;
 
 use super::fd_stream::pipe;
 use super::shared_memory::{peer_gone_is, poll_readable, protocol, read_record, write_all};
@@ -92,8 +96,7 @@ impl Prepared for CmaPrepared {
                 inc.push(InLink { from: l.from, ann_rd: l.ann_rd, ack_wr: l.ack_wr, closed: false });
             }
         }
-        // SAFETY: getpid has no preconditions.
-        let pid = unsafe { libc::getpid() } as u32;
+        let pid = rustix::process::getpid().as_raw_nonzero().get() as u32;
         Ok(Box::new(CmaEndpoint {
             me,
             pid,
@@ -115,8 +118,7 @@ impl Prepared for CmaPrepared {
 /// `ptrace_scope = 1` (the default on many distributions); without Yama
 /// the call fails harmlessly with EINVAL.
 fn allow_sibling_readers() {
-    // SAFETY: PR_SET_PTRACER takes an integer argument and no pointers.
-    unsafe { libc::prctl(libc::PR_SET_PTRACER, libc::PR_SET_PTRACER_ANY, 0, 0, 0) };
+    let _ = rustix::process::set_ptracer(rustix::process::PTracer::Any);
 }
 
 struct OutLink {
@@ -294,76 +296,65 @@ impl Endpoint for CmaEndpoint {
 /// sibling with `process_vm_readv`.
 fn probe() -> Availability {
     static WORD: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0x5eed_c0de_cafe_f00d);
-    let Ok((ready_rd, ready_wr)) = pipe(NAME) else {
-        return Availability::Unavailable("cannot create a pipe to probe process_vm_readv".into());
-    };
-    // SAFETY: the child only makes raw system calls and leaves with _exit.
-    let target = unsafe { libc::fork() };
-    if target == 0 {
-        // SAFETY: raw system calls in the forked child; the byte written is
-        // a local; pause until the prober kills us (or dies: PDEATHSIG).
-        unsafe {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-            libc::prctl(libc::PR_SET_PTRACER, libc::PR_SET_PTRACER_ANY, 0, 0, 0);
-            libc::write(ready_wr.as_raw_fd(), [1u8].as_ptr().cast(), 1);
-            loop {
-                libc::pause();
-            }
+    let Ok(mut target) = fork(ForkOptions::default(), |mut ready| {
+        // Killed by the prober, or with it (PDEATHSIG).
+        let _ = rustix::process::set_parent_process_death_signal(Some(Signal::KILL));
+        allow_sibling_readers();
+        let _ = ready.write_all(&[1]);
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(3600));
         }
-    }
-    if target < 0 {
+    }) else {
         return Availability::Unavailable("fork failed while probing process_vm_readv".into());
+    };
+    // Its byte (or end of file if it died) says it is ready to be read.
+    if let Some(fd) = target.report_fd() {
+        let _ = rustix::io::read(fd, &mut [0u8; 1]);
     }
-    drop(ready_wr);
-    let mut b = [0u8; 1];
-    let _ = read_record(NAME, &ready_rd, &mut b);
-    // SAFETY: as above; the child reads WORD, which the fork placed at the
-    // same address in `target`, into a local.
-    let reader = unsafe { libc::fork() };
-    if reader == 0 {
+    let target_pid = target.pid();
+    // The reader's exit code: 0 read the right word, an errno, or 255.
+    let reader = fork(ForkOptions::default(), |_| {
         let mut v = 0u64;
         let local = libc::iovec { iov_base: (&raw mut v).cast(), iov_len: 8 };
+        // WORD is at the same address in the target, a fork of this process.
         let remote = libc::iovec { iov_base: WORD.as_ptr().cast(), iov_len: 8 };
-        // SAFETY: `local` is this child's own 8-byte local; the kernel checks `remote`.
-        let n = unsafe { libc::process_vm_readv(target, &local, 1, &remote, 1, 0) };
-        let code = if n == 8 && v == WORD.load(std::sync::atomic::Ordering::Relaxed) {
+        // SAFETY: `local` is this child's own 8-byte local; the kernel checks
+        // `remote` against the target's mappings. rustix has no
+        // process_vm_readv.
+        let n = unsafe { libc::process_vm_readv(target_pid, &local, 1, &remote, 1, 0) };
+        if n == 8 && v == WORD.load(std::sync::atomic::Ordering::Relaxed) {
             0
         } else if n < 0 {
             std::io::Error::last_os_error().raw_os_error().unwrap_or(255).clamp(1, 254)
         } else {
             255
-        };
-        // SAFETY: leave the forked child without running any destructor.
-        unsafe { libc::_exit(code) };
-    }
-    let mut status = 0;
-    if reader > 0 {
-        // SAFETY: reader is our child; status is a valid pointer.
-        unsafe { libc::waitpid(reader, &mut status, 0) };
-    }
-    // SAFETY: target is our child, paused; reap it after killing it.
-    unsafe {
-        libc::kill(target, libc::SIGKILL);
-        libc::waitpid(target, std::ptr::null_mut(), 0);
-    }
-    let code = libc::WEXITSTATUS(status);
-    if reader > 0 && libc::WIFEXITED(status) && code == 0 {
-        return Availability::Available;
-    }
+        }
+    });
+    let exit = reader.map(|mut r| r.wait());
+    target.signal(Signal::KILL);
+    target.wait();
+    let code = match exit {
+        Ok(Exit::Code(0)) => return Availability::Available,
+        Ok(Exit::Code(c)) => Some(c),
+        Ok(Exit::Signal(_)) => Some(255),
+        Err(_) => None,
+    };
     let scope = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope")
         .map(|s| format!("Yama ptrace_scope is {}", s.trim()))
         .unwrap_or_else(|_| "no Yama".into());
     let why = match code {
-        libc::EPERM => format!(
+        Some(c) if c == Errno::PERM.raw_os_error() => format!(
             "process_vm_readv between sibling processes is denied (EPERM; {scope}); \
              it needs ptrace_scope 0 or 1 (sysctl kernel.yama.ptrace_scope=1), \
              CAP_SYS_PTRACE, or a seccomp profile that allows it"
         ),
-        libc::ENOSYS => "process_vm_readv is not available (ENOSYS): kernel built without \
+        Some(c) if c == Errno::NOSYS.raw_os_error() => {
+            "process_vm_readv is not available (ENOSYS): kernel built without \
                          CONFIG_CROSS_MEMORY_ATTACH or blocked by seccomp"
-            .into(),
-        _ if reader <= 0 => "fork failed while probing process_vm_readv".into(),
-        c => format!("process_vm_readv probe failed (code {c}; {scope})"),
+                .into()
+        }
+        None => "fork failed while probing process_vm_readv".into(),
+        Some(c) => format!("process_vm_readv probe failed (code {c}; {scope})"),
     };
     Availability::Unavailable(why)
 }
