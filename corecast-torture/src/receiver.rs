@@ -25,7 +25,9 @@ pub fn run(name: &str, round: u32, plan: &ReceiverPlan, log: &mut Log) -> i32 {
     };
     let chan = match Channel::open(name) {
         Ok(c) => c,
-        Err(ChannelError::KeeperGone | ChannelError::NotFound(_)) => return keeper_gone(log),
+        Err(ChannelError::KeeperGone | ChannelError::NotFound(_) | ChannelError::Destroyed(_)) => {
+            return keeper_gone(log)
+        }
         Err(e) => return fail(log, format!("receiver: open: {e}")),
     };
     let mut rx = match chan.receiver() {

@@ -17,6 +17,10 @@ pub enum ChannelError {
     NotFound(String),
     /// The channel's file permissions do not allow this process to open it.
     PermissionDenied(String),
+    /// The channel this call reached was destroyed (or its name taken by
+    /// a new channel) as it was being opened; opening the name again
+    /// reaches whatever channel holds it now.
+    Destroyed(String),
     /// The channel already has its maximum number of senders or receivers.
     Full {
         /// The channel's name.
@@ -177,6 +181,7 @@ impl fmt::Display for ChannelError {
             Self::AlreadyExists(n) => write!(f, "channel {n:?} already exists"),
             Self::NotFound(n) => write!(f, "no channel named {n:?} is alive"),
             Self::PermissionDenied(n) => write!(f, "permission denied opening channel {n:?}"),
+            Self::Destroyed(n) => write!(f, "channel {n:?} was destroyed as it was being opened"),
             Self::Full { name, role, max } => {
                 write!(f, "channel {name:?} already has its maximum of {max} {role}s")
             }

@@ -115,8 +115,10 @@ impl Link {
         };
         check_keeper(name, &path, &conn)?;
         let (reply, mut fds) = call_on(&conn, Op::Hello, 0, &[])?;
-        if reply.status == proto::PERMISSION {
-            return Err(ChannelError::PermissionDenied(name.into()));
+        match reply.status {
+            proto::PERMISSION => return Err(ChannelError::PermissionDenied(name.into())),
+            proto::DESTROYED => return Err(ChannelError::Destroyed(name.into())),
+            _ => {}
         }
         if reply.status != proto::OK || fds.len() != 1 {
             return Err(ChannelError::Corrupt(format!("keeper answered hello with status {}", reply.status)));

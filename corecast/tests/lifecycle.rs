@@ -88,3 +88,31 @@ fn a_new_participant_removes_a_dead_channels_name() {
     let chan = Channel::create(&name, &ChannelConfig::default()).expect("a dead channel's name is reusable");
     assert!(chan.members().is_empty());
 }
+
+/// The race a late joiner can lose: it connects to the keeper just before
+/// the channel is destroyed and says hello just after. The keeper tells it
+/// the channel it reached is gone (status 3, destroyed), never "permission
+/// denied"; `Channel::open` turns that into `ChannelError::Destroyed`.
+#[test]
+fn a_hello_that_reaches_a_destroyed_channel_is_told_destroyed() {
+    use rustix::net::{AddressFamily, RecvFlags, SendFlags, SocketAddrUnix, SocketFlags, SocketType};
+    let name = unique("hello-after-destroy");
+    let chan = Channel::create(&name, &ChannelConfig::default()).unwrap();
+    let path = corecast::channel_dir().join(&name);
+    let conn =
+        rustix::net::socket_with(AddressFamily::UNIX, SocketType::SEQPACKET, SocketFlags::CLOEXEC, None).unwrap();
+    rustix::net::connect(&conn, &SocketAddrUnix::new(&path).unwrap()).unwrap();
+    chan.destroy().unwrap();
+    // Hello (op 1) from this process, argument 0.
+    let mut hello = [0u8; 16];
+    hello[..4].copy_from_slice(&1u32.to_le_bytes());
+    hello[4..8].copy_from_slice(&std::process::id().to_le_bytes());
+    rustix::net::send(&conn, &hello, SendFlags::NOSIGNAL).unwrap();
+    let mut reply = [0u8; 64];
+    let n = rustix::net::recv(&conn, &mut reply, RecvFlags::empty()).unwrap().0;
+    assert!(n >= 4, "a reply of {n} bytes");
+    let status = u32::from_le_bytes(reply[..4].try_into().unwrap());
+    assert_eq!(status, 3, "the keeper's answer to a hello after the destroy");
+    // And nobody opening the name afterwards reaches that channel.
+    assert!(matches!(Channel::open(&name), Err(ChannelError::NotFound(_))));
+}

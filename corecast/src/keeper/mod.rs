@@ -199,11 +199,15 @@ impl Keeper {
         let dup = |fd: &OwnedFd| fd.try_clone().ok();
         let destroyed = self.membership.destroyed();
         match op {
+            // A peer that connected just before the name was destroyed (or
+            // taken by a new channel) reached a channel that is going away:
+            // told so, not refused for permissions it may well have.
+            Op::Hello if destroyed || identity(&self.path) != Some(self.id) => {
+                self.conns[k].denied = true;
+                (Reply::status(proto::DESTROYED), Vec::new())
+            }
             Op::Hello => match sock::peer(&self.conns[k].fd) {
-                Ok((pid, uid, gid))
-                    if identity(&self.path) == Some(self.id)
-                        && access::may_open(&self.path, uid, gid, &access::groups_of(pid)) =>
-                {
+                Ok((pid, uid, gid)) if access::may_open(&self.path, uid, gid, &access::groups_of(pid)) => {
                     self.conns[k].denied = false;
                     (Reply::status(proto::OK), dup(&self.membership_fd).into_iter().collect())
                 }
