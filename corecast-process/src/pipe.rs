@@ -4,7 +4,8 @@ use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::Duration;
 
-use rustix::event::{poll, PollFd, PollFlags, Timespec};
+pub use rustix::event::PollFlags;
+use rustix::event::{poll, PollFd, Timespec};
 use rustix::fs::{fcntl_getfl, fcntl_setfl, OFlags};
 use rustix::pipe::{pipe_with, PipeFlags};
 
@@ -20,17 +21,23 @@ pub fn set_nonblocking(fd: impl AsFd) -> io::Result<()> {
     Ok(())
 }
 
-/// Waits up to `timeout` (forever when `None`) until one of `fds` is
-/// readable or hung up; returns the indices that are, in order. An
+/// Waits up to `timeout` (forever when `None`) until one of `fds` has one of
+/// its events (or is hung up); returns the indices that do, in order. An
 /// interrupted wait returns none.
-pub fn wait_readable(fds: &[BorrowedFd<'_>], timeout: Option<Duration>) -> io::Result<Vec<usize>> {
-    let mut pfds: Vec<PollFd<'_>> = fds.iter().map(|fd| PollFd::from_borrowed_fd(*fd, PollFlags::IN)).collect();
+pub fn wait(fds: &[(BorrowedFd<'_>, PollFlags)], timeout: Option<Duration>) -> io::Result<Vec<usize>> {
+    let mut pfds: Vec<PollFd<'_>> = fds.iter().map(|(fd, ev)| PollFd::from_borrowed_fd(*fd, *ev)).collect();
     let ts = timeout.map(|t| Timespec { tv_sec: t.as_secs() as i64, tv_nsec: i64::from(t.subsec_nanos()) });
     match poll(&mut pfds, ts.as_ref()) {
         Ok(_) => Ok(pfds.iter().enumerate().filter(|(_, p)| !p.revents().is_empty()).map(|(i, _)| i).collect()),
         Err(rustix::io::Errno::INTR) => Ok(Vec::new()),
         Err(e) => Err(e.into()),
     }
+}
+
+/// [`wait`] for `fds` to be readable.
+pub fn wait_readable(fds: &[BorrowedFd<'_>], timeout: Option<Duration>) -> io::Result<Vec<usize>> {
+    let fds: Vec<(BorrowedFd<'_>, PollFlags)> = fds.iter().map(|fd| (*fd, PollFlags::IN)).collect();
+    wait(&fds, timeout)
 }
 
 /// What one non-blocking read found.

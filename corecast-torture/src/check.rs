@@ -163,13 +163,13 @@ pub fn judge(r: &RoundResult) -> (Figures, Vec<String>) {
         // already scribbled its region was refused with a clear `Corrupt`
         // error (R5): that is the contract, not a crash.
         let refused_by_hostile = r.plan.kind == Kind::Hostile
-            && p.child.exit == Some(Exit::Code(3))
+            && p.child.exit() == Some(Exit::Code(3))
             && p.child.events.iter().any(|e| matches!(e, Event::Text(t) if t.contains("corrupt")));
         if refused_by_hostile {
             f.hostile_errors += 1;
-        } else if !p.killed && !p.hung && p.child.exit != Some(Exit::Code(0)) {
+        } else if !p.killed && !p.hung && p.child.exit() != Some(Exit::Code(0)) {
             f.crashes += 1;
-            notes.push(format!("{tag}: pid {} ({:?}) ended {:?}", p.child.pid, p.role, p.child.exit));
+            notes.push(format!("{tag}: pid {} ({:?}) ended {:?}", p.child.pid, p.role, p.child.exit()));
         }
         let end = p.child.events.iter().rev().find_map(|e| match e {
             Event::End { how, next } => Some((*how, *next)),
@@ -192,7 +192,7 @@ pub fn judge(r: &RoundResult) -> (Figures, Vec<String>) {
                     notes.push(format!("{tag}: the keeper kept serving a member that never reads ({other:?})"));
                 }
             }
-        } else if p.role != Role::Receiver && !p.killed && p.child.exit == Some(Exit::Code(0)) {
+        } else if p.role != Role::Receiver && !p.killed && p.child.exit() == Some(Exit::Code(0)) {
             let how = end.map(|e| e.0);
             match how {
                 Some(End::Done | End::Timeout) => {}

@@ -21,8 +21,6 @@ pub struct Child {
     buf: Vec<u8>,
     /// Everything it reported.
     pub events: Vec<Event>,
-    /// How it ended, once reaped.
-    pub exit: Option<Exit>,
 }
 
 /// Forks a participant that runs `body` with its log and `start` (the read
@@ -49,7 +47,7 @@ pub fn spawn(start: Option<&OwnedFd>, body: impl FnOnce(&mut Log, Option<OwnedFd
         code
     })?;
     process.set_nonblocking()?;
-    Ok(Child { pid: process.pid(), process, buf: Vec::new(), events: Vec::new(), exit: None })
+    Ok(Child { pid: process.pid(), process, buf: Vec::new(), events: Vec::new() })
 }
 
 /// Blocks until the controller closes the start pipe (the round's go).
@@ -76,12 +74,17 @@ impl Child {
 
     /// Reaps it if it has ended.
     pub fn reap(&mut self) {
-        self.exit = self.process.try_reap();
+        self.process.try_reap();
+    }
+
+    /// How it ended, once reaped.
+    pub fn exit(&self) -> Option<Exit> {
+        self.process.exit()
     }
 
     /// Whether it has ended and everything it wrote has been read.
     pub fn finished(&self) -> bool {
-        self.exit.is_some() && self.process.report_fd().is_none()
+        self.exit().is_some() && self.process.report_fd().is_none()
     }
 
     /// Sends `sig` unless it has already been reaped (its pid may be reused).

@@ -128,7 +128,7 @@ impl Round<'_> {
     }
 
     fn senders_done(&self) -> bool {
-        self.parts.iter().filter(|p| p.role != Role::Receiver).all(|p| p.child.exit.is_some())
+        self.parts.iter().filter(|p| p.role != Role::Receiver).all(|p| p.child.exit().is_some())
     }
 
     /// Whether sender `i`'s last word is that it holds a loan.
@@ -179,7 +179,7 @@ pub fn run(name: &str, plan: RoundPlan) -> Result<RoundResult> {
         let now = Instant::now();
         // Kill armed senders caught holding a loan (their last word).
         armed.retain(|&i| {
-            if r.parts[i].child.exit.is_some() {
+            if r.parts[i].child.exit().is_some() {
                 return false;
             }
             let holding = r.holding(i);
@@ -191,7 +191,7 @@ pub fn run(name: &str, plan: RoundPlan) -> Result<RoundResult> {
         });
         // Stop armed senders caught holding a loan, past the deadline.
         stop_armed.retain(|&(i, d)| {
-            if r.parts[i].child.exit.is_some() || r.parts[i].killed {
+            if r.parts[i].child.exit().is_some() || r.parts[i].killed {
                 return false;
             }
             let holding = r.holding(i);
@@ -209,7 +209,7 @@ pub fn run(name: &str, plan: RoundPlan) -> Result<RoundResult> {
             match action {
                 Action::Kill(i) => {
                     let p = &mut r.parts[*i];
-                    if p.child.exit.is_none() {
+                    if p.child.exit().is_none() {
                         p.child.signal(Signal::KILL);
                         p.killed = true;
                     }
@@ -217,7 +217,7 @@ pub fn run(name: &str, plan: RoundPlan) -> Result<RoundResult> {
                 Action::KillHolding(i) => armed.push(*i),
                 Action::Stop(i, d) => {
                     let p = &mut r.parts[*i];
-                    if p.child.exit.is_none() && !p.killed {
+                    if p.child.exit().is_none() && !p.killed {
                         p.child.signal(Signal::STOP);
                         p.stopped = true;
                         resume.push((now + *d, *i));
@@ -256,7 +256,7 @@ pub fn run(name: &str, plan: RoundPlan) -> Result<RoundResult> {
         }
         if go.elapsed() > GUARD {
             for p in &mut r.parts {
-                if p.child.exit.is_none() {
+                if p.child.exit().is_none() {
                     p.child.signal(Signal::CONT);
                     p.child.signal(Signal::KILL);
                     p.hung = !p.killed;

@@ -34,15 +34,16 @@ pub(crate) fn empty<R>(capacity: usize) -> PeerTable<R> {
 /// whose epoch is unchanged keeps its mapping; a new one is mapped
 /// (`bytes`, sealed, read-only) and validated by `open`, which returns
 /// `None` for a region to ignore (a peer that broke its own header hurts
-/// only itself: the keeper excludes it). `replaced` is told each index
-/// whose peer is new. An index the keeper names beyond the table is a
-/// corrupt reply.
+/// only itself: the keeper excludes it). Indices `wanted` refuses are
+/// neither mapped nor kept. `replaced` is told each index whose peer is
+/// new. An index the keeper names beyond the table is a corrupt reply.
 pub(crate) fn refresh<R>(
     link: &Link,
     op: Op,
     table: &mut PeerTable<R>,
     bytes: usize,
-    mut open: impl FnMut(usize, Mapping) -> Result<Option<R>, ChannelError>,
+    wanted: impl Fn(usize) -> bool,
+    mut open: impl FnMut(Mapping) -> Result<Option<R>, ChannelError>,
     mut replaced: impl FnMut(usize),
 ) -> Result<(), ChannelError> {
     let (reply, fds) = link.call(op, &[])?;
@@ -54,12 +55,15 @@ pub(crate) fn refresh<R>(
         if i >= fresh.len() {
             return Err(ChannelError::Corrupt(format!("keeper named peer {i} of {}", fresh.len())));
         }
+        if !wanted(i) {
+            continue;
+        }
         fresh[i] = match table[i].take().filter(|p| p.epoch == epoch) {
             Some(kept) => Some(kept),
             None => {
                 replaced(i);
                 let map = Link::map_peer_region(&fd, bytes)?;
-                open(i, map)?.map(|region| Peer { epoch, region, wake })
+                open(map)?.map(|region| Peer { epoch, region, wake })
             }
         };
     }

@@ -11,7 +11,7 @@
 use std::io::IoSlice;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
-use rustix::event::{poll, PollFd, PollFlags};
+use rustix::event::PollFlags;
 use rustix::io::Errno;
 
 use crate::transport::{Endpoint, Group, PeerId, Prepared, Received, Topology, TransportError};
@@ -135,15 +135,15 @@ pub(crate) fn wait_readable(
     if inc.len() == 1 {
         return Ok(0);
     }
-    let mut pfds: Vec<PollFd<'_>> = inc.iter().map(|(_, fd)| PollFd::new(fd, PollFlags::IN)).collect();
+    let fds: Vec<_> = inc.iter().map(|(_, fd)| (fd.as_fd(), PollFlags::IN)).collect();
     loop {
-        match poll(&mut pfds, None) {
-            Ok(_) => {}
-            Err(Errno::INTR) => continue,
-            Err(e) => return Err(TransportError::Io { mechanism: name, op: "poll", source: e.into() }),
-        }
-        let k = pfds.len();
-        if let Some(i) = (0..k).map(|j| (start + j) % k).find(|&i| !pfds[i].revents().is_empty()) {
+        let ready = corecast_process::pipe::wait(&fds, None).map_err(|source| TransportError::Io {
+            mechanism: name,
+            op: "poll",
+            source,
+        })?;
+        // The first ready link at or after `start`, wrapping.
+        if let Some(&i) = ready.iter().find(|&&i| i >= start % inc.len()).or_else(|| ready.first()) {
             return Ok(i);
         }
     }

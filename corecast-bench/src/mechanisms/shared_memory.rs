@@ -4,10 +4,10 @@
 //! helpers for the pipes some of them use for metadata (made by
 //! [`super::fd_stream::pipe`]).
 
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::time::Duration;
 
-use rustix::event::{poll, PollFd, PollFlags, Timespec};
+use rustix::event::PollFlags;
 use rustix::io::Errno;
 use rustix::mm::{mmap_anonymous, MapFlags, ProtFlags};
 use rustix::thread::futex;
@@ -245,13 +245,8 @@ pub fn poll_events(
     fds: &[(&OwnedFd, PollFlags)],
     timeout: Option<Duration>,
 ) -> Result<Vec<usize>, TransportError> {
-    let mut pfds: Vec<PollFd<'_>> = fds.iter().map(|(fd, ev)| PollFd::new(*fd, *ev)).collect();
-    let ts = timeout.map(|t| Timespec { tv_sec: t.as_secs() as i64, tv_nsec: i64::from(t.subsec_nanos()) });
-    match poll(&mut pfds, ts.as_ref()) {
-        Ok(_) => Ok(pfds.iter().enumerate().filter(|(_, p)| !p.revents().is_empty()).map(|(i, _)| i).collect()),
-        Err(Errno::INTR) => Ok(Vec::new()),
-        Err(e) => Err(os(mechanism, "poll")(e)),
-    }
+    let fds: Vec<_> = fds.iter().map(|(fd, ev)| (fd.as_fd(), *ev)).collect();
+    corecast_process::pipe::wait(&fds, timeout).map_err(|source| TransportError::Io { mechanism, op: "poll", source })
 }
 
 /// Sets `O_NONBLOCK` on `fd`'s open file description.

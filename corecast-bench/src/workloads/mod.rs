@@ -131,11 +131,6 @@ impl Context<'_> {
             BenchError::params(format!("`{}` is not a mechanism of {}", self.point.mechanism, self.point.workload))
         })
     }
-
-    /// The records' name for what ran: the mechanism or the reference.
-    pub fn name(&self) -> &str {
-        self.mechanism.map_or(self.point.mechanism.as_str(), |m| m.name())
-    }
 }
 
 /// How every point of a run is measured.

@@ -378,7 +378,8 @@ impl Receiver {
             Op::FetchSenders,
             &mut self.senders,
             g.sender_region_bytes(),
-            |_, map| Ok(SenderRegion::open(map, g).ok()),
+            |_| true,
+            |map| Ok(SenderRegion::open(map, g).ok()),
             |j| notified.forget(j),
         )
     }

@@ -191,7 +191,8 @@ impl Room {
             Op::FetchReceivers,
             &mut self.receivers,
             ReceiverRegion::bytes(),
-            |_, map| ReceiverRegion::open(map).map(Some).map_err(ChannelError::Corrupt),
+            |_| true,
+            |map| ReceiverRegion::open(map).map(Some).map_err(ChannelError::Corrupt),
             |i| notified.forget(i),
         )
     }
@@ -209,7 +210,8 @@ impl Room {
             Op::FetchSenders,
             &mut self.senders,
             g.sender_region_bytes(),
-            |j, map| Ok((j != me).then(|| SenderRegion::open(map, *g).ok()).flatten()),
+            |j| j != me,
+            |map| Ok(SenderRegion::open(map, *g).ok()),
             |_| {},
         )
     }
