@@ -14,6 +14,18 @@
 //! block (with the mechanism's own flow control) rather than drop or fail
 //! when a peer is slow. A mechanism without a native one-to-many send sends
 //! the message once per group member.
+//!
+//! Two ways to move a message: by copy (`send_to`, `send_group`,
+//! `recv_any` over the caller's buffers) and in place (`send_to_with`,
+//! `send_group_with`, `recv_with`: the payload is written into memory the
+//! mechanism lends and read where it lies). The in-place verbs fall back
+//! to the copying ones unless the mechanism lends memory
+//! ([`Mechanism::lends_memory`]); [`Copying`] forces that fallback, so the
+//! same mechanism can be measured both ways.
+
+mod copying;
+
+pub use copying::{Copying, COPY_SUFFIX};
 
 use std::fmt;
 use std::io;
@@ -165,6 +177,12 @@ pub trait Mechanism: Send + Sync {
     fn launcher(&self) -> Option<&dyn Launcher> {
         None
     }
+    /// Whether its endpoints implement the in-place verbs natively: a
+    /// sender writes into the memory receivers read, nothing is copied on
+    /// the way. `false` (the default): they copy through a buffer.
+    fn lends_memory(&self) -> bool {
+        false
+    }
 }
 
 /// How a launcher runs the processes of one run.
@@ -273,6 +291,14 @@ pub trait Prepared: Send {
     fn cleanup(&mut self) {}
 }
 
+/// Writes a message's payload into the buffer it is given (exactly the
+/// message's length), for the in-place sends.
+pub type Writer<'a> = dyn FnMut(&mut [u8]) + 'a;
+
+/// Reads a delivered message where it lies: its sender and its bytes, for
+/// [`Endpoint::recv_with`]. The bytes are valid only during the call.
+pub type Reader<'a> = dyn FnMut(PeerId, &[u8]) + 'a;
+
 /// One process's view of the mechanism.
 pub trait Endpoint {
     /// Sends `msg` to `to` over the link `(me, to)`; blocks under flow control.
@@ -290,6 +316,79 @@ pub trait Endpoint {
     fn peer_alive(&mut self, _peer: PeerId) -> Option<bool> {
         None
     }
+    /// Sends a `len`-byte message to `to` whose bytes `write` puts in place.
+    /// The default writes into a private buffer and calls
+    /// [`Endpoint::send_to`]; a mechanism that lends memory lets `write`
+    /// fill the memory its receiver reads.
+    fn send_to_with(&mut self, to: PeerId, len: usize, write: &mut Writer<'_>) -> Result<(), TransportError> {
+        with_staging(len, |buf| {
+            write(buf);
+            self.send_to(to, buf)
+        })
+    }
+    /// Sends a `len`-byte message to group `group`, its bytes put in place
+    /// by `write` (default: a private buffer and [`Endpoint::send_group`]).
+    fn send_group_with(&mut self, group: usize, len: usize, write: &mut Writer<'_>) -> Result<(), TransportError> {
+        with_staging(len, |buf| {
+            write(buf);
+            self.send_group(group, buf)
+        })
+    }
+    /// Blocks until a message of at most `max_len` bytes arrives from any
+    /// peer and calls `read` on it where it lies. The default receives into
+    /// a private buffer with [`Endpoint::recv_any`]; a mechanism that lends
+    /// memory hands `read` the bytes in the memory its sender wrote.
+    fn recv_with(&mut self, max_len: usize, read: &mut Reader<'_>) -> Result<(), TransportError> {
+        with_staging(max_len, |buf| {
+            let got = self.recv_any(buf)?;
+            let msg = buf.get(..got.len).ok_or_else(|| TransportError::Protocol {
+                mechanism: "transport",
+                detail: format!("a {}-byte message reported in a {}-byte buffer", got.len, buf.len()),
+            })?;
+            read(got.from, msg);
+            Ok(())
+        })
+    }
+}
+
+/// `recv_any` for an endpoint whose own receive is in place: `recv_with`
+/// (called with a reader) delivers one message, which is copied into `buf`;
+/// a message longer than `buf` is a `Protocol` error of `mechanism`.
+pub fn recv_by_copy(
+    mechanism: &'static str,
+    buf: &mut [u8],
+    recv_with: impl FnOnce(&mut Reader<'_>) -> Result<(), TransportError>,
+) -> Result<Received, TransportError> {
+    let room = buf.len();
+    let mut got = None;
+    recv_with(&mut |from, msg| {
+        if let Some(dst) = buf.get_mut(..msg.len()) {
+            dst.copy_from_slice(msg);
+            got = Some(Received { from, len: msg.len() });
+        }
+    })?;
+    got.ok_or_else(|| TransportError::Protocol {
+        mechanism,
+        detail: format!("a message larger than the {room}-byte buffer"),
+    })
+}
+
+std::thread_local! {
+    /// The buffer the copying fallbacks of the in-place verbs reuse, so a
+    /// message costs no allocation.
+    static STAGING: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// Runs `f` over a reused private buffer of exactly `len` bytes. Taken out
+/// of its cell for the call, so a nested call gets a buffer of its own.
+fn with_staging<T>(len: usize, f: impl FnOnce(&mut [u8]) -> T) -> T {
+    let mut buf = STAGING.take();
+    if buf.len() < len {
+        buf.resize(len, 0);
+    }
+    let out = f(&mut buf[..len]);
+    STAGING.set(buf);
+    out
 }
 
 /// Why a mechanism operation failed.

@@ -60,4 +60,78 @@ conformance_tests! {
     shmem_pipe => "shmem-pipe",
     ump => "ump",
     cma => "cma",
+    zimp => "zimp",
+    limit => "limit",
+    limit_futex => "limit-futex",
+    corecast_copying => "corecast+copy",
+}
+
+/// A mechanism that delivers one wrong byte through the in-place receive
+/// of message 5 (and nothing else wrong): the in-place checks must see it.
+mod corrupting {
+    use corecast_bench::transport::{
+        Endpoint, Mechanism, PeerId, Prepared, Reader, Received, Topology, TransportError,
+    };
+
+    pub struct Corrupting(pub Box<dyn Mechanism>);
+
+    impl Mechanism for Corrupting {
+        fn name(&self) -> &'static str {
+            "corrupting"
+        }
+        fn describe(&self) -> &'static str {
+            "flips a bit of the sixth message read in place"
+        }
+        fn max_message_bytes(&self) -> Option<usize> {
+            Some(4096)
+        }
+        fn prepare(&self, t: &Topology) -> Result<Box<dyn Prepared>, TransportError> {
+            Ok(Box::new(P(self.0.prepare(t)?)))
+        }
+    }
+
+    struct P(Box<dyn Prepared>);
+
+    impl Prepared for P {
+        fn endpoint(&mut self, me: PeerId) -> Result<Box<dyn Endpoint>, TransportError> {
+            Ok(Box::new(E(self.0.endpoint(me)?, 0)))
+        }
+        fn cleanup(&mut self) {
+            self.0.cleanup();
+        }
+    }
+
+    struct E(Box<dyn Endpoint>, u64);
+
+    impl Endpoint for E {
+        fn send_to(&mut self, to: PeerId, msg: &[u8]) -> Result<(), TransportError> {
+            self.0.send_to(to, msg)
+        }
+        fn send_group(&mut self, g: usize, msg: &[u8]) -> Result<(), TransportError> {
+            self.0.send_group(g, msg)
+        }
+        fn recv_any(&mut self, buf: &mut [u8]) -> Result<Received, TransportError> {
+            self.0.recv_any(buf)
+        }
+        fn recv_with(&mut self, max: usize, read: &mut Reader<'_>) -> Result<(), TransportError> {
+            self.1 += 1;
+            let nth = self.1;
+            self.0.recv_with(max, &mut |from, msg| {
+                let mut bad = msg.to_vec();
+                if nth == 6 {
+                    if let Some(b) = bad.last_mut() {
+                        *b ^= 0x20;
+                    }
+                }
+                read(from, &bad)
+            })
+        }
+    }
+}
+
+#[test]
+fn wrong_bytes_read_in_place_fail_the_check() {
+    let m = corrupting::Corrupting(by_name("limit").unwrap());
+    let e = check_mechanism(&m).expect_err("a corrupted byte must fail conformance").to_string();
+    assert!(e.contains("in-place verbs") && e.contains("byte"), "{e}");
 }

@@ -34,7 +34,7 @@ fn bcast_refuses_members_that_also_receive_point_to_point() {
     let m = mechanism("mpi-bcast");
     let mut t = Topology::fan_out(2, 8);
     t.links.push((0, 1));
-    let job = conformance::Check::FanOut { receivers: 2, size: 8 };
+    let job = conformance::Check::copying(conformance::Shape::FanOut { receivers: 2, size: 8 });
     let e = corecast_bench::harness::run_job(&*m, &t, &RunOptions::default(), &job).unwrap_err();
     let e = e.to_string();
     assert!(e.contains("MPI_Bcast needs every member"), "{e}");

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use corecast_bench::harness::RunOptions;
 use corecast_bench::host::placement::Placement;
-use corecast_bench::record::{Metric, Provenance, Unit};
+use corecast_bench::record::{DataPath, Metric, Provenance, Unit};
 use corecast_bench::suite::grid;
 use corecast_bench::suite::{run_plan, Ending, Settings, Status};
 use corecast_bench::transport::Mechanism;
@@ -78,9 +78,13 @@ fn runner_writes_records_skips_and_pins() {
     assert_eq!(end, Ending::Completed);
     assert_eq!(seen.len(), 3);
     let Status::Measured(rs) = &seen[0].status else { panic!("{:?}", seen[0].status) };
-    assert_eq!(rs.len(), 2);
+    assert_eq!(rs.len(), 4);
     assert_eq!((rs[0].unit, rs[1].unit), (Unit::MsgPerSec, Unit::BytesPerSec));
     assert!((rs[1].value / rs[0].value - 64.0).abs() < 1e-9);
+    assert_eq!((rs[2].metric, rs[3].metric), (Metric::SenderCpu, Metric::ReceiverCpu));
+    assert!(rs[2..].iter().all(|r| r.unit == Unit::NanosPerMsg && r.value > 0.0), "{rs:?}");
+    // The test mechanism lends no memory: its points moved by copy.
+    assert!(rs.iter().all(|r| r.path == Some(DataPath::Copy)));
     assert_eq!(rs[0].placement.process_cpus, vec![0, 0, 0]);
     assert_eq!((rs[0].workload.as_str(), rs[0].receivers, rs[0].repetitions), ("fanout", 2, 2));
     assert!(rs[0].min <= rs[0].median && rs[0].median <= rs[0].max);
@@ -88,4 +92,26 @@ fn runner_writes_records_skips_and_pins() {
     let Status::Measured(rs) = &seen[2].status else { panic!("{:?}", seen[2].status) };
     assert_eq!((rs[0].metric, rs[0].unit), (Metric::RttHalf, Unit::Micros));
     assert!(rs[0].p99.is_some());
+}
+
+#[test]
+fn records_say_which_path_the_messages_took() {
+    let names = vec!["limit".to_string(), "limit+copy".to_string()];
+    let mechs: Vec<Box<dyn Mechanism>> =
+        names.iter().map(|n| corecast_bench::mechanisms::by_name(n).expect("registered")).collect();
+    let plan = grid(&fanout::Fanout, &names, &[1], &[64]);
+    let settings =
+        Settings { duration: SHORT, repetitions: 1, placement: Placement::spread(&[0]), options: Default::default() };
+    let prov = Provenance::collect(vec!["test".into()]);
+    let mut paths = Vec::new();
+    run_plan(&plan, &mechs, &settings, &prov, |o, _| {
+        let Status::Measured(rs) = &o.status else { panic!("{:?}", o.status) };
+        paths.push((o.point.mechanism.clone(), rs[0].path));
+        Ok::<(), ()>(())
+    })
+    .unwrap();
+    assert_eq!(
+        paths,
+        vec![("limit".to_string(), Some(DataPath::InPlace)), ("limit+copy".to_string(), Some(DataPath::Copy))]
+    );
 }

@@ -97,14 +97,18 @@ fn bench_fanout_writes_sane_records() {
     assert!(o.status.success(), "stderr: {}", text(&o.stderr));
     assert!(text(&o.stdout).contains("pipe"), "table: {}", text(&o.stdout));
     assert!(text(&o.stderr).contains("ETA"), "progress: {}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("sender CPU per message"), "table: {}", text(&o.stdout));
     let rs = records(&out);
-    assert_eq!(rs.len(), 4, "two points, msg/s and B/s each");
+    assert_eq!(rs.len(), 8, "two points: msg/s, B/s, sender and receiver CPU per message each");
     for r in &rs {
         common_fields(r, "fanout", "fanout");
-        assert_eq!(r["metric"], "throughput");
         assert_eq!(r["size"], 64);
         assert_eq!(r["placement"]["mode"], "spread");
+        assert_eq!(r["path"], "copy", "a pipe lends no memory");
     }
+    let metric = |m: &str| rs.iter().filter(|r| r["metric"] == m).count();
+    assert_eq!((metric("throughput"), metric("sender_cpu"), metric("receiver_cpu")), (4, 2, 2));
+    assert!(rs.iter().filter(|r| r["unit"] == "ns/msg").all(|r| f(r, "value") > 0.0));
     for n in [1, 2] {
         let of = |unit: &str| rs.iter().find(|r| r["receivers"] == n && r["unit"] == unit).expect(unit);
         let (msgs, bytes) = (of("msg/s"), of("B/s"));
@@ -317,7 +321,46 @@ fn bench_runs_mpi_ranks_under_mpirun() {
     let rs = records(&out);
     let got: Vec<(&str, &str)> =
         rs.iter().map(|r| (r["mechanism"].as_str().unwrap(), r["workload"].as_str().unwrap())).collect();
-    assert_eq!(got, [("mpi", "pingpong"), ("mpi-bcast", "fanout"), ("mpi-bcast", "fanout")]);
+    // Fan-out: msg/s, B/s, and the sender's and receivers' CPU per message.
+    assert_eq!(
+        got,
+        [
+            ("mpi", "pingpong"),
+            ("mpi-bcast", "fanout"),
+            ("mpi-bcast", "fanout"),
+            ("mpi-bcast", "fanout"),
+            ("mpi-bcast", "fanout")
+        ]
+    );
     assert!(rs.iter().all(|r| f(r, "value") > 0.0));
+    std::fs::remove_dir_all(out.parent().unwrap()).unwrap();
+}
+
+#[test]
+fn bench_overhead_sets_the_suite_beside_plain_loops() {
+    let out = tmp("overhead");
+    let o = corecast(&[
+        "bench",
+        "overhead",
+        "--mechanisms",
+        "limit",
+        "--copy",
+        "--duration",
+        "50ms",
+        "--repetitions",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "stderr: {}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("plain/suite"), "table: {}", text(&o.stdout));
+    let rs = records(&out);
+    let has = |mech: &str, metric: &str| rs.iter().any(|r| r["mechanism"] == mech && r["metric"] == metric);
+    assert!(has("harness", "harness_cost") && has("raw-pipe", "plain_loop"), "{rs:?}");
+    // --copy measured the copying path of the mechanism.
+    assert!(has("limit+copy", "plain_over_suite") && has("limit+copy", "plain_loop"), "{rs:?}");
+    assert!(rs.iter().filter(|r| r["mechanism"] == "limit+copy").all(|r| r["path"] == "copy"));
+    let too_small = corecast(&["bench", "overhead", "--sizes", "4", "--mechanisms", "limit"]);
+    assert!(!too_small.status.success() && text(&too_small.stderr).contains("too small"));
     std::fs::remove_dir_all(out.parent().unwrap()).unwrap();
 }

@@ -7,6 +7,7 @@ pub const GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
 
 /// SplitMix64's finaliser: a bijection on 64-bit values whose every output
 /// bit depends on every input bit. Not for anything secret.
+#[inline]
 pub fn finalize(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);

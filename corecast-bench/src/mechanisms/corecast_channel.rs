@@ -5,7 +5,9 @@
 //! destination with every peer that sends to it as a sender, so
 //! receive-from-any is the channel's own total order. Each message carries
 //! an 8-byte header naming its sender, written in place through the loan
-//! API, so a send is still exactly one payload copy.
+//! API. The in-place verbs are native: a sender writes the payload into the
+//! loaned slot and a receiver reads it in the slot it borrows, so nothing
+//! is copied; the copying verbs add one copy on each side.
 //!
 //! Channels are created in the parent (`prepare`); every forked process
 //! opens them again by name, as unrelated processes would, and a sender
@@ -16,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use corecast::{Channel, ChannelConfig, Receiver, RecvError, Sender, WaitStrategy};
 
-use crate::transport::{Endpoint, Mechanism, PeerId, Prepared, Received, Topology, TransportError};
+use crate::transport::{Endpoint, Mechanism, PeerId, Prepared, Reader, Received, Topology, TransportError, Writer};
 
 const HEADER: usize = 8;
 /// Ring memory per sender region the suite allows itself.
@@ -72,6 +74,10 @@ impl Mechanism for Corecast {
 
     fn max_message_bytes(&self) -> Option<usize> {
         Some((64 << 20) - HEADER)
+    }
+
+    fn lends_memory(&self) -> bool {
+        true
     }
 
     fn prepare(&self, topology: &Topology) -> Result<Box<dyn Prepared>, TransportError> {
@@ -180,21 +186,48 @@ struct CorecastEndpoint {
     max: usize,
 }
 
-fn send_on(tx: &mut Sender, me: PeerId, msg: &[u8]) -> Result<(), TransportError> {
+/// Loans a slot, writes the sender header and `len` payload bytes (by
+/// `write`) into it, and commits it.
+fn send_on(tx: &mut Sender, me: PeerId, len: usize, write: &mut Writer<'_>) -> Result<(), TransportError> {
     let mut loan = tx.loan().map_err(|e| err("loan", e))?;
     let slot = loan.as_mut_slice();
     slot[..HEADER].copy_from_slice(&(me as u64).to_le_bytes());
-    slot[HEADER..HEADER + msg.len()].copy_from_slice(msg);
-    loan.commit(HEADER + msg.len()).map_err(|e| err("commit", e))
+    write(&mut slot[HEADER..HEADER + len]);
+    loan.commit(HEADER + len).map_err(|e| err("commit", e))
 }
 
 impl CorecastEndpoint {
-    fn take(&mut self, k: usize, buf: &mut [u8], block: bool) -> Result<Option<Received>, TransportError> {
+    fn check_len(&self, len: usize) -> Result<(), TransportError> {
+        if len > self.max {
+            return Err(TransportError::TooLarge { mechanism: "corecast", bytes: len, max_bytes: self.max });
+        }
+        Ok(())
+    }
+
+    fn link(&mut self, to: PeerId) -> Result<&mut Sender, TransportError> {
+        let me = self.me;
+        self.links
+            .get_mut(to)
+            .and_then(Option::as_mut)
+            .ok_or_else(|| TransportError::Topology(format!("no link {me} -> {to}")))
+    }
+
+    fn group(&mut self, group: usize) -> Result<&mut Sender, TransportError> {
+        let me = self.me;
+        self.groups
+            .get_mut(group)
+            .and_then(Option::as_mut)
+            .ok_or_else(|| TransportError::Topology(format!("{me} does not send to group {group}")))
+    }
+
+    /// Takes one message from inbound channel `k`, if there is one, and
+    /// hands it to `read` in the slot it lies in. `Ok(false)`: nothing yet.
+    fn take(&mut self, k: usize, read: &mut Reader<'_>, block: bool) -> Result<bool, TransportError> {
         let rx = &mut self.receivers[k];
         let msg = if block { rx.recv_in_place() } else { rx.try_recv_in_place() };
         let msg = match msg {
             Ok(m) => m,
-            Err(RecvError::WouldBlock) => return Ok(None),
+            Err(RecvError::WouldBlock) => return Ok(false),
             // Every sender that has attached so far is gone, but the
             // topology may still have peers that have not attached yet
             // (fan-in channels: one peer can ack and leave before another
@@ -204,16 +237,15 @@ impl CorecastEndpoint {
                 if block {
                     std::thread::sleep(Duration::from_micros(100));
                 }
-                return Ok(None);
+                return Ok(false);
             }
             Err(e) => return Err(err("receive", e)),
         };
         let from = msg.get(..HEADER).map(|h| u64::from_le_bytes(h.try_into().expect("8 bytes")) as usize);
-        let len = msg.len().saturating_sub(HEADER);
         match from {
-            Some(from) if len <= buf.len() => {
-                buf[..len].copy_from_slice(&msg[HEADER..]);
-                Ok(Some(Received { from, len }))
+            Some(from) if msg.len() - HEADER <= self.max => {
+                read(from, &msg[HEADER..]);
+                Ok(true)
             }
             _ => Err(err("receive", format!("malformed {}-byte message", msg.len()))),
         }
@@ -222,21 +254,28 @@ impl CorecastEndpoint {
 
 impl Endpoint for CorecastEndpoint {
     fn send_to(&mut self, to: PeerId, msg: &[u8]) -> Result<(), TransportError> {
-        if msg.len() > self.max {
-            return Err(TransportError::TooLarge { mechanism: "corecast", bytes: msg.len(), max_bytes: self.max });
-        }
-        let me = self.me;
-        let tx = self.links.get_mut(to).and_then(Option::as_mut);
-        send_on(tx.ok_or_else(|| TransportError::Topology(format!("no link {me} -> {to}")))?, me, msg)
+        self.send_to_with(to, msg.len(), &mut |slot| slot.copy_from_slice(msg))
     }
 
     fn send_group(&mut self, group: usize, msg: &[u8]) -> Result<(), TransportError> {
-        if msg.len() > self.max {
-            return Err(TransportError::TooLarge { mechanism: "corecast", bytes: msg.len(), max_bytes: self.max });
-        }
+        self.send_group_with(group, msg.len(), &mut |slot| slot.copy_from_slice(msg))
+    }
+
+    fn send_to_with(&mut self, to: PeerId, len: usize, write: &mut Writer<'_>) -> Result<(), TransportError> {
+        self.check_len(len)?;
         let me = self.me;
-        let tx = self.groups.get_mut(group).and_then(Option::as_mut);
-        send_on(tx.ok_or_else(|| TransportError::Topology(format!("{me} does not send to group {group}")))?, me, msg)
+        send_on(self.link(to)?, me, len, write)
+    }
+
+    fn send_group_with(&mut self, group: usize, len: usize, write: &mut Writer<'_>) -> Result<(), TransportError> {
+        self.check_len(len)?;
+        let me = self.me;
+        send_on(self.group(group)?, me, len, write)
+    }
+
+    fn recv_any(&mut self, buf: &mut [u8]) -> Result<Received, TransportError> {
+        let max = buf.len();
+        crate::transport::recv_by_copy("corecast", buf, |read| self.recv_with(max, read))
     }
 
     /// The link channel to `peer` has `peer` as its only receiver, so the
@@ -245,12 +284,12 @@ impl Endpoint for CorecastEndpoint {
         self.links.get(peer).and_then(Option::as_ref).map(|tx| tx.live_receivers() > 0)
     }
 
-    fn recv_any(&mut self, buf: &mut [u8]) -> Result<Received, TransportError> {
+    fn recv_with(&mut self, _max_len: usize, read: &mut Reader<'_>) -> Result<(), TransportError> {
         match self.receivers.len() {
             0 => Err(TransportError::Topology(format!("nobody sends to {}", self.me))),
             1 => loop {
-                if let Some(r) = self.take(0, buf, true)? {
-                    return Ok(r);
+                if self.take(0, read, true)? {
+                    return Ok(());
                 }
             },
             n => {
@@ -262,8 +301,8 @@ impl Endpoint for CorecastEndpoint {
                     for _ in 0..n {
                         let k = self.next_rx;
                         self.next_rx = (k + 1) % n;
-                        if let Some(r) = self.take(k, buf, false)? {
-                            return Ok(r);
+                        if self.take(k, read, false)? {
+                            return Ok(());
                         }
                     }
                     idle += 1;

@@ -1,7 +1,8 @@
 //! Shared plumbing for the fd-based mechanisms (pipe, vmsplice, unix, tcp,
 //! udp): per-link descriptors made in the parent and split after the fork,
 //! EINTR-safe `writev`/`read` loops, `poll(2)` over incoming links, and the
-//! length + sender framing the byte-stream mechanisms put on every message.
+//! length + sender framing the byte-stream mechanisms put on every message
+//! (their endpoint is [`super::byte_stream`]).
 //!
 //! Frame on a byte stream: `len: u32 LE`, `sender: u32 LE`, then `len` bytes.
 //! The receiver knows the sender from the descriptor; the header's sender is
@@ -14,7 +15,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::event::PollFlags;
 use rustix::io::Errno;
 
-use crate::transport::{Endpoint, Group, PeerId, Prepared, Received, Topology, TransportError};
+use crate::transport::{Group, PeerId, TransportError};
 
 /// Bytes of the stream frame header.
 pub(crate) const HEADER_BYTES: usize = 8;
@@ -86,16 +87,22 @@ fn gone_or_io(name: &'static str, op: &'static str, peer: PeerId, e: Errno) -> T
     }
 }
 
-/// Writes every byte of `parts`, in order, with `writev`, retrying on EINTR
-/// and partial writes (blocking is the stream's flow control).
+/// Writes every byte of `parts` (at most four), in order, with `writev`,
+/// retrying on EINTR and partial writes (blocking is the stream's flow
+/// control).
 pub(crate) fn write_all(
     name: &'static str,
     fd: BorrowedFd<'_>,
     peer: PeerId,
     parts: &[&[u8]],
 ) -> Result<(), TransportError> {
-    let mut iov: Vec<IoSlice<'_>> = parts.iter().filter(|p| !p.is_empty()).map(|p| IoSlice::new(p)).collect();
-    let mut rest = &mut iov[..];
+    let mut iov = [IoSlice::new(&[]); 4];
+    let mut used = 0;
+    for p in parts.iter().filter(|p| !p.is_empty()) {
+        iov[used] = IoSlice::new(p);
+        used += 1;
+    }
+    let mut rest = &mut iov[..used];
     while !rest.is_empty() {
         match rustix::io::writev(fd, rest) {
             Ok(n) => IoSlice::advance_slices(&mut rest, n),
@@ -181,80 +188,6 @@ pub(crate) fn parse_header(
         });
     }
     Ok(len)
-}
-
-/// The prepared state of a byte-stream mechanism: one descriptor pair per
-/// directed link.
-pub(crate) struct StreamPrepared {
-    pub name: &'static str,
-    pub topology: Topology,
-    pub links: Vec<FdLink>,
-}
-
-impl Prepared for StreamPrepared {
-    fn endpoint(&mut self, me: PeerId) -> Result<Box<dyn Endpoint>, TransportError> {
-        let fds = take_fds(&mut self.links, self.topology.processes, me);
-        Ok(Box::new(StreamEndpoint {
-            name: self.name,
-            me,
-            max: self.topology.max_message_bytes,
-            groups: my_groups(&self.topology.groups, me),
-            fds,
-            next: 0,
-        }))
-    }
-}
-
-/// An endpoint over framed byte streams (pipes, stream sockets).
-pub(crate) struct StreamEndpoint {
-    name: &'static str,
-    me: PeerId,
-    max: usize,
-    groups: Vec<Option<Vec<PeerId>>>,
-    fds: PeerFds,
-    next: usize,
-}
-
-impl StreamEndpoint {
-    fn out_fd(&self, to: PeerId) -> Result<BorrowedFd<'_>, TransportError> {
-        match self.fds.out.get(to) {
-            Some(Some(fd)) => Ok(fd.as_fd()),
-            _ => Err(TransportError::Topology(format!("no link from {} to {to}", self.me))),
-        }
-    }
-}
-
-impl Endpoint for StreamEndpoint {
-    fn send_to(&mut self, to: PeerId, msg: &[u8]) -> Result<(), TransportError> {
-        check_len(self.name, msg.len(), self.max)?;
-        let fd = self.out_fd(to)?;
-        write_all(self.name, fd, to, &[&header(msg.len(), self.me), msg])
-    }
-
-    fn send_group(&mut self, group: usize, msg: &[u8]) -> Result<(), TransportError> {
-        check_len(self.name, msg.len(), self.max)?;
-        let h = header(msg.len(), self.me);
-        for &m in group_members(&self.groups, group)? {
-            write_all(self.name, self.out_fd(m)?, m, &[&h, msg])?;
-        }
-        Ok(())
-    }
-
-    fn recv_any(&mut self, buf: &mut [u8]) -> Result<Received, TransportError> {
-        let inc = &self.fds.inc;
-        if inc.is_empty() {
-            return Err(TransportError::Topology(format!("no peer sends to {}", self.me)));
-        }
-        let i = wait_readable(self.name, inc, self.next)?;
-        self.next = i + 1;
-        let (from, fd) = (inc[i].0, inc[i].1.as_fd());
-        let mut h = [0u8; HEADER_BYTES];
-        read_exact(self.name, fd, from, &mut h)?;
-        let len = parse_header(self.name, &h, from, self.max, buf.len())?;
-        // The sender writes whole frames, so finishing this one cannot wait on us.
-        read_exact(self.name, fd, from, &mut buf[..len])?;
-        Ok(Received { from, len })
-    }
 }
 
 /// A number from a `/proc/sys` file, e.g. `/proc/sys/kernel/msgmax`.

@@ -1,12 +1,14 @@
 //! One module per IPC mechanism, each a real implementation of
 //! [`crate::transport::Mechanism`].
 
+mod byte_stream;
 pub mod cma;
 pub mod corecast_channel;
 mod fd_stream;
 mod fragment;
 #[cfg(feature = "iceoryx2")]
 pub mod iox2;
+pub mod limit;
 pub mod mempipe;
 pub mod open_mpi;
 pub mod pipe;
@@ -20,6 +22,7 @@ pub mod ump;
 pub mod unix_dgram;
 pub mod unix_stream;
 pub mod vmsplice;
+pub mod zimp;
 
 /// Every mechanism the suite knows, available here or not, in table order.
 pub fn all() -> Vec<Box<dyn crate::transport::Mechanism>> {
@@ -37,6 +40,7 @@ pub fn all() -> Vec<Box<dyn crate::transport::Mechanism>> {
         Box::new(mempipe::Mempipe::futex()),
         Box::new(shmem_pipe::ShmemPipe),
         Box::new(ump::Ump),
+        Box::new(zimp::Zimp),
         Box::new(cma::Cma),
         #[cfg(feature = "iceoryx2")]
         Box::new(iox2::Iceoryx2::POLLING),
@@ -47,10 +51,16 @@ pub fn all() -> Vec<Box<dyn crate::transport::Mechanism>> {
         Box::new(corecast_channel::Corecast::SLEEP),
         Box::new(open_mpi::Mpi::point_to_point()),
         Box::new(open_mpi::Mpi::bcast()),
+        Box::new(limit::Limit::SPIN),
+        Box::new(limit::Limit::FUTEX),
     ]
 }
 
-/// Looks a mechanism up by its name.
+/// Looks a mechanism up by its name; `name+copy` is `name` forced onto the
+/// copying path ([`crate::transport::Copying`]).
 pub fn by_name(name: &str) -> Option<Box<dyn crate::transport::Mechanism>> {
+    if let Some(inner) = name.strip_suffix(crate::transport::COPY_SUFFIX) {
+        return by_name(inner).map(|m| Box::new(crate::transport::Copying::new(m)) as Box<_>);
+    }
     all().into_iter().find(|m| m.name() == name)
 }

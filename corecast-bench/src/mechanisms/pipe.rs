@@ -4,7 +4,8 @@
 //! message once per member. Two copies per message: into and out of the
 //! kernel's pipe pages.
 
-use crate::mechanisms::fd_stream::{self, FdLink, StreamPrepared};
+use crate::mechanisms::byte_stream::StreamPrepared;
+use crate::mechanisms::fd_stream::{self, FdLink};
 use crate::transport::{Mechanism, Prepared, Topology, TransportError};
 
 /// Anonymous pipes, one per directed link.

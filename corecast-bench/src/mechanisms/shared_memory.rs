@@ -112,6 +112,45 @@ impl SharedMapping {
     }
 }
 
+impl SharedMapping {
+    /// The `len` bytes at `off`, read where they lie. `None` if out of
+    /// bounds.
+    ///
+    /// Only for a range the protocol says no process writes while the
+    /// returned slice lives (a published slot its sender will not reuse
+    /// until this reader moves on); a peer that breaks the protocol can
+    /// change what the slice shows, not reach outside the mapping.
+    pub fn bytes(&self, off: usize, len: usize) -> Option<&[u8]> {
+        let end = off.checked_add(len)?;
+        if end > self.len {
+            return None;
+        }
+        // SAFETY: [off, end) is inside the mapping (checked above) and is
+        // plain bytes, valid for any value; the slice borrows `self`, which
+        // keeps the mapping alive.
+        Some(unsafe { std::slice::from_raw_parts(self.ptr.add(off), len) })
+    }
+
+    /// Runs `write` over the `len` bytes at `off`, in place. `None` if out
+    /// of bounds.
+    ///
+    /// Only for a range this process alone may write and no process reads
+    /// until it is published with a Release store after this call (a slot
+    /// every reader has moved past).
+    pub fn write_in_place(&self, off: usize, len: usize, write: impl FnOnce(&mut [u8])) -> Option<()> {
+        let end = off.checked_add(len)?;
+        if end > self.len {
+            return None;
+        }
+        // SAFETY: in bounds (checked above); the protocol gives this
+        // process the range exclusively for the call, and no other
+        // reference to it exists in this process (`bytes` is only taken on
+        // published slots, this only on unpublished ones).
+        write(unsafe { std::slice::from_raw_parts_mut(self.ptr.add(off), len) });
+        Some(())
+    }
+}
+
 impl Drop for SharedMapping {
     fn drop(&mut self) {
         // SAFETY: ptr/len are exactly what mmap returned; no reference into

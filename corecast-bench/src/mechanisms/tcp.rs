@@ -7,7 +7,8 @@
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::OwnedFd;
 
-use crate::mechanisms::fd_stream::{FdLink, StreamPrepared};
+use crate::mechanisms::byte_stream::StreamPrepared;
+use crate::mechanisms::fd_stream::FdLink;
 use crate::transport::{Mechanism, Prepared, Topology, TransportError};
 
 /// Loopback TCP, one connection per directed link; `nodelay` sets

@@ -5,7 +5,8 @@
 
 use rustix::net::{AddressFamily, SocketFlags, SocketType};
 
-use crate::mechanisms::fd_stream::{FdLink, StreamPrepared};
+use crate::mechanisms::byte_stream::StreamPrepared;
+use crate::mechanisms::fd_stream::FdLink;
 use crate::transport::{Mechanism, Prepared, Topology, TransportError};
 
 /// Unix-domain stream sockets, one socketpair per directed link.

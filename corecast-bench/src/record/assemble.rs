@@ -44,6 +44,7 @@ pub fn base(
         command_line: prov.command_line.clone(),
         params: Default::default(),
         notes: Vec::new(),
+        path: None,
     }
 }
 

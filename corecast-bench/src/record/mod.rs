@@ -16,4 +16,4 @@ pub use jsonl::{RecordError, Writer};
 pub use machine::Machine;
 pub use outcome::{Outcome, Point, Status};
 pub use provenance::Provenance;
-pub use schema::{Metric, Record, Unit, SCHEMA_VERSION};
+pub use schema::{DataPath, Metric, Record, Unit, SCHEMA_VERSION};

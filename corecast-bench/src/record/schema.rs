@@ -27,8 +27,12 @@
 //! `MB/s` (10^6 bytes per second): `bandwidth_pingpong`,
 //! `bandwidth_unidirectional` and `bandwidth_bidirectional`, plus the
 //! reference `bandwidth_memcpy` under mechanism `memcpy`. Version 2 added
-//! these workloads, metrics, the unit and `method`; version 1 files still
-//! read (they are a subset).
+//! these workloads, metrics, the unit and `method`. Version 3 added `path`
+//! (`in-place` or `copy`: how the messages moved), fan-out's `sender_cpu`
+//! and `receiver_cpu` records and the `overhead` workload (`plain_loop`,
+//! `plain_over_suite` in `x`, the `harness` reference's `harness_cost` in
+//! `ns/msg`).
+//! Older files still read (they are a subset).
 
 use serde::{Deserialize, Serialize};
 
@@ -36,7 +40,7 @@ use super::machine::Machine;
 use crate::host::placement::Placement;
 
 /// Version of this schema, written into every record.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The oldest schema version this tool still reads.
 pub const OLDEST_READABLE_VERSION: u32 = 1;
@@ -82,6 +86,20 @@ pub enum Metric {
     BandwidthBidirectional,
     /// Single-core memcpy bandwidth: the copy limit of this machine.
     BandwidthMemcpy,
+    /// CPU time the sending thread spends per message sent; lower is better.
+    SenderCpu,
+    /// CPU time a receiving thread spends per message delivered (the mean
+    /// over the receivers); lower is better.
+    ReceiverCpu,
+    /// What the suite itself spends per message with no mechanism at all
+    /// (generating and checking the payload); lower is better.
+    HarnessCost,
+    /// Delivery rate of the same mechanism driven by the plainest loop
+    /// (the suite taken out); higher is better.
+    PlainLoop,
+    /// The plain loop's rate over the suite's in the same run: how much
+    /// the suite's own work caps a mechanism (1 = not at all).
+    PlainOverSuite,
 }
 
 impl Metric {
@@ -95,6 +113,7 @@ impl Metric {
                 | Metric::BandwidthUnidirectional
                 | Metric::BandwidthBidirectional
                 | Metric::BandwidthMemcpy
+                | Metric::PlainLoop
         )
     }
 }
@@ -120,6 +139,12 @@ pub enum Unit {
     /// Megabytes (10^6 bytes) per second.
     #[serde(rename = "MB/s")]
     MegabytesPerSec,
+    /// Nanoseconds per message.
+    #[serde(rename = "ns/msg")]
+    NanosPerMsg,
+    /// A ratio of two measurements.
+    #[serde(rename = "x")]
+    Ratio,
 }
 
 impl Unit {
@@ -132,6 +157,8 @@ impl Unit {
             Unit::Millis => "ms",
             Unit::DecisionsPerSec => "decisions/s",
             Unit::MegabytesPerSec => "MB/s",
+            Unit::NanosPerMsg => "ns/msg",
+            Unit::Ratio => "x",
         }
     }
 }
@@ -201,6 +228,32 @@ pub struct Record {
     /// What a reader must know about this measurement, in sentences.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// How the messages moved through the mechanism, where that is known
+    /// (records of schema version 3 on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<DataPath>,
+}
+
+/// How a point's messages moved through its mechanism.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DataPath {
+    /// Written and read in place in memory the mechanism lends: no copy
+    /// besides what the mechanism itself does.
+    InPlace,
+    /// Through the caller's buffers: written into one and copied in, copied
+    /// out into another and read there.
+    Copy,
+}
+
+impl DataPath {
+    /// As written in records and tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            DataPath::InPlace => "in-place",
+            DataPath::Copy => "copy",
+        }
+    }
 }
 
 impl Record {
@@ -272,6 +325,7 @@ pub(crate) mod tests {
             command_line: vec!["corecast".into()],
             params: Default::default(),
             notes: Vec::new(),
+            path: None,
         }
     }
 

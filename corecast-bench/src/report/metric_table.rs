@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use super::format::{grid, sig3};
+use super::format::{grid, human, sig3};
 use crate::record::{Metric, Outcome, Status};
 use crate::workloads::{format_size, registry, Table};
 
@@ -51,7 +51,7 @@ fn one(
         let cells = match &o.status {
             Status::Measured(rs) => shown
                 .iter()
-                .map(|(m, _)| rs.iter().find(|r| r.metric == *m).map_or("-".to_string(), |r| sig3(r.value)))
+                .map(|(m, _)| rs.iter().find(|r| r.metric == *m).map_or("-".to_string(), |r| number(r.value)))
                 .collect(),
             Status::Failed(e) => note_cells(notes, "FAILED", &registry::describe_point(&o.point), e, shown.len()),
             Status::Skipped(why) => note_cells(notes, "skipped", &registry::describe_point(&o.point), why, shown.len()),
@@ -66,6 +66,15 @@ fn one(
         grid(out, &rows, &headers, &body);
     } else {
         grid(out, &rows, &headers, &body);
+    }
+}
+
+/// Three significant digits; large rates with a suffix (`2.34M`).
+fn number(v: f64) -> String {
+    if v >= 1e5 {
+        human(v)
+    } else {
+        sig3(v)
     }
 }
 

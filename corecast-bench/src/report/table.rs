@@ -41,6 +41,7 @@ pub fn render(outcomes: &[Outcome]) -> String {
         .cloned()
         .partition(|o| matches!(workload(o.point.workload).map(|w| w.table()), Some(Table::Metrics { .. })));
     let mut out = if main.is_empty() && !pair.is_empty() { String::new() } else { render_main(&main) };
+    out.push_str(&super::send_cost::render(&main));
     out.push_str(&super::metric_table::render(&pair));
     out
 }
@@ -90,6 +91,7 @@ fn render_main(outcomes: &[Outcome]) -> String {
         rows.iter().map(|r| columns.iter().map(|c| show(cells.get(&(r.clone(), *c)), c.0)).collect()).collect();
     grid(&mut out, &rows, &headers, &body);
     ratios(&mut out, &rows, &columns, &headers, &cells);
+    ceiling(&mut out, &rows, &columns, &headers, &cells);
     for (i, n) in notes.iter().enumerate() {
         let _ = writeln!(out, "[{}] {n}", i + 1);
     }
@@ -169,13 +171,6 @@ fn ratios(
         let _ = writeln!(out, "\nno corecast mechanism was measured in this run, so there is no ratio column");
         return;
     };
-    let best: Vec<Option<f64>> = columns
-        .iter()
-        .map(|c| match cells.get(&(base.clone(), *c)) {
-            Some(Cell::Value(v, _)) if *v > 0.0 => Some(*v),
-            _ => None,
-        })
-        .collect();
     let others: Vec<String> = rows.iter().filter(|r| **r != base).cloned().collect();
     let which = if base == "corecast" {
         "the default mode".to_string()
@@ -186,15 +181,71 @@ fn ratios(
         out,
         "\n{base}'s ratio over each mechanism and each other corecast mode ({which}; >1 means {base} is better)"
     );
-    let body: Vec<Vec<String>> = others
+    relative(out, &base, &others, columns, headers, cells, Direction::BaseOverRow);
+}
+
+/// Every mechanism as a fraction of the ceiling `limit` (and `limit-futex`
+/// beside it), when it ran: how close each gets to what the hardware allows.
+fn ceiling(
+    out: &mut String,
+    rows: &[String],
+    columns: &[Column],
+    headers: &[(String, String)],
+    cells: &BTreeMap<(String, Column), Cell>,
+) {
+    const CEILING: &str = "limit";
+    if !columns.iter().any(|c| matches!(cells.get(&(CEILING.to_string(), *c)), Some(Cell::Value(..)))) {
+        return;
+    }
+    let others: Vec<String> = rows.iter().filter(|r| *r != CEILING).cloned().collect();
+    let _ = writeln!(
+        out,
+        "\neach mechanism as a fraction of the ceiling `{CEILING}` (a bare broadcast ring with polling waits and no \
+         robustness, not a product; 1 = as fast as the hardware allows here)"
+    );
+    relative(out, CEILING, &others, columns, headers, cells, Direction::RowOverBase);
+}
+
+/// Which way a relative table divides.
+#[derive(Clone, Copy)]
+enum Direction {
+    /// How many times better `base` is than each row.
+    BaseOverRow,
+    /// How many times better each row is than `base` (a fraction of it).
+    RowOverBase,
+}
+
+/// One table of `rows` relative to row `base`, column by column; above 1
+/// always means the numerator is better, whichever way the workload counts.
+fn relative(
+    out: &mut String,
+    base: &str,
+    rows: &[String],
+    columns: &[Column],
+    headers: &[(String, String)],
+    cells: &BTreeMap<(String, Column), Cell>,
+    direction: Direction,
+) {
+    let reference: Vec<Option<f64>> = columns
+        .iter()
+        .map(|c| match cells.get(&(base.to_string(), *c)) {
+            Some(Cell::Value(v, _)) if *v > 0.0 => Some(*v),
+            _ => None,
+        })
+        .collect();
+    let body: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
             columns
                 .iter()
-                .zip(&best)
+                .zip(&reference)
                 .map(|(c, b)| match (cells.get(&(r.clone(), *c)), b) {
                     (Some(Cell::Value(v, _)), Some(b)) if *v > 0.0 => {
-                        let x = if higher_is_better(c.0) { b / v } else { v / b };
+                        let base_better = if higher_is_better(c.0) { b / v } else { v / b };
+                        let x = match direction {
+                            Direction::BaseOverRow => base_better,
+                            Direction::RowOverBase => 1.0 / base_better,
+                        };
                         format!("{}x", sig3(x))
                     }
                     _ => "-".to_string(),
@@ -202,7 +253,7 @@ fn ratios(
                 .collect()
         })
         .collect();
-    grid(out, &others, headers, &body);
+    grid(out, rows, headers, &body);
 }
 
 #[cfg(test)]
@@ -274,6 +325,21 @@ mod tests {
         // Without the default mode, the first corecast mode measured is named.
         let t = render(&[measured("pipe", "fanout", 1, 1.0), measured("corecast-spin", "fanout", 1, 2.0)]);
         assert!(t.contains("mode corecast-spin: the default did not run"), "{t}");
+    }
+
+    #[test]
+    fn every_mechanism_as_a_fraction_of_the_ceiling() {
+        let t = render(&[
+            measured("limit", "fanout", 1, 10_000_000.0),
+            measured("corecast", "fanout", 1, 8_000_000.0),
+            measured("limit", "pingpong", 1, 0.2),
+            measured("corecast", "pingpong", 1, 0.4),
+        ]);
+        let ceiling = t.split("fraction of the ceiling").nth(1).expect("a ceiling table");
+        let row = ceiling.lines().find(|l| l.starts_with("corecast")).unwrap();
+        assert!(row.contains("0.80x") && row.contains("0.50x"), "{t}");
+        let t = render(&[measured("corecast", "fanout", 1, 8.0)]);
+        assert!(!t.contains("fraction of the ceiling"), "{t}");
     }
 
     #[test]

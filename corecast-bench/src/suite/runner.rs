@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use corecast_process::interrupt;
 
 use crate::harness::RunOptions;
-use crate::record::{Outcome, Point, Provenance, Status};
+use crate::record::{DataPath, Outcome, Point, Provenance, Status};
 use crate::transport::{Availability, Mechanism};
 use crate::workloads::{registry, Context, Settings, Workload};
 
@@ -89,7 +89,14 @@ pub fn run_point(mechanism: Option<&dyn Mechanism>, point: &Point, settings: &Se
     let _deferred = interrupt::Deferred::new();
     let ctx = Context { mechanism, point, settings, provenance: prov, placement: &placement, options: &options };
     match workload.run(&ctx) {
-        Ok(records) => Status::Measured(records),
+        Ok(mut records) => {
+            if let Some(m) = mechanism {
+                let path =
+                    if workload.moves_in_place() && m.lends_memory() { DataPath::InPlace } else { DataPath::Copy };
+                records.iter_mut().for_each(|r| r.path = Some(path));
+            }
+            Status::Measured(records)
+        }
         Err(e) => Status::Failed(e.to_string()),
     }
 }

@@ -150,6 +150,10 @@ impl Workload for Bandwidth {
         "bandwidth"
     }
 
+    fn moves_in_place(&self) -> bool {
+        true
+    }
+
     fn higher_is_better(&self) -> bool {
         true
     }

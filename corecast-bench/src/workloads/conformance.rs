@@ -3,13 +3,15 @@
 //!
 //! Exact bytes, in order, for several sizes up to the mechanism's largest,
 //! to one and to several receivers, from several senders to one receiver,
-//! and back and forth between two processes. Used by `tests/conformance.rs`
+//! and back and forth between two processes; each through the copying
+//! verbs and through the in-place ones (native where the mechanism lends
+//! memory), every delivered byte checked. Used by `tests/conformance.rs`
 //! for every mechanism, so a mechanism cannot join the suite without it.
 
 use serde::{Deserialize, Serialize};
 
 use crate::harness::{payload, run_job, BenchError, EncodableJob, RunOptions};
-use crate::transport::{Endpoint, Group, Mechanism, PeerId, Topology};
+use crate::transport::{Endpoint, Group, Mechanism, PeerId, Topology, TransportError};
 
 /// The largest size the suite sends: 1 MiB or the mechanism's own limit.
 pub fn largest_size(m: &dyn Mechanism) -> usize {
@@ -34,21 +36,57 @@ fn count_for(size: usize) -> u64 {
     }
 }
 
-/// Runs every check and returns the first failure as a sentence.
+/// Runs every check through both kinds of verbs and returns the first
+/// failure as a sentence.
 pub fn check_mechanism(m: &dyn Mechanism) -> Result<(), BenchError> {
-    for size in sizes(m) {
-        for receivers in [1usize, 3] {
-            fan_out(m, receivers, size).map_err(|e| e.within(format!("fan-out to {receivers}, {size} B")))?;
+    for verbs in [Verbs::Copy, Verbs::InPlace] {
+        let how = verbs.name();
+        for size in sizes(m) {
+            for receivers in [1usize, 3] {
+                let shape = Shape::FanOut { receivers, size };
+                Check { shape, verbs }
+                    .run(m)
+                    .map_err(|e| e.within(format!("fan-out to {receivers}, {size} B, {how}")))?;
+            }
+            let shape = Shape::ManyToOne { senders: 3, size };
+            Check { shape, verbs }.run(m).map_err(|e| e.within(format!("3 senders to 1, {size} B, {how}")))?;
+            let shape = Shape::PingPong { size };
+            Check { shape, verbs }.run(m).map_err(|e| e.within(format!("ping-pong, {size} B, {how}")))?;
         }
-        many_to_one(m, 3, size).map_err(|e| e.within(format!("3 senders to 1, {size} B")))?;
-        ping_pong(m, size).map_err(|e| e.within(format!("ping-pong, {size} B")))?;
     }
     Ok(())
 }
 
+/// Which verbs of the endpoint a check uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Verbs {
+    /// `send_to`, `send_group`, `recv_any` over the caller's buffers.
+    Copy,
+    /// `send_to_with`, `send_group_with`, `recv_with`: written and read in place.
+    InPlace,
+}
+
+impl Verbs {
+    fn name(self) -> &'static str {
+        match self {
+            Verbs::Copy => "copying verbs",
+            Verbs::InPlace => "in-place verbs",
+        }
+    }
+}
+
 /// One check, as data so that it runs over every launcher (a [`Job`]).
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]
-pub enum Check {
+pub struct Check {
+    /// Who sends to whom.
+    pub shape: Shape,
+    /// Through which verbs.
+    pub verbs: Verbs,
+}
+
+/// The processes of a check and who sends to whom.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+pub enum Shape {
     /// Process 0 sends to a group of `receivers`; all get everything in order.
     FanOut {
         /// Group size.
@@ -71,17 +109,22 @@ pub enum Check {
 }
 
 impl Check {
+    /// The check through the copying verbs.
+    pub fn copying(shape: Shape) -> Check {
+        Check { shape, verbs: Verbs::Copy }
+    }
+
     /// The topology the check runs on.
     pub fn topology(&self) -> Topology {
-        match *self {
-            Check::FanOut { receivers, size } => Topology::fan_out(receivers, size),
-            Check::ManyToOne { senders, size } => Topology {
+        match self.shape {
+            Shape::FanOut { receivers, size } => Topology::fan_out(receivers, size),
+            Shape::ManyToOne { senders, size } => Topology {
                 processes: senders + 1,
                 max_message_bytes: size,
                 links: (1..=senders).flat_map(|s| [(s, 0), (0, s)]).collect(),
                 groups: Vec::<Group>::new(),
             },
-            Check::PingPong { size } => Topology::pair(size),
+            Shape::PingPong { size } => Topology::pair(size),
         }
     }
 
@@ -95,97 +138,149 @@ impl EncodableJob for Check {
     const KIND: &'static str = "conformance";
 
     fn run(&self, me: PeerId, ep: &mut dyn Endpoint) -> Result<Vec<u8>, BenchError> {
-        match *self {
-            Check::FanOut { receivers, size } => fan_out_body(me, ep, receivers, size),
-            Check::ManyToOne { senders, size } => many_to_one_body(me, ep, senders, size),
-            Check::PingPong { size } => ping_pong_body(me, ep, size),
+        let mut io = Io { ep, verbs: self.verbs, buf: Vec::new() };
+        match self.shape {
+            Shape::FanOut { receivers, size } => fan_out_body(me, &mut io, receivers, size),
+            Shape::ManyToOne { senders, size } => many_to_one_body(me, &mut io, senders, size),
+            Shape::PingPong { size } => ping_pong_body(me, &mut io, size),
         }
         .map(|()| Vec::new())
     }
 }
 
+/// Where a message goes.
+#[derive(Clone, Copy)]
+enum To {
+    Group(usize),
+    Peer(PeerId),
+}
+
+/// An endpoint driven through one kind of verbs.
+struct Io<'a> {
+    ep: &'a mut dyn Endpoint,
+    verbs: Verbs,
+    buf: Vec<u8>,
+}
+
+impl Io<'_> {
+    /// Sends message `seq` of `size` bytes from `sender`.
+    fn send(&mut self, to: To, size: usize, seq: u64, sender: u32) -> Result<(), TransportError> {
+        let mut write = |b: &mut [u8]| payload::fill(b, seq, sender);
+        match (self.verbs, to) {
+            (Verbs::InPlace, To::Group(g)) => self.ep.send_group_with(g, size, &mut write),
+            (Verbs::InPlace, To::Peer(p)) => self.ep.send_to_with(p, size, &mut write),
+            (Verbs::Copy, to) => {
+                self.buf.resize(size, 0);
+                write(&mut self.buf);
+                match to {
+                    To::Group(g) => self.ep.send_group(g, &self.buf),
+                    To::Peer(p) => self.ep.send_to(p, &self.buf),
+                }
+            }
+        }
+    }
+
+    /// Receives one message of at most `max` bytes and returns its sender
+    /// and `check(from, bytes)`, run on the bytes where they were delivered.
+    fn recv(
+        &mut self,
+        max: usize,
+        mut check: impl FnMut(PeerId, &[u8]) -> Result<(), BenchError>,
+    ) -> Result<PeerId, BenchError> {
+        let mut outcome = None;
+        match self.verbs {
+            Verbs::InPlace => {
+                self.ep.recv_with(max, &mut |from, msg| outcome = Some(check(from, msg).map(|()| from)))?
+            }
+            Verbs::Copy => {
+                self.buf.resize(max.max(1), 0);
+                let got = self.ep.recv_any(&mut self.buf)?;
+                let msg = self
+                    .buf
+                    .get(..got.len)
+                    .ok_or_else(|| BenchError::mismatch("reported length exceeds the buffer"))?;
+                outcome = Some(check(got.from, msg).map(|()| got.from));
+            }
+        }
+        outcome.unwrap_or_else(|| Err(BenchError::mismatch("no message was read")))
+    }
+}
+
 /// One sender, `receivers` receivers: every receiver gets every message, in order.
 pub fn fan_out(m: &dyn Mechanism, receivers: usize, size: usize) -> Result<(), BenchError> {
-    Check::FanOut { receivers, size }.run(m)
+    Check::copying(Shape::FanOut { receivers, size }).run(m)
 }
 
 /// `senders` processes send to process 0, which checks per-sender order and
 /// that `from` is right.
 pub fn many_to_one(m: &dyn Mechanism, senders: usize, size: usize) -> Result<(), BenchError> {
-    Check::ManyToOne { senders, size }.run(m)
+    Check::copying(Shape::ManyToOne { senders, size }).run(m)
 }
 
 /// Two processes bounce each message back; both sides check every byte.
 pub fn ping_pong(m: &dyn Mechanism, size: usize) -> Result<(), BenchError> {
-    Check::PingPong { size }.run(m)
+    Check::copying(Shape::PingPong { size }).run(m)
 }
 
-fn fan_out_body(me: PeerId, ep: &mut dyn Endpoint, receivers: usize, size: usize) -> Result<(), BenchError> {
+fn fan_out_body(me: PeerId, io: &mut Io<'_>, receivers: usize, size: usize) -> Result<(), BenchError> {
     let n = count_for(size);
-    let mut buf = vec![0u8; size];
     if me == 0 {
         for seq in 0..n {
-            payload::fill(&mut buf, seq, 0);
-            ep.send_group(0, &buf)?;
+            io.send(To::Group(0), size, seq, 0)?;
         }
         // Wait for every receiver's acknowledgement so no one exits early.
         for _ in 0..receivers {
-            ep.recv_any(&mut buf)?;
+            io.recv(size, |_, _| Ok(()))?;
         }
     } else {
         for seq in 0..n {
-            let got = ep.recv_any(&mut buf)?;
-            if got.from != 0 {
-                return Err(BenchError::mismatch(format!("message {seq} reported as from {}", got.from)));
-            }
-            payload::check(&buf[..got.len], size, seq, 0)?;
+            io.recv(size, |from, msg| {
+                if from != 0 {
+                    return Err(BenchError::mismatch(format!("message {seq} reported as from {from}")));
+                }
+                payload::check(msg, size, seq, 0)
+            })?;
         }
-        ep.send_to(0, &[1])?;
+        io.ep.send_to(0, &[1])?;
     }
     Ok(())
 }
 
-fn many_to_one_body(me: PeerId, ep: &mut dyn Endpoint, senders: usize, size: usize) -> Result<(), BenchError> {
+fn many_to_one_body(me: PeerId, io: &mut Io<'_>, senders: usize, size: usize) -> Result<(), BenchError> {
     let n = count_for(size);
-    let mut buf = vec![0u8; size];
     if me == 0 {
         let mut next = vec![0u64; senders + 1];
         for _ in 0..n * senders as u64 {
-            let got = ep.recv_any(&mut buf)?;
-            if got.from == 0 || got.from > senders {
-                return Err(BenchError::mismatch(format!("message reported as from {}", got.from)));
-            }
-            payload::check(&buf[..got.len], size, next[got.from], got.from as u32)?;
-            next[got.from] += 1;
+            let from = io.recv(size, |from, msg| {
+                if from == 0 || from > senders {
+                    return Err(BenchError::mismatch(format!("message reported as from {from}")));
+                }
+                payload::check(msg, size, next[from], from as u32)
+            })?;
+            next[from] += 1;
         }
         for s in 1..=senders {
-            ep.send_to(s, &[1])?;
+            io.ep.send_to(s, &[1])?;
         }
     } else {
         for seq in 0..n {
-            payload::fill(&mut buf, seq, me as u32);
-            ep.send_to(0, &buf)?;
+            io.send(To::Peer(0), size, seq, me as u32)?;
         }
-        ep.recv_any(&mut buf)?;
+        io.recv(size, |_, _| Ok(()))?;
     }
     Ok(())
 }
 
-fn ping_pong_body(me: PeerId, ep: &mut dyn Endpoint, size: usize) -> Result<(), BenchError> {
+fn ping_pong_body(me: PeerId, io: &mut Io<'_>, size: usize) -> Result<(), BenchError> {
     let n = count_for(size).min(50);
-    let mut buf = vec![0u8; size];
     let peer = 1 - me;
     for seq in 0..n {
         if me == 0 {
-            payload::fill(&mut buf, seq, 0);
-            ep.send_to(peer, &buf)?;
-            let got = ep.recv_any(&mut buf)?;
-            payload::check(&buf[..got.len], size, seq, 1)?;
+            io.send(To::Peer(peer), size, seq, 0)?;
+            io.recv(size, |_, msg| payload::check(msg, size, seq, 1))?;
         } else {
-            let got = ep.recv_any(&mut buf)?;
-            payload::check(&buf[..got.len], size, seq, 0)?;
-            payload::fill(&mut buf, seq, 1);
-            ep.send_to(peer, &buf)?;
+            io.recv(size, |_, msg| payload::check(msg, size, seq, 0))?;
+            io.send(To::Peer(peer), size, seq, 1)?;
         }
     }
     Ok(())

@@ -6,15 +6,15 @@
 //! payload checked, an acknowledgement at the end); the result is the
 //! aggregate rate of all pairs per phase and each pair's own rate.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::fanout::{default_warmup, Window};
-use super::stream::{end_marker, Expect, Seen};
+use super::fanout::default_warmup;
+use super::stream::{self, Dest, StreamSpec, Window};
 use super::wire::{parse, report};
 use super::{Context, Settings, Workload};
-use crate::harness::{payload, run_processes, BenchError, RunOptions};
+use crate::harness::{run_processes, BenchError, RunOptions};
 use crate::host::pairs::{self, Closeness};
 use crate::host::placement::Placement;
 use crate::host::topology::CpuTopology;
@@ -123,55 +123,30 @@ pub fn run(mechanism: &dyn Mechanism, p: &ContendParams, opts: &RunOptions) -> R
     Ok(ContendResult { windows, size: p.size })
 }
 
+/// Pair `me / 2`'s stream: its sender's id in the payloads.
+fn spec(p: &ContendParams, sender: PeerId) -> StreamSpec {
+    StreamSpec {
+        size: p.size,
+        sender: sender as u32,
+        warmup: p.warmup,
+        repetitions: p.repetitions,
+        duration: p.duration,
+    }
+}
+
 fn send(ep: &mut dyn Endpoint, me: PeerId, p: &ContendParams) -> Result<Vec<u64>, BenchError> {
-    let to = me + 1;
-    let mut buf = vec![0u8; p.size];
-    let mut seq = 0u64;
-    for _ in 0..p.warmup {
-        payload::fill(&mut buf, seq, me as u32);
-        ep.send_to(to, &buf)?;
-        seq += 1;
-    }
-    let stride = (4096 / p.size).clamp(1, 16) as u64;
-    let mut sent = Vec::with_capacity(p.repetitions);
-    for _ in 0..p.repetitions {
-        let end = Instant::now() + p.duration;
-        let mut n = 0u64;
-        loop {
-            payload::fill(&mut buf, seq, me as u32);
-            ep.send_to(to, &buf)?;
-            seq += 1;
-            n += 1;
-            if n.is_multiple_of(stride) && Instant::now() >= end {
-                break;
-            }
-        }
-        end_marker(&mut buf, seq, me as u32);
-        ep.send_to(to, &buf)?;
-        sent.push(n);
-    }
-    ep.recv_any(&mut buf)?;
-    Ok(sent)
+    let sent = stream::send(ep, &spec(p, me), Dest::Peer(me + 1))?;
+    ep.recv_with(p.size, &mut |_, _| {})?;
+    Ok(sent.iter().map(|s| s.messages).collect())
 }
 
 fn receive(ep: &mut dyn Endpoint, me: PeerId, p: &ContendParams) -> Result<Vec<Window>, BenchError> {
     let from = me - 1;
-    let mut buf = vec![0u8; p.size];
-    let mut expect = Expect::new(p.size, from as u32);
-    let mut next = |ep: &mut dyn Endpoint, buf: &mut [u8], seq: u64| -> Result<Seen, BenchError> {
-        let got = ep.recv_any(buf)?;
-        if got.from != from {
-            return Err(BenchError::mismatch(format!("message {seq} reported as from process {}", got.from)));
-        }
-        expect.classify(
-            buf.get(..got.len).ok_or_else(|| BenchError::mismatch("reported length exceeds the buffer"))?,
-            seq,
-        )
-    };
-    let (windows, _) = super::stream::timed_windows(|seq| next(ep, &mut buf, seq), p.warmup, p.repetitions, 0)?;
-    ep.send_to(from, &buf[..1])?;
+    let windows = stream::receive(ep, &spec(p, from), from)?;
+    ep.send_to(from, &[1])?;
     Ok(windows)
 }
+
 /// mem-contend as a workload, pairs placed near or far.
 pub struct Contend {
     closeness: Closeness,
@@ -194,6 +169,10 @@ impl Workload for Contend {
 
     fn count_label(&self) -> Option<&'static str> {
         Some("pairs")
+    }
+
+    fn moves_in_place(&self) -> bool {
+        true
     }
 
     fn higher_is_better(&self) -> bool {

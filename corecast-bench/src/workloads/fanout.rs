@@ -12,14 +12,14 @@
 //! process exits while another still needs it), and the parent checks that
 //! every receiver got exactly what the sender sent in every phase.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-pub use super::stream::Window;
-use super::stream::{end_marker, Expect, Seen};
+use super::stream::{self, StreamSpec};
+pub use super::stream::{Dest, SentPhase, Window};
 use super::{Context, Settings, Workload};
-use crate::harness::{payload, run_job, BenchError, EncodableJob, RunOptions};
+use crate::harness::{run_job, BenchError, EncodableJob, RunOptions};
 use crate::host::placement::Placement;
 use crate::record::assemble::{base, summary_record};
 use crate::record::{Metric, Point, Provenance, Record, Unit};
@@ -47,6 +47,18 @@ impl FanoutParams {
         FanoutParams { receivers, size, duration, repetitions, warmup_messages }
     }
 
+    /// The stream process 0 sends (every stream of the suite is sender 0's
+    /// numbering unless it says otherwise).
+    pub(crate) fn stream(&self, sender: u32) -> StreamSpec {
+        StreamSpec {
+            size: self.size,
+            sender,
+            warmup: self.warmup_messages,
+            repetitions: self.repetitions,
+            duration: self.duration,
+        }
+    }
+
     fn validate(&self) -> Result<(), BenchError> {
         if self.receivers == 0 || self.size == 0 || self.repetitions == 0 {
             return Err(BenchError::mismatch(format!(
@@ -70,6 +82,8 @@ pub struct FanoutResult {
     pub size: usize,
     /// `windows[r][k]`: receiver `r + 1` in phase `k`.
     pub windows: Vec<Vec<Window>>,
+    /// What the sender sent and spent in each phase.
+    pub sender: Vec<SentPhase>,
 }
 
 impl FanoutResult {
@@ -84,6 +98,19 @@ impl FanoutResult {
         self.slowest_msgs_per_s().into_iter().map(|r| r * self.size as f64).collect()
     }
 
+    /// For each phase, the sender's CPU time per message, in nanoseconds.
+    pub fn sender_cpu_ns_per_msg(&self) -> Vec<f64> {
+        self.sender.iter().map(|p| p.cpu_ns as f64 / p.messages.max(1) as f64).collect()
+    }
+
+    /// For each phase, the receivers' mean CPU time per message, in
+    /// nanoseconds.
+    pub fn receiver_cpu_ns_per_msg(&self) -> Vec<f64> {
+        let phases = self.windows.first().map_or(0, Vec::len);
+        let n = self.windows.len().max(1) as f64;
+        (0..phases).map(|k| self.windows.iter().map(|w| w[k].cpu_ns_per_msg()).sum::<f64>() / n).collect()
+    }
+
     /// Timed messages each receiver got over all phases (equal for all).
     pub fn messages_per_receiver(&self) -> u64 {
         self.windows.first().map_or(0, |w| w.iter().map(|x| x.messages).sum())
@@ -92,7 +119,7 @@ impl FanoutResult {
 
 #[derive(Serialize, Deserialize)]
 struct SenderReport {
-    sent: Vec<u64>,
+    sent: Vec<SentPhase>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -106,12 +133,12 @@ pub fn run(mechanism: &dyn Mechanism, p: &FanoutParams, opts: &RunOptions) -> Re
     p.validate()?;
     let topo = Topology::fan_out(p.receivers, p.size);
     let reports = run_job(mechanism, &topo, opts, &FanoutJob(p.clone()))?;
-    let sent: SenderReport = parse(&reports[0], "sender")?;
+    let sender = sent_per_phase(&reports[0])?;
     let mut windows = Vec::with_capacity(p.receivers);
     for (r, rep) in reports.iter().enumerate().skip(1) {
-        windows.push(receiver_windows(mechanism.name(), rep, r, &sent.sent)?);
+        windows.push(receiver_windows(mechanism.name(), rep, r, &sender)?);
     }
-    Ok(FanoutResult { size: p.size, windows })
+    Ok(FanoutResult { size: p.size, windows, sender })
 }
 
 /// The fan-out job: process 0 streams to group 0, the others receive.
@@ -139,6 +166,10 @@ impl Workload for Fanout {
 
     fn count_label(&self) -> Option<&'static str> {
         Some("N")
+    }
+
+    fn moves_in_place(&self) -> bool {
+        true
     }
 
     fn higher_is_better(&self) -> bool {
@@ -180,23 +211,19 @@ pub fn records(
         warmup: p.warmup_messages,
         ..base(prov, "fanout", mechanism, p.size, p.receivers, placement)
     };
-    let mk = |unit: Unit, samples: Vec<f64>| summary_record(&base, Metric::Throughput, unit, samples, None);
-    [mk(Unit::MsgPerSec, r.slowest_msgs_per_s()), mk(Unit::BytesPerSec, r.slowest_bytes_per_s())]
-        .into_iter()
-        .flatten()
-        .collect()
+    let mk = |metric: Metric, unit: Unit, samples: Vec<f64>| summary_record(&base, metric, unit, samples, None);
+    [
+        mk(Metric::Throughput, Unit::MsgPerSec, r.slowest_msgs_per_s()),
+        mk(Metric::Throughput, Unit::BytesPerSec, r.slowest_bytes_per_s()),
+        mk(Metric::SenderCpu, Unit::NanosPerMsg, r.sender_cpu_ns_per_msg()),
+        mk(Metric::ReceiverCpu, Unit::NanosPerMsg, r.receiver_cpu_ns_per_msg()),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
-/// Where a stream goes.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Dest {
-    /// To a group, with [`Endpoint::send_group`].
-    Group(usize),
-    /// To one peer, with [`Endpoint::send_to`].
-    Peer(PeerId),
-}
-
-/// Streams as process `me` and serialises what it sent.
+/// Streams as process 0 and serialises what it sent.
 pub(crate) fn sender_report(
     ep: &mut dyn Endpoint,
     p: &FanoutParams,
@@ -216,7 +243,7 @@ pub(crate) fn receiver_report(
 }
 
 /// What the sender's report says it sent in each phase.
-pub(crate) fn sent_per_phase(report: &[u8]) -> Result<Vec<u64>, BenchError> {
+pub(crate) fn sent_per_phase(report: &[u8]) -> Result<Vec<SentPhase>, BenchError> {
     parse::<SenderReport>(report, "sender").map(|s| s.sent)
 }
 
@@ -225,13 +252,13 @@ pub(crate) fn receiver_windows(
     mechanism: &str,
     report: &[u8],
     r: PeerId,
-    sent: &[u64],
+    sent: &[SentPhase],
 ) -> Result<Vec<Window>, BenchError> {
     let got: ReceiverReport = parse(report, "receiver")?;
     if got.windows.len() != sent.len() {
         return Err(BenchError::mismatch(format!("receiver {r} reported {} phases", got.windows.len())));
     }
-    for (k, (w, &s)) in got.windows.iter().zip(sent).enumerate() {
+    for (k, (w, s)) in got.windows.iter().zip(sent.iter().map(|s| s.messages)).enumerate() {
         if w.messages != s {
             return Err(BenchError::mismatch(format!(
                 "{mechanism}: receiver {r} got {} messages in phase {k}, the sender sent {s}",
@@ -246,73 +273,26 @@ fn parse<T: for<'de> Deserialize<'de>>(bytes: &[u8], who: &str) -> Result<T, Ben
     serde_json::from_slice(bytes).map_err(|e| BenchError::Report(format!("bad {who} report: {e}")))
 }
 
-/// The sender: warm-up, timed phases each closed by a marker, then one ack
-/// from each of `receivers`. Payloads carry the sender id 0.
-fn send(ep: &mut dyn Endpoint, p: &FanoutParams, dest: Dest, receivers: usize) -> Result<Vec<u64>, BenchError> {
-    let mut buf = vec![0u8; p.size];
-    let mut seq = 0u64;
-    let put = |ep: &mut dyn Endpoint, buf: &[u8]| match dest {
-        Dest::Group(g) => ep.send_group(g, buf),
-        Dest::Peer(to) => ep.send_to(to, buf),
-    };
-    for _ in 0..p.warmup_messages {
-        payload::fill(&mut buf, seq, 0);
-        put(ep, &buf)?;
-        seq += 1;
-    }
-    // Read the clock every `stride` sends: cheap next to a send of this size.
-    let stride = (4096 / p.size).clamp(1, 16) as u64;
-    let mut sent = Vec::with_capacity(p.repetitions);
-    for _ in 0..p.repetitions {
-        let end = Instant::now() + p.duration;
-        let mut n = 0u64;
-        let mut until_clock = stride;
-        loop {
-            payload::fill(&mut buf, seq, 0);
-            put(ep, &buf)?;
-            seq += 1;
-            n += 1;
-            until_clock -= 1;
-            if until_clock == 0 {
-                if Instant::now() >= end {
-                    break;
-                }
-                until_clock = stride;
-            }
-        }
-        end_marker(&mut buf, seq, 0);
-        put(ep, &buf)?;
-        sent.push(n);
-    }
+/// The sender: the stream, then one ack from each of `receivers`.
+fn send(ep: &mut dyn Endpoint, p: &FanoutParams, dest: Dest, receivers: usize) -> Result<Vec<SentPhase>, BenchError> {
+    let sent = stream::send(ep, &p.stream(0), dest)?;
     let mut acked: Vec<PeerId> = Vec::with_capacity(receivers);
     for _ in 0..receivers {
-        let got = ep.recv_any(&mut buf)?;
-        if acked.contains(&got.from) {
-            return Err(BenchError::mismatch(format!("unexpected message from process {} at the end", got.from)));
+        let mut from = None;
+        ep.recv_with(p.size, &mut |who, _| from = Some(who))?;
+        match from {
+            Some(who) if !acked.contains(&who) => acked.push(who),
+            _ => return Err(BenchError::mismatch(format!("unexpected message from process {from:?} at the end"))),
         }
-        acked.push(got.from);
     }
     Ok(sent)
 }
 
-/// A receiver of the stream from `from`: checks every message, times each
-/// phase up to its marker, and acknowledges to `from` at the end.
+/// A receiver of the stream from `from`: checks every message where it
+/// lies, times each phase up to its marker, and acknowledges to `from` at
+/// the end.
 fn receive(ep: &mut dyn Endpoint, p: &FanoutParams, from: PeerId) -> Result<Vec<Window>, BenchError> {
-    let mut buf = vec![0u8; p.size];
-    let mut expect = Expect::new(p.size, 0);
-    let mut next = |ep: &mut dyn Endpoint, buf: &mut [u8], seq: u64| -> Result<Seen, BenchError> {
-        let got = ep.recv_any(buf)?;
-        if got.from != from {
-            return Err(BenchError::mismatch(format!(
-                "message {seq} reported as from process {}, expected {from}",
-                got.from
-            )));
-        }
-        let msg = buf.get(..got.len).ok_or_else(|| BenchError::mismatch("reported length exceeds the buffer"))?;
-        expect.classify(msg, seq)
-    };
-    let (windows, _) =
-        super::stream::timed_windows(|seq| next(ep, &mut buf, seq), p.warmup_messages, p.repetitions, 0)?;
+    let windows = stream::receive(ep, &p.stream(0), from)?;
     ep.send_to(from, &[1])?;
     Ok(windows)
 }
@@ -323,11 +303,18 @@ mod tests {
 
     #[test]
     fn slowest_receiver_per_phase() {
-        let w = |m, s| Window { messages: m, seconds: s };
-        let r = FanoutResult { size: 10, windows: vec![vec![w(100, 1.0), w(50, 1.0)], vec![w(100, 2.0), w(50, 0.5)]] };
+        let w = |m, s, cpu_ns| Window { messages: m, seconds: s, cpu_ns };
+        let sender = vec![SentPhase { messages: 100, cpu_ns: 2000 }, SentPhase { messages: 50, cpu_ns: 2000 }];
+        let r = FanoutResult {
+            size: 10,
+            windows: vec![vec![w(100, 1.0, 1000), w(50, 1.0, 500)], vec![w(100, 2.0, 3000), w(50, 0.5, 1500)]],
+            sender,
+        };
         assert_eq!(r.slowest_msgs_per_s(), vec![50.0, 50.0]);
         assert_eq!(r.slowest_bytes_per_s(), vec![500.0, 500.0]);
         assert_eq!(r.messages_per_receiver(), 150);
+        assert_eq!(r.sender_cpu_ns_per_msg(), vec![20.0, 40.0]);
+        assert_eq!(r.receiver_cpu_ns_per_msg(), vec![20.0, 20.0]);
     }
 
     #[test]

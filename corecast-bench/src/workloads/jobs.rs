@@ -5,7 +5,7 @@
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
-use super::{bandwidth, conformance, fanout, logp, pingpong};
+use super::{bandwidth, conformance, fanout, logp, pingpong, plain};
 use crate::harness::{BenchError, EncodableJob, Job};
 use crate::transport::{Endpoint, PeerId};
 
@@ -23,6 +23,7 @@ const DECODERS: &[(&str, Decoder)] = &[
     (logp::SenderSweep::KIND, decoder::<logp::SenderSweep>),
     (logp::ReceiverSweep::KIND, decoder::<logp::ReceiverSweep>),
     (conformance::Check::KIND, decoder::<conformance::Check>),
+    (plain::PlainJob::KIND, decoder::<plain::PlainJob>),
 ];
 
 /// Decodes a job encoded by [`crate::harness::job::encode`].

@@ -20,9 +20,11 @@ pub mod jobs;
 pub mod logp;
 pub mod logp_stream;
 pub mod memcpy;
+pub mod overhead;
 pub mod paxos;
 pub mod pi;
 pub mod pingpong;
+pub mod plain;
 pub mod registry;
 pub mod snapshot;
 pub mod stream;
@@ -88,6 +90,12 @@ pub trait Workload: Sync {
     /// references where its table shows them.
     fn with_references(&self, mechanisms: &[String]) -> Vec<String> {
         mechanisms.to_vec()
+    }
+    /// Whether its processes move messages with the endpoints' in-place
+    /// verbs (zero-copy over a mechanism that lends memory). Its records
+    /// then say which path each point took.
+    fn moves_in_place(&self) -> bool {
+        false
     }
     /// Measures one point and returns its records, headline first.
     fn run(&self, ctx: &Context<'_>) -> Result<Vec<Record>, BenchError>;

@@ -1,18 +1,19 @@
 //! Ping-pong: half the round-trip time between two processes (SPEC B3's
 //! RTT/2), reported as median, p99 and max over every timed round trip.
 //!
-//! Process 0 sends message `seq`, process 1 echoes it back unchanged, and
-//! process 0 times each round trip on its own. Both sides check every payload
-//! outside the timed path where they can: process 1 tells data from the end
-//! marker by the first byte, echoes, and only then checks the rest while
-//! process 0 is busy checking the echo. After a warm-up, `repetitions` phases
-//! of `duration` each; the per-phase medians are kept as the raw samples.
+//! Process 0 sends message `seq`, process 1 checks it and echoes it back
+//! unchanged, and process 0 times each round trip on its own. Messages are
+//! written and read in place (the endpoint's in-place verbs), so a
+//! mechanism that lends memory is measured without copies; each side checks
+//! every payload where it lies, process 1 before it echoes, process 0 after
+//! it has read the clock. After a warm-up, `repetitions` phases of
+//! `duration` each; the per-phase medians are kept as the raw samples.
 
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::stream::{end_marker, first_byte, Expect, Seen};
+use super::stream::{end_marker, Expect, Seen};
 use super::{Context, Settings, Workload};
 use crate::harness::{payload, run_job, BenchError, EncodableJob, RunOptions};
 use crate::host::placement::Placement;
@@ -99,6 +100,10 @@ impl Workload for Pingpong {
         "pingpong"
     }
 
+    fn moves_in_place(&self) -> bool {
+        true
+    }
+
     fn higher_is_better(&self) -> bool {
         false
     }
@@ -145,30 +150,29 @@ pub fn record(
     }
 }
 
-/// Process 0: one round trip per message, each timed; the echo must be the
-/// message sent.
+/// Process 0: one round trip per message, each timed from the start of the
+/// send (which writes the payload in place) to the echo's arrival; the echo
+/// is then checked where it lies.
 fn ping(ep: &mut dyn Endpoint, p: &PingpongParams) -> Result<PingpongResult, BenchError> {
-    let mut out = vec![0u8; p.size];
-    let mut back = vec![0u8; p.size];
-    let mut seq = 0u64;
-    let mut trip = |seq: u64, out: &mut [u8], back: &mut [u8]| -> Result<u64, BenchError> {
-        payload::fill(out, seq, 0);
+    let size = p.size;
+    let mut trip = |seq: u64| -> Result<u64, BenchError> {
         let t0 = Instant::now();
-        ep.send_to(1, out)?;
-        let got = ep.recv_any(back)?;
-        let ns = t0.elapsed().as_nanos() as u64;
-        let echo = back.get(..got.len).ok_or_else(|| BenchError::mismatch("reported length exceeds the buffer"))?;
-        if got.from != 1 || echo != &out[..] {
-            let why = payload::check(echo, p.size, seq, 0).err().map(|e| e.to_string()).unwrap_or_default();
-            return Err(BenchError::mismatch(format!(
-                "echo of message {seq} (from process {}) is wrong: {why}",
-                got.from
-            )));
-        }
-        Ok(ns)
+        ep.send_to_with(1, size, &mut |buf| payload::fill(buf, seq, 0))?;
+        let mut timed = None;
+        ep.recv_with(size, &mut |from, echo| {
+            let ns = t0.elapsed().as_nanos() as u64;
+            timed = Some(if from == 1 && payload::matches(echo, seq, 0, false) && echo.len() == size {
+                Ok(ns)
+            } else {
+                let why = payload::check(echo, size, seq, 0).err().map(|e| e.to_string()).unwrap_or_default();
+                Err(BenchError::mismatch(format!("echo of message {seq} (from process {from}) is wrong: {why}")))
+            });
+        })?;
+        timed.unwrap_or_else(|| Err(BenchError::mismatch("no echo was read")))
     };
+    let mut seq = 0u64;
     for _ in 0..p.warmup_round_trips {
-        trip(seq, &mut out, &mut back)?;
+        trip(seq)?;
         seq += 1;
     }
     let mut all: Vec<u64> = Vec::new();
@@ -177,7 +181,7 @@ fn ping(ep: &mut dyn Endpoint, p: &PingpongParams) -> Result<PingpongResult, Ben
         let mut phase: Vec<u64> = Vec::new();
         let end = Instant::now() + p.duration;
         while phase.len() < MAX_SAMPLES_PER_PHASE {
-            phase.push(trip(seq, &mut out, &mut back)?);
+            phase.push(trip(seq)?);
             seq += 1;
             if Instant::now() >= end {
                 break;
@@ -188,34 +192,34 @@ fn ping(ep: &mut dyn Endpoint, p: &PingpongParams) -> Result<PingpongResult, Ben
         phase_medians_us.push(s.median);
         all.extend_from_slice(&phase);
     }
-    end_marker(&mut out, seq, 0);
-    ep.send_to(1, &out)?;
+    ep.send_to_with(1, size, &mut |buf| end_marker(buf, seq, 0))?;
     let round_trips = all.len() as u64;
     let rtt_half_us =
         Summary::of_u64_scaled(&mut all, 0.5e-3).ok_or_else(|| BenchError::mismatch("no round trip timed"))?;
     Ok(PingpongResult { rtt_half_us, phase_medians_us, round_trips })
 }
 
-/// Process 1: echoes each message, then checks it; stops at the end marker.
-/// Returns how many messages it echoed.
+/// Process 1: checks each message where it lies and echoes it (the same
+/// bytes, written in place); stops at the end marker. Returns how many
+/// messages it echoed.
 fn pong(ep: &mut dyn Endpoint, size: usize) -> Result<u64, BenchError> {
-    let mut buf = vec![0u8; size];
-    let mut expect = Expect::new(size, 0);
+    let expect = Expect::new(size, 0);
     let mut seq = 0u64;
     loop {
-        let got = ep.recv_any(&mut buf)?;
-        let msg = buf.get(..got.len).ok_or_else(|| BenchError::mismatch("reported length exceeds the buffer"))?;
-        if got.from != 0 {
-            return Err(BenchError::mismatch(format!("message {seq} reported as from process {}", got.from)));
-        }
-        let is_data = msg.first() == Some(&first_byte(seq, 0));
-        if is_data {
-            ep.send_to(0, msg)?;
-        }
-        match expect.classify(msg, seq)? {
-            Seen::Data if is_data => seq += 1,
-            Seen::End if !is_data => return Ok(seq),
-            _ => return Err(BenchError::mismatch(format!("message {seq}: first byte disagrees with the rest"))),
+        let mut seen = None;
+        ep.recv_with(size, &mut |from, msg| {
+            seen = Some(if from == 0 {
+                expect.classify(msg, seq)
+            } else {
+                Err(BenchError::mismatch(format!("message {seq} reported as from process {from}")))
+            });
+        })?;
+        match seen.unwrap_or_else(|| Err(BenchError::mismatch("no message was read")))? {
+            Seen::Data => {
+                ep.send_to_with(0, size, &mut |buf| payload::fill(buf, seq, 0))?;
+                seq += 1;
+            }
+            Seen::End => return Ok(seq),
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Every workload, by name: adding one is a new file and one line here.
 
 use super::{
-    bandwidth, contend, detect, fanout, format_size, logp, paxos, pi, pingpong, snapshot, wordcount, Workload,
+    bandwidth, contend, detect, fanout, format_size, logp, overhead, paxos, pi, pingpong, snapshot, wordcount, Workload,
 };
 use crate::record::Point;
 
@@ -18,6 +18,7 @@ pub static ALL: &[&dyn Workload] = &[
     &wordcount::Wordcount,
     &logp::Logp,
     &bandwidth::Bandwidth,
+    &overhead::Overhead,
 ];
 
 /// The workload named `name`.

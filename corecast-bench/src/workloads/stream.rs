@@ -11,10 +11,14 @@
 //! repeated or reordered message is neither, and fails the run (and the
 //! workloads also compare message counts between sender and receivers).
 
-use crate::harness::payload;
+use std::time::{Duration, Instant};
+
+use corecast_process::clock::thread_cpu_ns;
 use serde::{Deserialize, Serialize};
 
+use crate::harness::payload;
 use crate::harness::BenchError;
+use crate::transport::{Endpoint, PeerId};
 
 /// What an arriving message is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,36 +44,154 @@ pub fn first_byte(seq: u64, sender: u32) -> u8 {
     b[0]
 }
 
-/// Checks arriving messages of one fixed size against the expected pattern,
-/// reusing one buffer (the check runs for every delivered message).
+/// Checks arriving messages of one fixed size against the expected pattern
+/// where they lie (the check runs for every delivered message, so it reads
+/// each byte once and copies nothing).
 pub struct Expect {
-    want: Vec<u8>,
+    size: usize,
     sender: u32,
 }
 
 impl Expect {
     /// Expects messages of `size` bytes from `sender`.
     pub fn new(size: usize, sender: u32) -> Expect {
-        Expect { want: vec![0u8; size], sender }
+        Expect { size, sender }
     }
 
     /// Classifies `msg`, which arrived when message `seq` was expected; any
     /// other content is an error sentence naming the first wrong byte.
-    pub fn classify(&mut self, msg: &[u8], seq: u64) -> Result<Seen, BenchError> {
-        if msg.len() == self.want.len() {
-            payload::fill(&mut self.want, seq, self.sender);
-            if msg == self.want.as_slice() {
+    #[inline]
+    pub fn classify(&self, msg: &[u8], seq: u64) -> Result<Seen, BenchError> {
+        if msg.len() == self.size {
+            if payload::matches(msg, seq, self.sender, false) {
                 return Ok(Seen::Data);
             }
-            if msg.iter().zip(&self.want).all(|(m, w)| *m == !*w) {
+            if payload::matches(msg, seq, self.sender, true) {
                 return Ok(Seen::End);
             }
         }
-        Err(BenchError::mismatch(match payload::check(msg, self.want.len(), seq, self.sender) {
+        Err(BenchError::mismatch(match payload::check(msg, self.size, seq, self.sender) {
             Err(e) => format!("payload mismatch: {e}"),
             Ok(()) => format!("payload mismatch: message {seq} is not the expected pattern"),
         }))
     }
+}
+
+/// Where a stream goes.
+#[derive(Clone, Copy, Debug)]
+pub enum Dest {
+    /// To a group, with [`Endpoint::send_group_with`].
+    Group(usize),
+    /// To one peer, with [`Endpoint::send_to_with`].
+    Peer(PeerId),
+}
+
+/// One stream of numbered messages: its size, its sender's id in the
+/// payloads, and how it is timed.
+#[derive(Clone, Copy, Debug)]
+pub struct StreamSpec {
+    /// Message size in bytes.
+    pub size: usize,
+    /// The sender's id, carried in every payload.
+    pub sender: u32,
+    /// Messages before timing starts.
+    pub warmup: u64,
+    /// Timed phases.
+    pub repetitions: usize,
+    /// How long the sender sends in each phase.
+    pub duration: Duration,
+}
+
+/// What the sender did in one timed phase.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SentPhase {
+    /// Data messages sent (the end marker not counted).
+    pub messages: u64,
+    /// CPU time the sending thread used in the phase, in nanoseconds.
+    pub cpu_ns: u64,
+}
+
+/// Sends message `seq` (or, `end`, its end marker) to `dest`, its bytes
+/// written in place.
+fn put(ep: &mut dyn Endpoint, s: &StreamSpec, dest: Dest, seq: u64, end: bool) -> Result<(), BenchError> {
+    let mut write = |buf: &mut [u8]| {
+        if end {
+            end_marker(buf, seq, s.sender);
+        } else {
+            payload::fill(buf, seq, s.sender);
+        }
+    };
+    match dest {
+        Dest::Group(g) => ep.send_group_with(g, s.size, &mut write)?,
+        Dest::Peer(to) => ep.send_to_with(to, s.size, &mut write)?,
+    }
+    Ok(())
+}
+
+/// The sending side of a stream: a warm-up, then `repetitions` phases of
+/// `duration`, each closed by an end marker; message numbers run on across
+/// phases. Returns what each phase sent and cost the sending thread.
+pub fn send(ep: &mut dyn Endpoint, s: &StreamSpec, dest: Dest) -> Result<Vec<SentPhase>, BenchError> {
+    let mut seq = 0u64;
+    for _ in 0..s.warmup {
+        put(ep, s, dest, seq, false)?;
+        seq += 1;
+    }
+    // Read the clock every `stride` sends: cheap next to a send of this size.
+    let stride = (4096 / s.size.max(1)).clamp(1, 16) as u64;
+    let mut phases = Vec::with_capacity(s.repetitions);
+    for _ in 0..s.repetitions {
+        let cpu0 = thread_cpu_ns();
+        let end = Instant::now() + s.duration;
+        let mut n = 0u64;
+        let mut until_clock = stride;
+        loop {
+            put(ep, s, dest, seq, false)?;
+            seq += 1;
+            n += 1;
+            until_clock -= 1;
+            if until_clock == 0 {
+                if Instant::now() >= end {
+                    break;
+                }
+                until_clock = stride;
+            }
+        }
+        let cpu_ns = thread_cpu_ns().saturating_sub(cpu0);
+        put(ep, s, dest, seq, true)?;
+        phases.push(SentPhase { messages: n, cpu_ns });
+    }
+    Ok(phases)
+}
+
+/// The receiving side of the stream `s` from `from`: every message checked
+/// where it lies, each phase timed up to its end marker.
+pub fn receive(ep: &mut dyn Endpoint, s: &StreamSpec, from: PeerId) -> Result<Vec<Window>, BenchError> {
+    let expect = Expect::new(s.size, s.sender);
+    let next = |seq: u64| -> Result<Seen, BenchError> {
+        // The verdict travels in one byte; an error (rare) on the side. A
+        // placeholder error would allocate for every message, and a whole
+        // `Result` written in the closure and read back here stalls on
+        // store forwarding.
+        let (mut seen, mut wrong) = (None, None);
+        ep.recv_with(s.size, &mut |who, msg| {
+            let verdict = if who == from {
+                expect.classify(msg, seq)
+            } else {
+                Err(BenchError::mismatch(format!("message {seq} reported as from process {who}, expected {from}")))
+            };
+            match verdict {
+                Ok(v) => seen = Some(v),
+                Err(e) => wrong = Some(e),
+            }
+        })?;
+        match (seen, wrong) {
+            (_, Some(e)) => Err(e),
+            (Some(v), None) => Ok(v),
+            (None, None) => Err(BenchError::mismatch("no message was read")),
+        }
+    };
+    Ok(timed_windows(next, s.warmup, s.repetitions, 0)?.0)
 }
 
 /// The receiving side of a stream: `warmup` messages, then `repetitions`
@@ -88,16 +210,21 @@ pub fn timed_windows(
         seq += 1;
     }
     let mut windows = Vec::with_capacity(repetitions);
-    let mut start = std::time::Instant::now();
+    let mut start = Instant::now();
+    let mut cpu_start = thread_cpu_ns();
     for _ in 0..repetitions {
         let mut n = 0u64;
         while next(seq)? == Seen::Data {
             seq += 1;
             n += 1;
         }
-        let now = std::time::Instant::now();
-        windows.push(Window { messages: n, seconds: (now - start).as_secs_f64() });
-        start = now;
+        let (now, cpu) = (Instant::now(), thread_cpu_ns());
+        windows.push(Window {
+            messages: n,
+            seconds: (now - start).as_secs_f64(),
+            cpu_ns: cpu.saturating_sub(cpu_start),
+        });
+        (start, cpu_start) = (now, cpu);
     }
     Ok((windows, seq))
 }
@@ -109,12 +236,19 @@ pub struct Window {
     pub messages: u64,
     /// Length of the phase as this receiver saw it, in seconds.
     pub seconds: f64,
+    /// CPU time the receiving thread used in the phase, in nanoseconds.
+    pub cpu_ns: u64,
 }
 
 impl Window {
     /// Delivered messages per second.
     pub fn msgs_per_s(&self) -> f64 {
         self.messages as f64 / self.seconds.max(1e-9)
+    }
+
+    /// CPU time per delivered message, in nanoseconds.
+    pub fn cpu_ns_per_msg(&self) -> f64 {
+        self.cpu_ns as f64 / self.messages.max(1) as f64
     }
 }
 
@@ -125,7 +259,7 @@ mod tests {
     #[test]
     fn data_marker_and_corruption_are_told_apart() {
         for size in [1usize, 2, 7, 8, 12, 13, 64, 4096] {
-            let mut e = Expect::new(size, 0);
+            let e = Expect::new(size, 0);
             let mut m = vec![0u8; size];
             for seq in 0..300u64 {
                 payload::fill(&mut m, seq, 0);
@@ -148,7 +282,7 @@ mod tests {
 
     #[test]
     fn corruption_names_the_byte() {
-        let mut e = Expect::new(64, 0);
+        let e = Expect::new(64, 0);
         let mut m = vec![0u8; 64];
         payload::fill(&mut m, 5, 0);
         m[40] ^= 0x10;

@@ -8,7 +8,7 @@ use corecast_bench::host::placement::Placement;
 use corecast_bench::host::topology::{parse_cpu_list, CpuTopology};
 use corecast_bench::record::time;
 use corecast_bench::suite::{Settings, WorkloadOptions};
-use corecast_bench::transport::Mechanism;
+use corecast_bench::transport::{Mechanism, COPY_SUFFIX};
 
 use crate::args;
 
@@ -18,6 +18,11 @@ pub struct Grid {
     /// `all` or mechanism names separated by commas.
     #[arg(long, value_delimiter = ',', default_value = "all")]
     pub mechanisms: Vec<String>,
+    /// Move every message through the copying verbs (each mechanism as
+    /// `<name>+copy`), even over mechanisms that lend memory; a name ending
+    /// in `+copy` does this for one mechanism.
+    #[arg(long)]
+    pub copy: bool,
     #[command(flatten)]
     pub common: Common,
 }
@@ -25,7 +30,21 @@ pub struct Grid {
 impl Grid {
     /// The mechanisms asked for.
     pub fn mechanisms(&self) -> Result<Vec<Box<dyn Mechanism>>> {
-        args::mechanisms(&self.mechanisms)
+        let chosen = args::mechanisms(&self.mechanisms)?;
+        if !self.copy {
+            return Ok(chosen);
+        }
+        let copying = chosen.iter().map(|m| copying_name(m.name())).collect::<Vec<_>>();
+        args::mechanisms(&copying)
+    }
+}
+
+/// `name` forced onto the copying path.
+fn copying_name(name: &str) -> String {
+    if name.ends_with(COPY_SUFFIX) {
+        name.to_string()
+    } else {
+        format!("{name}{COPY_SUFFIX}")
     }
 }
 

@@ -6,6 +6,7 @@ mod detect;
 mod fanout;
 mod grid;
 mod logp;
+mod overhead;
 mod paxos;
 mod pi;
 mod pingpong;
@@ -46,6 +47,10 @@ pub enum Bench {
     /// Two processes: ping-pong, unidirectional and bidirectional MB/s, and
     /// single-core memcpy as the reference.
     Bandwidth(bandwidth::Args),
+    /// What the suite itself costs: each mechanism's fan-out to one receiver
+    /// beside the same mechanism driven by a plain loop, a raw pipe loop,
+    /// and the suite's own work per message.
+    Overhead(overhead::Args),
 }
 
 /// Runs a benchmark subcommand. Exit status: 0 when every point was measured
@@ -63,5 +68,6 @@ pub fn run(b: Bench) -> anyhow::Result<ExitCode> {
         Bench::Wordcount(a) => wordcount::run(a),
         Bench::Logp(a) => logp::run(a),
         Bench::Bandwidth(a) => bandwidth::run(a),
+        Bench::Overhead(a) => overhead::run(a),
     }
 }

@@ -8,7 +8,7 @@ use ::iceoryx2::prelude::*;
 use ::iceoryx2::sample::Sample;
 
 use super::fail;
-use crate::transport::{Endpoint, PeerId, Received, TransportError};
+use crate::transport::{Endpoint, PeerId, Reader, Received, TransportError, Writer};
 
 /// Every sample carries the sender's running send count in its user header,
 /// so a receiver that hears one sender on several services (a link and a
@@ -72,9 +72,9 @@ impl Ice {
         Ice { name, max_len, seq: 0, links, groups, inbound, next: 0, listener, notifiers, _node: node }
     }
 
-    fn check_len(&self, msg: &[u8]) -> Result<(), TransportError> {
-        if msg.len() > self.max_len {
-            return Err(TransportError::TooLarge { mechanism: self.name, bytes: msg.len(), max_bytes: self.max_len });
+    fn check_len(&self, len: usize) -> Result<(), TransportError> {
+        if len > self.max_len {
+            return Err(TransportError::TooLarge { mechanism: self.name, bytes: len, max_bytes: self.max_len });
         }
         Ok(())
     }
@@ -95,10 +95,11 @@ impl Ice {
         Ok(())
     }
 
-    /// Hands over one waiting message, if any: the first subscriber in
-    /// round-robin order that has one names the sender, and that sender's
-    /// oldest message over any of its services goes first.
-    pub(super) fn try_recv(&mut self, buf: &mut [u8]) -> Result<Option<Received>, TransportError> {
+    /// Hands one waiting message, if any, to `read` where it lies in the
+    /// sample: the first subscriber in round-robin order that has one names
+    /// the sender, and that sender's oldest message over any of its services
+    /// goes first. `Ok(false)`: nothing waiting.
+    pub(super) fn try_recv(&mut self, read: &mut Reader<'_>) -> Result<bool, TransportError> {
         let n = self.inbound.len();
         for k in 0..n {
             let i = (self.next + k) % n;
@@ -127,33 +128,40 @@ impl Ice {
                 continue;
             };
             let payload = sample.payload();
-            if payload.len() > buf.len().min(self.max_len) {
+            if payload.len() > self.max_len {
                 return Err(TransportError::Protocol {
                     mechanism: self.name,
                     detail: format!("{}-byte sample, larger than the {}-byte limit", payload.len(), self.max_len),
                 });
             }
-            buf[..payload.len()].copy_from_slice(payload);
-            return Ok(Some(Received { from: slot.from, len: payload.len() }));
+            read(slot.from, payload);
+            return Ok(true);
         }
-        Ok(None)
+        Ok(false)
     }
 }
 
-/// Copies `msg` into a loaned slice, stamps it with the sender's next
-/// sequence number and sends it; `expected` receivers must get it, or one of
-/// them is gone.
+/// Loans a `len`-byte slice, has `write` fill it in place, stamps it with
+/// the sender's next sequence number and sends it; `expected` receivers
+/// must get it, or one of them is gone.
 fn publish(
     name: &'static str,
     seq: &mut Seq,
     publisher: &Pub,
     expected: usize,
-    msg: &[u8],
+    len: usize,
+    write: &mut Writer<'_>,
 ) -> Result<(), TransportError> {
-    let mut sample = publisher.loan_slice_uninit(msg.len()).map_err(fail(name, "loan_slice_uninit"))?;
+    let sample = publisher.loan_slice_uninit(len).map_err(fail(name, "loan_slice_uninit"))?;
+    // SAFETY: the slice lies in a shared-memory segment iceoryx2 mapped from
+    // a file the kernel zero-filled; every byte holds zero or what an
+    // earlier sample left there, so it is initialised `u8` data. `write`
+    // then overwrites all `len` bytes before the sample is sent.
+    let mut sample = unsafe { sample.assume_init() };
     *sample.user_header_mut() = *seq;
     *seq += 1;
-    let delivered = sample.write_from_slice(msg).send().map_err(fail(name, "send"))?;
+    write(sample.payload_mut());
+    let delivered = sample.send().map_err(fail(name, "send"))?;
     if delivered < expected {
         return Err(TransportError::PeerGone { mechanism: name, peer: None });
     }
@@ -167,31 +175,44 @@ fn seq_of(slot: &Inbound) -> Seq {
 
 impl Endpoint for Ice {
     fn send_to(&mut self, to: PeerId, msg: &[u8]) -> Result<(), TransportError> {
-        self.check_len(msg)?;
-        let Some(Some(publisher)) = self.links.get(to) else {
-            return Err(TransportError::Topology(format!("no link to {to}")));
-        };
-        publish(self.name, &mut self.seq, publisher, 1, msg)?;
-        self.wake(to)
+        self.send_to_with(to, msg.len(), &mut |buf| buf.copy_from_slice(msg))
     }
 
     fn send_group(&mut self, group: usize, msg: &[u8]) -> Result<(), TransportError> {
-        self.check_len(msg)?;
-        let Some(Some((publisher, members))) = self.groups.get(group) else {
-            return Err(TransportError::Topology(format!("group {group} is not sent by this process")));
-        };
-        publish(self.name, &mut self.seq, publisher, members.len(), msg)?;
-        members.iter().try_for_each(|&m| self.wake(m))
+        self.send_group_with(group, msg.len(), &mut |buf| buf.copy_from_slice(msg))
     }
 
     fn recv_any(&mut self, buf: &mut [u8]) -> Result<Received, TransportError> {
+        let max = buf.len();
+        crate::transport::recv_by_copy(self.name, buf, |read| self.recv_with(max, read))
+    }
+
+    fn send_to_with(&mut self, to: PeerId, len: usize, write: &mut Writer<'_>) -> Result<(), TransportError> {
+        self.check_len(len)?;
+        let Some(Some(publisher)) = self.links.get(to) else {
+            return Err(TransportError::Topology(format!("no link to {to}")));
+        };
+        publish(self.name, &mut self.seq, publisher, 1, len, write)?;
+        self.wake(to)
+    }
+
+    fn send_group_with(&mut self, group: usize, len: usize, write: &mut Writer<'_>) -> Result<(), TransportError> {
+        self.check_len(len)?;
+        let Some(Some((publisher, members))) = self.groups.get(group) else {
+            return Err(TransportError::Topology(format!("group {group} is not sent by this process")));
+        };
+        publish(self.name, &mut self.seq, publisher, members.len(), len, write)?;
+        members.iter().try_for_each(|&m| self.wake(m))
+    }
+
+    fn recv_with(&mut self, _max_len: usize, read: &mut Reader<'_>) -> Result<(), TransportError> {
         if self.inbound.is_empty() {
             return Err(TransportError::Topology("no peer sends to this process".into()));
         }
         let mut idle = 0u32;
         loop {
-            if let Some(r) = self.try_recv(buf)? {
-                return Ok(r);
+            if self.try_recv(read)? {
+                return Ok(());
             }
             match &self.listener {
                 // A sender notifies after publishing, so a sample the scan

@@ -73,6 +73,10 @@ impl Mechanism for Iceoryx2 {
         }
     }
 
+    fn lends_memory(&self) -> bool {
+        true
+    }
+
     fn prepare(&self, topology: &Topology) -> Result<Box<dyn Prepared>, TransportError> {
         topology.validate()?;
         Ok(Box::new(Run::new(self, topology)))

@@ -75,15 +75,19 @@ fn a_sender_waits_for_a_receiver_that_has_not_received_yet() {
                 go_rx.recv().map_err(|e| e.to_string())?;
                 let mut ep = setup.finish().map_err(|e| e.to_string())?;
                 // try_recv, so that a sender that gave up cannot leave us waiting.
-                let (mut got, mut idle, mut buf) = (0u64, 0u32, vec![0u8; SIZE]);
+                let (mut got, mut idle) = (0u64, 0u32);
                 while got < total {
-                    match ep.try_recv(&mut buf).map_err(|e| e.to_string())? {
-                        Some(r) => {
-                            payload::check(&buf[..r.len], SIZE, got, 0).map_err(|e| e.to_string())?;
-                            got += 1;
-                        }
-                        None if done.load(Ordering::SeqCst) && got >= sent.load(Ordering::SeqCst) as u64 => break,
-                        None => back_off(&mut idle),
+                    let mut checked = Ok(());
+                    let took = ep
+                        .try_recv(&mut |_, msg| checked = payload::check(msg, SIZE, got, 0).map_err(|e| e.to_string()))
+                        .map_err(|e| e.to_string())?;
+                    checked?;
+                    if took {
+                        got += 1;
+                    } else if done.load(Ordering::SeqCst) && got >= sent.load(Ordering::SeqCst) as u64 {
+                        break;
+                    } else {
+                        back_off(&mut idle);
                     }
                 }
                 Ok(got)

@@ -1,0 +1,446 @@
+//! `limit` and `limit-futex`: the ceiling, not a product. The simplest
+//! broadcast ring that is correct when every peer behaves: what the
+//! hardware allows a one-to-many channel on this machine, so every other
+//! mechanism's figure can be read as a fraction of it.
+//!
+//! One read-write `MAP_SHARED | MAP_ANONYMOUS` mapping made before the fork
+//! holds one ring per group (its sender and members) and one per
+//! point-to-point link (one receiver). A ring is [`slots`] slots; slot
+//! `s % slots` carries message `s` under a stamp `s + 1` on its own line,
+//! then the payload. Each receiver owns a cursor (messages it has read) on
+//! a line of its own. The sender writes message `s` once every cursor is
+//! past `s - slots` (it caches the smallest cursor and rereads the cursors
+//! only when that cache says the ring is full), then stores the stamp with
+//! Release; a receiver waits for the stamp with Acquire, reads the payload
+//! where it lies and stores its cursor with Release.
+//!
+//! There is no robustness at all: no crash or stall detection, no
+//! validation beyond what keeps this process inside the mapping, anyone
+//! can write anything. That is the point: it is the cost of moving the
+//! bytes and nothing else.
+//!
+//! Waiting: `limit` polls with the suite's spin-then-yield back-off;
+//! `limit-futex` sleeps on a futex at once. The futex pairing is
+//! Dekker-style: a receiver about to sleep counts itself in the ring's
+//! `sleepers` word, fences (SeqCst) and re-checks the stamps before
+//! `FUTEX_WAIT` on its own doorbell; a sender publishes, fences and rings
+//! the members' doorbells only when `sleepers` is not zero. A sender
+//! waiting for room does the same with `writer_waiting` and `freed`.
+
+use std::sync::atomic::{fence, AtomicU32, Ordering};
+
+use super::shared_memory::{futex_wait, futex_wake_all, line_round, Backoff, SharedMapping, CACHE_LINE};
+use crate::transport::{Endpoint, Mechanism, PeerId, Prepared, Reader, Received, Topology, TransportError, Writer};
+
+/// Ring memory per ring, as corecast's benchmark channels get.
+const RING_BUDGET_BYTES: usize = 32 << 20;
+/// Largest message.
+const MAX_MESSAGE: usize = 64 << 20;
+
+/// The ceiling ring; `futex` chooses how a blocked side waits.
+pub struct Limit {
+    futex: bool,
+}
+
+impl Limit {
+    /// Polling waits: `limit`.
+    pub const SPIN: Limit = Limit { futex: false };
+    /// Futex sleeps: `limit-futex`.
+    pub const FUTEX: Limit = Limit { futex: true };
+
+    fn label(&self) -> &'static str {
+        if self.futex {
+            "limit-futex"
+        } else {
+            "limit"
+        }
+    }
+}
+
+impl Mechanism for Limit {
+    fn name(&self) -> &'static str {
+        self.label()
+    }
+
+    fn describe(&self) -> &'static str {
+        if self.futex {
+            "CEILING, not a product: bare broadcast ring (stamp per slot, cursor per receiver), futex sleeps, \
+             no robustness"
+        } else {
+            "CEILING, not a product: bare broadcast ring (stamp per slot, cursor per receiver), polling waits, \
+             no robustness"
+        }
+    }
+
+    fn max_message_bytes(&self) -> Option<usize> {
+        Some(MAX_MESSAGE)
+    }
+
+    fn lends_memory(&self) -> bool {
+        true
+    }
+
+    fn prepare(&self, topology: &Topology) -> Result<Box<dyn Prepared>, TransportError> {
+        topology.validate()?;
+        let max = topology.max_message_bytes;
+        if max > MAX_MESSAGE {
+            return Err(TransportError::TooLarge { mechanism: self.label(), bytes: max, max_bytes: MAX_MESSAGE });
+        }
+        let mut rings: Vec<(PeerId, Vec<PeerId>)> =
+            topology.groups.iter().map(|g| (g.from, g.members.clone())).collect();
+        rings.extend(topology.links.iter().map(|&(from, to)| (from, vec![to])));
+        let doorbells = topology.processes * CACHE_LINE;
+        let mut at = doorbells;
+        let mut layouts = Vec::with_capacity(rings.len());
+        for (from, members) in rings {
+            let ring = RingLayout::new(at, members.len(), max);
+            at += ring.bytes();
+            layouts.push((from, members, ring));
+        }
+        let map = SharedMapping::new(self.label(), at)?;
+        let groups = topology.groups.len();
+        Ok(Box::new(LimitPrepared {
+            name: self.label(),
+            futex: self.futex,
+            max,
+            groups,
+            rings: layouts,
+            map: Some(map),
+        }))
+    }
+}
+
+/// Slots of a ring carrying `bytes`-byte slots: the budget, 4 to 256, a
+/// power of two.
+fn slots(slot_bytes: usize) -> usize {
+    let fit = (RING_BUDGET_BYTES / slot_bytes.max(64)).clamp(4, 256);
+    1 << (usize::BITS - 1 - fit.leading_zeros())
+}
+
+/// Where one ring lies in the mapping.
+#[derive(Clone, Copy, Debug)]
+struct RingLayout {
+    /// Line: `sleepers: u32` (receivers that may be asleep).
+    sleepers: usize,
+    /// Line: `writer_waiting: u32`, then `freed: u32` (the sender's futex).
+    writer_waiting: usize,
+    /// One line per receiver: `cursor: u64`.
+    cursors: usize,
+    receivers: usize,
+    /// The slots: a stamp line (`stamp: u64`, `len: u64`), then the payload.
+    slots: usize,
+    slot_count: usize,
+    slot_stride: usize,
+}
+
+impl RingLayout {
+    fn new(base: usize, receivers: usize, max: usize) -> RingLayout {
+        let slot_stride = CACHE_LINE + line_round(max.max(1));
+        let cursors = base + 2 * CACHE_LINE;
+        RingLayout {
+            sleepers: base,
+            writer_waiting: base + CACHE_LINE,
+            cursors,
+            receivers,
+            slots: cursors + receivers * CACHE_LINE,
+            slot_count: slots(slot_stride),
+            slot_stride,
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        self.slots + self.slot_count * self.slot_stride - self.sleepers
+    }
+
+    fn freed(&self) -> usize {
+        self.writer_waiting + 4
+    }
+
+    fn cursor(&self, k: usize) -> usize {
+        self.cursors + k * CACHE_LINE
+    }
+
+    fn stamp(&self, seq: u64) -> usize {
+        self.slots + (seq % self.slot_count as u64) as usize * self.slot_stride
+    }
+
+    fn data(&self, seq: u64) -> usize {
+        self.stamp(seq) + CACHE_LINE
+    }
+}
+
+struct LimitPrepared {
+    name: &'static str,
+    futex: bool,
+    max: usize,
+    /// How many of `rings` are groups.
+    groups: usize,
+    /// (sender, members, layout) per ring: groups first, then links.
+    rings: Vec<(PeerId, Vec<PeerId>, RingLayout)>,
+    map: Option<SharedMapping>,
+}
+
+impl Prepared for LimitPrepared {
+    fn endpoint(&mut self, me: PeerId) -> Result<Box<dyn Endpoint>, TransportError> {
+        let map = self.map.take().ok_or_else(|| TransportError::Topology("endpoint called twice".into()))?;
+        let groups = self.groups;
+        let mut out = Vec::new();
+        let mut inbound = Vec::new();
+        for (i, (from, members, ring)) in self.rings.iter().enumerate() {
+            if *from == me {
+                let target = if i < groups { Target::Group(i) } else { Target::Peer(members[0]) };
+                let doorbells = members.iter().map(|&m| m * CACHE_LINE).collect();
+                out.push(Out { target, ring: *ring, doorbells, head: 0, min_cursor: 0 });
+            }
+            if let Some(k) = members.iter().position(|&m| m == me) {
+                inbound.push(In { from: *from, ring: *ring, cursor: k, next: 0 });
+            }
+        }
+        Ok(Box::new(LimitEndpoint {
+            name: self.name,
+            futex: self.futex,
+            me,
+            max: self.max,
+            doorbell: me * CACHE_LINE,
+            map,
+            out,
+            inbound,
+            next_in: 0,
+        }))
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Target {
+    Group(usize),
+    Peer(PeerId),
+}
+
+/// A ring this process sends on.
+struct Out {
+    target: Target,
+    ring: RingLayout,
+    /// The members' doorbell words, for the futex variant.
+    doorbells: Vec<usize>,
+    /// Messages sent.
+    head: u64,
+    /// The smallest cursor last seen.
+    min_cursor: u64,
+}
+
+/// A ring this process receives on.
+struct In {
+    from: PeerId,
+    ring: RingLayout,
+    /// Which cursor is ours.
+    cursor: usize,
+    /// Messages read.
+    next: u64,
+}
+
+struct LimitEndpoint {
+    name: &'static str,
+    futex: bool,
+    me: PeerId,
+    max: usize,
+    /// Our doorbell word (futex variant).
+    doorbell: usize,
+    map: SharedMapping,
+    out: Vec<Out>,
+    inbound: Vec<In>,
+    next_in: usize,
+}
+
+impl LimitEndpoint {
+    fn word(&self, off: usize) -> &AtomicU32 {
+        self.map.u32_at(off)
+    }
+
+    fn send(&mut self, target: Target, len: usize, write: &mut Writer<'_>) -> Result<(), TransportError> {
+        if len > self.max {
+            return Err(TransportError::TooLarge { mechanism: self.name, bytes: len, max_bytes: self.max });
+        }
+        let k = self
+            .out
+            .iter()
+            .position(|o| o.target == target)
+            .ok_or_else(|| TransportError::Topology(format!("process {} does not send there", self.me)))?;
+        let ring = self.out[k].ring;
+        let head = self.out[k].head;
+        let full_at = |min: u64| head >= min + ring.slot_count as u64;
+        if full_at(self.out[k].min_cursor) {
+            self.out[k].min_cursor = self.wait_room(&ring, head)?;
+        }
+        let map = &self.map;
+        map.write_in_place(ring.data(head), len, |buf| write(buf)).expect("slot inside the mapping");
+        map.u64_at(ring.stamp(head) + 8).store(len as u64, Ordering::Relaxed);
+        // Release publishes the payload and length; pairs with the
+        // receiver's Acquire load of the stamp in `try_take`.
+        map.u64_at(ring.stamp(head)).store(head + 1, Ordering::Release);
+        self.out[k].head = head + 1;
+        if self.futex {
+            // Pairs with the receiver's fence in `sleep`: either it sees the
+            // stamp or we see it counted in `sleepers`.
+            fence(Ordering::SeqCst);
+            if self.word(ring.sleepers).load(Ordering::Relaxed) != 0 {
+                for &bell in &self.out[k].doorbells {
+                    self.word(bell).fetch_add(1, Ordering::Relaxed);
+                    futex_wake_all(self.word(bell));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The smallest cursor of `ring`; Acquire pairs with each receiver's
+    /// Release store of its cursor, so its reads of a slot are over before
+    /// we rewrite it.
+    fn min_cursor(&self, ring: &RingLayout) -> u64 {
+        (0..ring.receivers).map(|r| self.map.u64_at(ring.cursor(r)).load(Ordering::Acquire)).min().unwrap_or(0)
+    }
+
+    /// Waits until every receiver has read message `head - slots`; returns
+    /// the smallest cursor.
+    fn wait_room(&self, ring: &RingLayout, head: u64) -> Result<u64, TransportError> {
+        let mut backoff = Backoff::new();
+        loop {
+            let min = self.min_cursor(ring);
+            if head < min + ring.slot_count as u64 {
+                return Ok(min);
+            }
+            if !self.futex {
+                backoff.snooze();
+                continue;
+            }
+            let (flag, freed) = (self.word(ring.writer_waiting), self.word(ring.freed()));
+            flag.store(1, Ordering::Relaxed);
+            // Pairs with the receiver's fence after it moves its cursor.
+            fence(Ordering::SeqCst);
+            let seen = freed.load(Ordering::Relaxed);
+            if head >= self.min_cursor(ring) + ring.slot_count as u64 {
+                futex_wait(freed, seen);
+            }
+            flag.store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// Hands the next message of inbound ring `i` to `read` if it is there.
+    fn try_take(&mut self, i: usize, read: &mut Reader<'_>) -> Result<bool, TransportError> {
+        let In { from, ring, cursor, next } = self.inbound[i];
+        let map = &self.map;
+        // Acquire pairs with the sender's Release store of the stamp.
+        if map.u64_at(ring.stamp(next)).load(Ordering::Acquire) != next + 1 {
+            return Ok(false);
+        }
+        let len = map.u64_at(ring.stamp(next) + 8).load(Ordering::Relaxed) as usize;
+        if len > self.max {
+            return Err(TransportError::Protocol {
+                mechanism: self.name,
+                detail: format!("a {len}-byte message, above the limit of {}", self.max),
+            });
+        }
+        read(from, map.bytes(ring.data(next), len).expect("slot inside the mapping"));
+        // Release: our reads of the slot are done before the sender, after
+        // its Acquire load of this cursor, may rewrite it.
+        map.u64_at(ring.cursor(cursor)).store(next + 1, Ordering::Release);
+        self.inbound[i].next = next + 1;
+        if self.futex {
+            // Pairs with the sender's fence in `wait_room`.
+            fence(Ordering::SeqCst);
+            if self.word(ring.writer_waiting).load(Ordering::Relaxed) != 0 {
+                self.word(ring.freed()).fetch_add(1, Ordering::Relaxed);
+                futex_wake_all(self.word(ring.freed()));
+            }
+        }
+        Ok(true)
+    }
+
+    fn anything_waiting(&self) -> bool {
+        self.inbound.iter().any(|r| self.map.u64_at(r.ring.stamp(r.next)).load(Ordering::Relaxed) == r.next + 1)
+    }
+
+    /// Futex variant: sleeps until a sender rings our doorbell, unless a
+    /// message is already there.
+    fn sleep(&self) {
+        let bell = self.word(self.doorbell);
+        let seen = bell.load(Ordering::Relaxed);
+        for r in &self.inbound {
+            self.word(r.ring.sleepers).fetch_add(1, Ordering::Relaxed);
+        }
+        // Pairs with the sender's fence after it publishes.
+        fence(Ordering::SeqCst);
+        if !self.anything_waiting() {
+            futex_wait(bell, seen);
+        }
+        for r in &self.inbound {
+            self.word(r.ring.sleepers).fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Endpoint for LimitEndpoint {
+    fn send_to(&mut self, to: PeerId, msg: &[u8]) -> Result<(), TransportError> {
+        self.send(Target::Peer(to), msg.len(), &mut |buf| buf.copy_from_slice(msg))
+    }
+
+    fn send_group(&mut self, group: usize, msg: &[u8]) -> Result<(), TransportError> {
+        self.send(Target::Group(group), msg.len(), &mut |buf| buf.copy_from_slice(msg))
+    }
+
+    fn recv_any(&mut self, buf: &mut [u8]) -> Result<Received, TransportError> {
+        let max = buf.len();
+        crate::transport::recv_by_copy(self.name, buf, |read| self.recv_with(max, read))
+    }
+
+    fn send_to_with(&mut self, to: PeerId, len: usize, write: &mut Writer<'_>) -> Result<(), TransportError> {
+        self.send(Target::Peer(to), len, write)
+    }
+
+    fn send_group_with(&mut self, group: usize, len: usize, write: &mut Writer<'_>) -> Result<(), TransportError> {
+        self.send(Target::Group(group), len, write)
+    }
+
+    fn recv_with(&mut self, _max_len: usize, read: &mut Reader<'_>) -> Result<(), TransportError> {
+        let n = self.inbound.len();
+        if n == 0 {
+            return Err(TransportError::Topology(format!("nobody sends to process {}", self.me)));
+        }
+        let mut backoff = Backoff::new();
+        loop {
+            for k in 0..n {
+                let i = (self.next_in + k) % n;
+                if self.try_take(i, read)? {
+                    self.next_in = (i + 1) % n;
+                    return Ok(());
+                }
+            }
+            if self.futex {
+                self.sleep();
+            } else {
+                backoff.snooze();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rings_do_not_overlap() {
+        let a = RingLayout::new(128, 3, 100);
+        assert_eq!(a.slot_stride, 64 + 128);
+        assert!(a.slot_count.is_power_of_two());
+        let b = RingLayout::new(128 + a.bytes(), 1, 100);
+        assert_eq!(a.stamp(a.slot_count as u64 - 1) + a.slot_stride, b.sleepers);
+        assert_eq!(a.stamp(a.slot_count as u64), a.stamp(0));
+    }
+
+    #[test]
+    fn slot_counts_fit_the_budget() {
+        assert_eq!(slots(128), 256);
+        assert_eq!(slots(1 << 20), 32);
+        assert_eq!(slots(64 << 20), 4);
+    }
+}

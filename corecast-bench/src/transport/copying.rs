@@ -1,0 +1,120 @@
+//! A mechanism measured through the copying path: `name+copy` is `name`
+//! with its in-place verbs replaced by the copying fallbacks, so a table can
+//! show what zero-copy is worth beside the same mechanism copying.
+
+use std::sync::Mutex;
+
+use super::{Availability, Endpoint, Launcher, Mechanism, PeerId, Prepared, Received, Topology, TransportError};
+
+/// What a mechanism's name ends with when it is forced to copy.
+pub const COPY_SUFFIX: &str = "+copy";
+
+/// `inner`, every message copied into and out of private buffers.
+pub struct Copying {
+    inner: Box<dyn Mechanism>,
+    name: &'static str,
+}
+
+impl Copying {
+    /// `inner` forced onto the copying path, named `<inner>+copy`.
+    pub fn new(inner: Box<dyn Mechanism>) -> Copying {
+        let name = intern(format!("{}{COPY_SUFFIX}", inner.name()));
+        Copying { inner, name }
+    }
+}
+
+/// A `'static` name for a mechanism made at run time: each distinct name
+/// is leaked once, however often it is asked for.
+fn intern(name: String) -> &'static str {
+    static NAMES: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+    let mut names = NAMES.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(&known) = names.iter().find(|&&n| n == name) {
+        return known;
+    }
+    let leaked: &'static str = Box::leak(name.into_boxed_str());
+    names.push(leaked);
+    leaked
+}
+
+impl Mechanism for Copying {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn describe(&self) -> &'static str {
+        self.inner.describe()
+    }
+
+    fn availability(&self) -> Availability {
+        self.inner.availability()
+    }
+
+    fn max_message_bytes(&self) -> Option<usize> {
+        self.inner.max_message_bytes()
+    }
+
+    fn sends_are_rendezvous(&self) -> bool {
+        self.inner.sends_are_rendezvous()
+    }
+
+    fn prepare(&self, topology: &Topology) -> Result<Box<dyn Prepared>, TransportError> {
+        Ok(Box::new(CopyingPrepared(self.inner.prepare(topology)?)))
+    }
+
+    /// A launched mechanism builds its endpoints in programs of its own;
+    /// none of those lends memory, so they copy already.
+    fn launcher(&self) -> Option<&dyn Launcher> {
+        self.inner.launcher()
+    }
+
+    fn lends_memory(&self) -> bool {
+        false
+    }
+}
+
+struct CopyingPrepared(Box<dyn Prepared>);
+
+impl Prepared for CopyingPrepared {
+    fn endpoint(&mut self, me: PeerId) -> Result<Box<dyn Endpoint>, TransportError> {
+        Ok(Box::new(CopyingEndpoint(self.0.endpoint(me)?)))
+    }
+
+    fn cleanup(&mut self) {
+        self.0.cleanup();
+    }
+}
+
+/// Forwards the copying verbs; the in-place ones are the trait's copying
+/// defaults, built on these.
+struct CopyingEndpoint(Box<dyn Endpoint>);
+
+impl Endpoint for CopyingEndpoint {
+    fn send_to(&mut self, to: PeerId, msg: &[u8]) -> Result<(), TransportError> {
+        self.0.send_to(to, msg)
+    }
+
+    fn send_group(&mut self, group: usize, msg: &[u8]) -> Result<(), TransportError> {
+        self.0.send_group(group, msg)
+    }
+
+    fn recv_any(&mut self, buf: &mut [u8]) -> Result<Received, TransportError> {
+        self.0.recv_any(buf)
+    }
+
+    fn peer_alive(&mut self, peer: PeerId) -> Option<bool> {
+        self.0.peer_alive(peer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_interned_once() {
+        let a = intern("x+copy".to_string());
+        let b = intern("x+copy".to_string());
+        assert!(std::ptr::eq(a, b));
+        assert_ne!(intern("y+copy".to_string()), a);
+    }
+}
