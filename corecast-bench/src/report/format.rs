@@ -18,8 +18,11 @@ pub fn sig3(v: f64) -> String {
         0
     } else if v >= 10.0 {
         1
-    } else {
+    } else if v >= 0.1 || v <= 0.0 {
         2
+    } else {
+        // 0.00284 -> `0.00284`, not `0.00`.
+        (2 - v.log10().floor() as i32).clamp(2, 9) as usize
     };
     format!("{v:.decimals$}")
 }
@@ -60,6 +63,9 @@ mod tests {
         assert_eq!(human(999.0), "999");
         assert_eq!(human(2.5e9), "2.50G");
         assert_eq!(sig3(1.23456), "1.23");
+        assert_eq!(sig3(0.5), "0.50");
+        assert_eq!(sig3(0.00284), "0.00284");
+        assert_eq!(sig3(0.0), "0.00");
         assert_eq!(sig3(12.345), "12.3");
     }
 }
