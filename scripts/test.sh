@@ -10,6 +10,12 @@ if ! dpkg -s openmpi-bin libopenmpi-dev libclang-dev >/dev/null 2>&1; then
   bash scripts/install-mpi.sh
 fi
 
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "== installing Chromium (the HTML report is checked in a headless browser)"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 
@@ -26,3 +32,5 @@ cargo test -p corecast-cli --features mpi --test cli
 
 echo "== loom model of the ring protocol (exhaustive interleavings)"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p corecast --lib --release loom_model
+
+echo "== artifacts: the report's screenshot is target/artifacts/report.png"

@@ -10,6 +10,7 @@ mod channel;
 mod compare;
 mod machine;
 mod mechanisms;
+mod report;
 mod torture;
 
 use clap::{Parser, Subcommand};
@@ -26,7 +27,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run benchmarks: quick (the comparison table), fanout, pingpong, logp,
-    /// bandwidth, paxos, snapshot, contend, pi, wordcount, detect.
+    /// bandwidth, paxos, snapshot, contend, pi, wordcount, detect, overhead.
     #[command(subcommand)]
     Bench(bench::Bench),
     /// List every mechanism, whether it is available here and if not why.
@@ -35,6 +36,9 @@ enum Command {
     Machine(machine::Args),
     /// Show what got faster or slower between two results files.
     Compare(compare::Args),
+    /// Draw results files as one self-contained HTML page (inline SVG):
+    /// fan-out, improvement and sender-cost charts, latency, macro-benchmarks.
+    Report(report::Args),
     /// Manage named channels: create, list, inspect, watch, set-deadline,
     /// clean, destroy.
     #[command(subcommand)]
@@ -58,6 +62,7 @@ fn main() -> std::process::ExitCode {
         Command::Mechanisms(a) => mechanisms::run(a),
         Command::Machine(a) => machine::run(a),
         Command::Compare(a) => compare::run(a),
+        Command::Report(a) => report::run(a),
         Command::Channel(c) => channel::run(c),
         Command::Torture(a) => torture::run(a),
         #[cfg(feature = "mpi")]

@@ -364,3 +364,124 @@ fn bench_overhead_sets_the_suite_beside_plain_loops() {
     assert!(!too_small.status.success() && text(&too_small.stderr).contains("too small"));
     std::fs::remove_dir_all(out.parent().unwrap()).unwrap();
 }
+
+/// Checks that `text` is well-formed XML as far as an SVG needs: every
+/// element closed in order, attributes quoted, nothing after the root.
+fn assert_well_formed(text: &str) {
+    let mut stack: Vec<&str> = Vec::new();
+    let mut rest = text;
+    let mut closed_root = false;
+    while let Some(open) = rest.find('<') {
+        assert!(!closed_root || rest[..open].trim().is_empty(), "text after the root element");
+        let close = rest[open..].find('>').map(|c| open + c).expect("unterminated tag");
+        let tag = &rest[open + 1..close];
+        assert_eq!(tag.matches('"').count() % 2, 0, "unbalanced quotes in <{tag}>");
+        if let Some(name) = tag.strip_prefix('/') {
+            assert_eq!(stack.pop(), Some(name.trim()), "mismatched </{name}>");
+            closed_root = stack.is_empty();
+        } else if !tag.ends_with('/') {
+            stack.push(tag.split_whitespace().next().expect("a tag name"));
+        }
+        rest = &rest[close + 1..];
+    }
+    assert!(stack.is_empty() && closed_root, "unclosed elements: {stack:?}");
+}
+
+#[test]
+fn report_draws_every_chart_from_fixture_records() {
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/report.jsonl");
+    let out = tmp("report");
+    let dir = out.parent().unwrap().to_path_buf();
+    let html = dir.join("report.html");
+    let svg = dir.join("svg");
+    let o = corecast(&["report", fixture, "--html", html.to_str().unwrap(), "--svg", svg.to_str().unwrap()]);
+    assert!(o.status.success(), "stderr: {}", text(&o.stderr));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>") && !page.contains("<script") && !page.contains("http://example"));
+    for section in ["Where these were measured", "Fan-out", "Improvement", "Sender CPU", "Ping-pong", "Macro"] {
+        assert!(page.contains(section), "no {section} section");
+    }
+    // LogP is not in the fixture: said, not drawn.
+    assert!(page.contains("No LogP records") && !page.contains("No core-pair latency records"));
+    let mut names: Vec<String> =
+        std::fs::read_dir(&svg).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    for want in [
+        "fanout-n1.svg",
+        "fanout-n8.svg",
+        "improvement-64.svg",
+        "improvement-1048576.svg",
+        "sender-cpu-64.svg",
+        "pingpong-64.svg",
+    ] {
+        assert!(names.iter().any(|n| n == want), "{want} not in {names:?}");
+    }
+    assert!(names.iter().any(|n| n.starts_with("paxos-")) && names.iter().any(|n| n.starts_with("snapshot-")));
+    assert!(names.iter().any(|n| n == "heatmap-limit-64.svg"), "{names:?}");
+    for n in &names {
+        let s = std::fs::read_to_string(svg.join(n)).unwrap();
+        assert_well_formed(&s);
+        let drawn = ["class=\"point\"", "class=\"bar\"", "class=\"cell\""];
+        assert!(drawn.iter().any(|d| s.contains(d)), "{n} has no data points");
+    }
+    assert!(!corecast(&["report", fixture]).status.success(), "no output asked for is an error");
+    browser_renders(&html);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Opens the page in headless Chromium: no console errors, and a
+/// screenshot that is not blank (kept in target/artifacts/report.png).
+fn browser_renders(html: &std::path::Path) {
+    let Some(chromium) =
+        ["chromium", "chromium-browser"].into_iter().find(|c| Command::new(c).arg("--version").output().is_ok())
+    else {
+        assert!(
+            std::env::var("CORECAST_SKIP_BROWSER").is_ok(),
+            "headless Chromium is needed to check the report (bash scripts/test.sh installs it), or set \
+             CORECAST_SKIP_BROWSER=1 to skip this check"
+        );
+        eprintln!("SKIPPED: the report was not opened in a browser (CORECAST_SKIP_BROWSER)");
+        return;
+    };
+    let artifacts = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/artifacts");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    let shot = artifacts.join("report.png");
+    let _ = std::fs::remove_file(&shot);
+    let o = Command::new(chromium)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1000,2400"])
+        .args(["--enable-logging=stderr", "--v=0"])
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(format!("file://{}", html.display()))
+        .output()
+        .expect("run chromium");
+    let log = text(&o.stderr);
+    assert!(o.status.success(), "chromium failed: {log}");
+    assert!(!log.lines().any(|l| l.contains("CONSOLE") || l.contains("Uncaught")), "console errors: {log}");
+    // A blank 1000x2400 page compresses to a few kilobytes; charts do not.
+    let bytes = std::fs::metadata(&shot).expect("a screenshot").len();
+    assert!(bytes > 50_000, "screenshot of {bytes} bytes looks blank");
+    eprintln!("report screenshot: {}", shot.display());
+}
+
+#[test]
+fn bench_heatmap_records_every_cpu_pair() {
+    let online = corecast_bench::host::topology::CpuTopology::read().online_cpus;
+    let out = tmp("heatmap");
+    let args = ["bench", "heatmap", "--mechanisms", "limit", "--duration", "20ms", "--repetitions", "1"];
+    let o = corecast(&[&args[..], &["--out", out.to_str().unwrap()]].concat());
+    if online.len() < 2 {
+        assert!(!o.status.success(), "one CPU: no pair to measure, the point fails");
+        return;
+    }
+    assert!(o.status.success(), "stderr: {}", text(&o.stderr));
+    let rs = records(&out);
+    let pairs: Vec<&Value> = rs.iter().filter(|r| r["metric"] == "core_pair_latency").collect();
+    assert_eq!(pairs.len(), online.len() * (online.len() - 1) / 2);
+    assert_eq!(rs[0]["metric"], "rtt_half", "the headline comes first");
+    for p in pairs {
+        assert!(p["params"]["cpu_a"].as_u64() < p["params"]["cpu_b"].as_u64());
+        assert!(f(p, "value") > 0.0);
+        assert_eq!(p["placement"]["mode"], "pinned");
+    }
+    std::fs::remove_dir_all(out.parent().unwrap()).unwrap();
+}

@@ -31,7 +31,7 @@
 //! (`in-place` or `copy`: how the messages moved), fan-out's `sender_cpu`
 //! and `receiver_cpu` records and the `overhead` workload (`plain_loop`,
 //! `plain_over_suite` in `x`, the `harness` reference's `harness_cost` in
-//! `ns/msg`).
+//! `ns/msg`), and the `heatmap` workload (`core_pair_latency` per CPU pair).
 //! Older files still read (they are a subset).
 
 use serde::{Deserialize, Serialize};
@@ -100,6 +100,9 @@ pub enum Metric {
     /// The plain loop's rate over the suite's in the same run: how much
     /// the suite's own work caps a mechanism (1 = not at all).
     PlainOverSuite,
+    /// RTT/2 between one pair of CPUs (`params` name them: `cpu_a`,
+    /// `cpu_b`); lower is better.
+    CorePairLatency,
 }
 
 impl Metric {

@@ -1,6 +1,8 @@
 //! Reports for humans.
 
 pub mod format;
+pub mod html;
 pub mod metric_table;
 pub mod send_cost;
+pub mod svg;
 pub mod table;

@@ -16,6 +16,7 @@ pub mod contend;
 pub mod corpus;
 pub mod detect;
 pub mod fanout;
+pub mod heatmap;
 pub mod jobs;
 pub mod logp;
 pub mod logp_stream;

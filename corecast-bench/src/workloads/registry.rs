@@ -1,7 +1,8 @@
 //! Every workload, by name: adding one is a new file and one line here.
 
 use super::{
-    bandwidth, contend, detect, fanout, format_size, logp, overhead, paxos, pi, pingpong, snapshot, wordcount, Workload,
+    bandwidth, contend, detect, fanout, format_size, heatmap, logp, overhead, paxos, pi, pingpong, snapshot, wordcount,
+    Workload,
 };
 use crate::record::Point;
 
@@ -19,6 +20,7 @@ pub static ALL: &[&dyn Workload] = &[
     &logp::Logp,
     &bandwidth::Bandwidth,
     &overhead::Overhead,
+    &heatmap::Heatmap,
 ];
 
 /// The workload named `name`.

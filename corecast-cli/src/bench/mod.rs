@@ -5,6 +5,7 @@ mod contend;
 mod detect;
 mod fanout;
 mod grid;
+mod heatmap;
 mod logp;
 mod overhead;
 mod paxos;
@@ -51,6 +52,9 @@ pub enum Bench {
     /// beside the same mechanism driven by a plain loop, a raw pipe loop,
     /// and the suite's own work per message.
     Overhead(overhead::Args),
+    /// One-way latency between every pair of CPUs, processes pinned to the
+    /// pair: the core-pair heatmap of `corecast report`.
+    Heatmap(heatmap::Args),
 }
 
 /// Runs a benchmark subcommand. Exit status: 0 when every point was measured
@@ -69,5 +73,6 @@ pub fn run(b: Bench) -> anyhow::Result<ExitCode> {
         Bench::Logp(a) => logp::run(a),
         Bench::Bandwidth(a) => bandwidth::run(a),
         Bench::Overhead(a) => overhead::run(a),
+        Bench::Heatmap(a) => heatmap::run(a),
     }
 }

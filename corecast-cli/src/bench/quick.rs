@@ -65,7 +65,14 @@ pub fn run(a: Args) -> Result<ExitCode> {
         placement: a.common.placement()?,
         options: Default::default(),
     };
-    execute(&plan, &mechs, &settings, &a.common.out_path("quick"))
+    let out = a.common.out_path("quick");
+    let code = execute(&plan, &mechs, &settings, &out)?;
+    // The page is a view of the records: a failure to draw it loses nothing.
+    match crate::report::beside(&out) {
+        Ok(page) => eprintln!("corecast: report -> {}", page.display()),
+        Err(e) => eprintln!("corecast: no HTML report: {e:#}"),
+    }
+    Ok(code)
 }
 
 /// Phase length so `points` points fit the budget: 50 to 200 ms.

@@ -1,0 +1,460 @@
+//! One self-contained HTML page (inline SVG, no scripts, nothing fetched)
+//! from one or more record sets: where they were measured, the papers'
+//! charts, and, with two sets, what got faster or slower. Data a chart
+//! needs but the records lack is said in the page, never drawn as zero.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+
+use super::format::{human, sig3};
+use super::svg::{escape, Axis, Bar, BarChart, Grid, LineChart, Series};
+use crate::record::compare;
+use crate::record::{Metric, Record};
+use crate::workloads::format_size;
+
+/// Records read from one file, named for the page.
+#[derive(Clone, Debug)]
+pub struct ResultSet {
+    /// Its name on the page (the file's name).
+    pub name: String,
+    /// Its records.
+    pub records: Vec<Record>,
+}
+
+/// The page and each chart on its own.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// The whole HTML page.
+    pub html: String,
+    /// `(name, svg)` of every chart drawn, for `--svg`.
+    pub charts: Vec<(String, String)>,
+}
+
+/// The mechanism drawn as the ceiling.
+const CEILING: &str = "limit";
+/// The mechanism the improvement charts are about.
+const SUBJECT: &str = "corecast";
+
+/// Message sizes marked on a size axis: the suite's usual sizes.
+const SIZE_TICKS: [f64; 6] = [1.0, 64.0, 4096.0, 65536.0, 1048576.0, 16777216.0];
+
+fn size_label(v: f64) -> String {
+    format_size(v as usize)
+}
+
+fn count_label(v: f64) -> String {
+    format!("{}", v as u64)
+}
+
+fn ratio_label(v: f64) -> String {
+    format!("{}x", sig3(v))
+}
+
+/// Builds the report: the charts from every set, a point measured in
+/// several sets shown as the last one (the newest) has it; with two or
+/// more sets, the comparison of the first with the last.
+pub fn build(sets: &[ResultSet]) -> Report {
+    let mut page = Page::default();
+    let _ = write!(
+        page.html,
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>corecast results</title><style>\
+         body{{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}}table{{border-collapse:collapse}}\
+         td,th{{border:1px solid #ccc;padding:2px 8px;text-align:right}}th:first-child,td:first-child{{text-align:left}}\
+         .missing{{color:#a33}}figure{{margin:1em 0}}</style></head><body><h1>corecast results</h1>"
+    );
+    page.provenance(sets);
+    let merged = newest(sets);
+    let records = merged.as_slice();
+    let mut order: Vec<String> = Vec::new();
+    for r in records {
+        if !order.contains(&r.mechanism) {
+            order.push(r.mechanism.clone());
+        }
+    }
+    page.mechanisms = order;
+    page.fanout(records);
+    page.improvement(records);
+    page.sender_cpu(records);
+    page.latency(records);
+    page.logp(records);
+    page.macros(records);
+    page.heatmaps(records);
+    if let [first, .., last] = sets {
+        let old: BTreeSet<_> = first.records.iter().map(Record::key).collect();
+        // Sets of different points (a quick run and a heatmap) are not two
+        // measurements of the same thing: nothing to compare.
+        if last.records.iter().any(|r| old.contains(&r.key())) {
+            page.comparison(first, last);
+        }
+    }
+    page.html.push_str("</body></html>\n");
+    Report { html: page.html, charts: page.charts }
+}
+
+#[derive(Default)]
+struct Page {
+    html: String,
+    charts: Vec<(String, String)>,
+    /// The page's mechanisms in first-seen order: a mechanism's color is
+    /// its place here, the same on every chart.
+    mechanisms: Vec<String>,
+}
+
+impl Page {
+    fn section(&mut self, title: &str) {
+        let _ = write!(self.html, "<h2>{}</h2>", escape(title));
+    }
+
+    fn missing(&mut self, what: &str) {
+        let _ = write!(self.html, "<p class=\"missing\">{}</p>", escape(what));
+    }
+
+    fn figure(&mut self, name: String, svg: String) {
+        let _ = write!(self.html, "<figure id=\"{}\">{svg}</figure>", escape(&name));
+        self.charts.push((name, svg));
+    }
+
+    fn provenance(&mut self, sets: &[ResultSet]) {
+        self.section("Where these were measured");
+        if sets.is_empty() {
+            self.missing("No result sets were given.");
+        }
+        for s in sets {
+            let Some(r) = s.records.first() else {
+                self.missing(&format!("{}: no records.", s.name));
+                continue;
+            };
+            let m = &r.machine;
+            let (first, last) = s.records.iter().fold((r.timestamp.clone(), r.timestamp.clone()), |(a, b), x| {
+                (a.min(x.timestamp.clone()), b.max(x.timestamp.clone()))
+            });
+            let _ = write!(
+                self.html,
+                "<p><b>{}</b>: {} records, {} to {}; {} ({} logical CPUs, {} physical cores), Linux {}, {}; \
+                 corecast {} at commit {}.</p>",
+                escape(&s.name),
+                s.records.len(),
+                escape(&first),
+                escape(&last),
+                escape(&m.cpu_model),
+                m.logical_cpus,
+                m.physical_cores,
+                escape(&m.kernel.release),
+                escape(&m.virtualization.summary),
+                escape(&r.tool_version),
+                escape(r.git_commit.as_deref().unwrap_or("unknown"))
+            );
+        }
+    }
+
+    fn fanout(&mut self, records: &[Record]) {
+        self.section("Fan-out: messages per second against message size");
+        let rate = headline(records, "fanout", Metric::Throughput, "msg/s");
+        if rate.is_empty() {
+            return self.missing("No fan-out records in these results.");
+        }
+        for n in counts(&rate) {
+            let series = by_mechanism(&self.mechanisms, rate.iter().copied().filter(|r| r.receivers == n), |r| {
+                (r.size as f64, r.value)
+            });
+            let chart = LineChart {
+                title: format!("Fan-out to N = {n}: slowest receiver's msg/s"),
+                x: Axis { label: "message size", log: true, format: size_label, ticks: &SIZE_TICKS },
+                y: Axis { label: "messages/s (slowest receiver)", log: true, format: human, ticks: &[] },
+                series,
+            };
+            self.figure(format!("fanout-n{n}"), chart.svg());
+        }
+    }
+
+    fn improvement(&mut self, records: &[Record]) {
+        self.section("Improvement of corecast over each mechanism as N grows");
+        let rate = headline(records, "fanout", Metric::Throughput, "msg/s");
+        let mut drawn = false;
+        for size in [64usize, 1 << 20] {
+            let at: Vec<&Record> = rate.iter().copied().filter(|r| r.size == size).collect();
+            let subject: BTreeMap<usize, f64> =
+                at.iter().filter(|r| r.mechanism == SUBJECT).map(|r| (r.receivers, r.value)).collect();
+            if subject.is_empty() {
+                self.missing(&format!("No corecast fan-out records at {}.", format_size(size)));
+                continue;
+            }
+            let series = by_mechanism(&self.mechanisms, at.iter().copied().filter(|r| r.mechanism != SUBJECT), |r| {
+                let base = subject.get(&r.receivers).copied().unwrap_or(f64::NAN);
+                (r.receivers as f64, base / r.value)
+            });
+            let chart = LineChart {
+                title: format!("corecast / mechanism, fan-out {}", format_size(size)),
+                x: Axis { label: "receivers N", log: false, format: count_label, ticks: &[] },
+                y: Axis {
+                    label: "corecast's msg/s over the mechanism's (x)",
+                    log: true,
+                    format: ratio_label,
+                    ticks: &[],
+                },
+                series,
+            };
+            self.figure(format!("improvement-{size}"), chart.svg());
+            drawn = true;
+        }
+        if !drawn && rate.is_empty() {
+            self.missing("No fan-out records in these results.");
+        }
+    }
+
+    fn sender_cpu(&mut self, records: &[Record]) {
+        self.section("Sender CPU per message against N");
+        let cpu: Vec<&Record> =
+            records.iter().filter(|r| r.workload == "fanout" && r.metric == Metric::SenderCpu).collect();
+        if cpu.is_empty() {
+            return self.missing("No sender CPU records in these results (recorded by fan-out from schema 3 on).");
+        }
+        let sizes: BTreeSet<usize> = cpu.iter().map(|r| r.size).collect();
+        for size in sizes {
+            let series = by_mechanism(&self.mechanisms, cpu.iter().copied().filter(|r| r.size == size), |r| {
+                (r.receivers as f64, r.value)
+            });
+            let chart = LineChart {
+                title: format!("Sender CPU per message, fan-out {}", format_size(size)),
+                x: Axis { label: "receivers N", log: false, format: count_label, ticks: &[] },
+                y: Axis { label: "sender CPU (ns per message)", log: true, format: human, ticks: &[] },
+                series,
+            };
+            self.figure(format!("sender-cpu-{size}"), chart.svg());
+        }
+    }
+
+    fn latency(&mut self, records: &[Record]) {
+        self.section("Ping-pong latency");
+        let rtt: Vec<&Record> =
+            records.iter().filter(|r| r.workload == "pingpong" && r.metric == Metric::RttHalf).collect();
+        if rtt.is_empty() {
+            return self.missing("No ping-pong records in these results.");
+        }
+        let sizes: BTreeSet<usize> = rtt.iter().map(|r| r.size).collect();
+        for size in sizes {
+            let bars = rtt
+                .iter()
+                .filter(|r| r.size == size)
+                .map(|r| Bar { label: r.mechanism.clone(), value: r.value, high: r.p99 })
+                .collect();
+            let chart = BarChart {
+                title: format!("RTT/2 at {}: median (bar) and p99 (whisker)", format_size(size)),
+                y_label: "microseconds".to_string(),
+                bars,
+            };
+            self.figure(format!("pingpong-{size}"), chart.svg(sig3));
+        }
+    }
+
+    fn logp(&mut self, records: &[Record]) {
+        self.section("LogP parameters");
+        let logp: Vec<&Record> = records.iter().filter(|r| r.workload == "logp").collect();
+        if logp.is_empty() {
+            return self.missing("No LogP records in these results.");
+        }
+        let metrics: Vec<Metric> = [Metric::RttHalf, Metric::G, Metric::Os, Metric::Or, Metric::L]
+            .into_iter()
+            .filter(|m| logp.iter().any(|r| r.metric == *m))
+            .collect();
+        self.html.push_str("<table><tr><th>mechanism</th><th>size</th>");
+        for m in &metrics {
+            let _ = write!(self.html, "<th>{} (us)</th>", escape(&format!("{m:?}")));
+        }
+        self.html.push_str("</tr>");
+        let rows: BTreeSet<(String, usize)> = logp.iter().map(|r| (r.mechanism.clone(), r.size)).collect();
+        for (mech, size) in rows {
+            let _ = write!(self.html, "<tr><td>{}</td><td>{}</td>", escape(&mech), format_size(size));
+            for m in &metrics {
+                let v = logp.iter().find(|r| r.mechanism == mech && r.size == size && r.metric == *m);
+                let _ = write!(self.html, "<td>{}</td>", v.map_or("-".to_string(), |r| sig3(r.value)));
+            }
+            self.html.push_str("</tr>");
+        }
+        self.html.push_str("</table>");
+    }
+
+    fn macros(&mut self, records: &[Record]) {
+        self.section("Macro-benchmarks");
+        let kinds = [
+            ("paxos", "PaxosInside: decisions per second (higher is better)", "decisions/s"),
+            ("snapshot", "Snapshot gather: completion time (lower is better)", "microseconds"),
+            ("pi", "Pi computation: wall time (lower is better)", "milliseconds"),
+            ("wordcount", "Word count: wall time (lower is better)", "milliseconds"),
+        ];
+        for (w, title, unit) in kinds {
+            let first: Vec<&Record> = headline(records, w, first_metric(records, w), "");
+            if first.is_empty() {
+                self.missing(&format!("No {w} records in these results."));
+                continue;
+            }
+            let points: BTreeSet<(usize, usize)> = first.iter().map(|r| (r.receivers, r.size)).collect();
+            for (n, size) in points {
+                let bars = first
+                    .iter()
+                    .filter(|r| (r.receivers, r.size) == (n, size))
+                    .map(|r| Bar { label: r.mechanism.clone(), value: r.value, high: r.p99 })
+                    .collect();
+                let chart = BarChart {
+                    title: format!("{title}, {n} / {}", format_size(size)),
+                    y_label: unit.to_string(),
+                    bars,
+                };
+                self.figure(format!("{w}-{n}-{size}"), chart.svg(human));
+            }
+        }
+    }
+
+    fn heatmaps(&mut self, records: &[Record]) {
+        self.section("Core-pair latency");
+        let pairs: Vec<&Record> = records.iter().filter(|r| r.metric == Metric::CorePairLatency).collect();
+        if pairs.is_empty() {
+            return self.missing("No core-pair latency records in these results (corecast bench heatmap makes them).");
+        }
+        let cpu = |r: &Record, k: &str| r.params.get(k).map(|&c| c as usize);
+        let groups: BTreeSet<(String, usize)> = pairs.iter().map(|r| (r.mechanism.clone(), r.size)).collect();
+        for (mech, size) in groups {
+            let mine: Vec<&Record> = pairs.iter().copied().filter(|r| r.mechanism == mech && r.size == size).collect();
+            let cpus: BTreeSet<usize> =
+                mine.iter().flat_map(|r| [cpu(r, "cpu_a"), cpu(r, "cpu_b")]).flatten().collect();
+            let cpus: Vec<usize> = cpus.into_iter().collect();
+            let mut cells = vec![vec![None; cpus.len()]; cpus.len()];
+            for r in &mine {
+                if let (Some(a), Some(b)) = (cpu(r, "cpu_a"), cpu(r, "cpu_b")) {
+                    let (i, j) = (cpus.iter().position(|&c| c == a), cpus.iter().position(|&c| c == b));
+                    if let (Some(i), Some(j)) = (i, j) {
+                        cells[i][j] = Some(r.value);
+                        cells[j][i] = Some(r.value);
+                    }
+                }
+            }
+            let grid = Grid {
+                title: format!("{mech}: one-way latency (us, RTT/2) between CPUs, {}", format_size(size)),
+                axis: "cpu",
+                labels: cpus.iter().map(|c| c.to_string()).collect(),
+                cells,
+            };
+            self.figure(format!("heatmap-{mech}-{size}"), grid.svg(sig3));
+        }
+    }
+
+    fn comparison(&mut self, old: &ResultSet, new: &ResultSet) {
+        self.section(&format!("What changed from {} to {}", old.name, new.name));
+        let threshold = 0.05;
+        if let Some(w) = compare::machine_warning(&old.records, &new.records) {
+            let _ = write!(self.html, "<p class=\"missing\">{}</p>", escape(&w));
+        }
+        let _ = write!(
+            self.html,
+            "<pre>{}</pre>",
+            escape(&compare::render(&compare::compare(&old.records, &new.records, threshold), threshold))
+        );
+    }
+}
+
+/// Every set's records, a point present in several kept from the last.
+fn newest(sets: &[ResultSet]) -> Vec<Record> {
+    let mut at: BTreeMap<_, usize> = BTreeMap::new();
+    let mut out: Vec<Record> = Vec::new();
+    for r in sets.iter().flat_map(|s| &s.records) {
+        match at.get(&r.key()) {
+            Some(&i) => out[i] = r.clone(),
+            None => {
+                at.insert(r.key(), out.len());
+                out.push(r.clone());
+            }
+        }
+    }
+    out
+}
+
+/// The first record kind a workload writes (its headline metric).
+fn first_metric(records: &[Record], workload: &str) -> Metric {
+    records.iter().find(|r| r.workload == workload).map_or(Metric::Throughput, |r| r.metric)
+}
+
+/// `workload`'s records of `metric` (in `unit`, when one is given).
+fn headline<'a>(records: &'a [Record], workload: &str, metric: Metric, unit: &str) -> Vec<&'a Record> {
+    records
+        .iter()
+        .filter(|r| r.workload == workload && r.metric == metric && (unit.is_empty() || r.unit.symbol() == unit))
+        .collect()
+}
+
+fn counts(records: &[&Record]) -> BTreeSet<usize> {
+    records.iter().map(|r| r.receivers).collect()
+}
+
+/// One series per mechanism in first-seen order; the ceiling dashed.
+fn by_mechanism<'a>(
+    palette: &[String],
+    records: impl Iterator<Item = &'a Record>,
+    point: impl Fn(&Record) -> (f64, f64),
+) -> Vec<Series> {
+    let mut out: Vec<Series> = Vec::new();
+    for r in records {
+        let (x, y) = point(r);
+        if !y.is_finite() {
+            continue;
+        }
+        let name = if r.mechanism == CEILING { format!("{CEILING} (ceiling)") } else { r.mechanism.clone() };
+        match out.iter_mut().find(|s| s.name == name) {
+            Some(s) => s.points.push((x, y)),
+            None => out.push(Series {
+                dashed: r.mechanism == CEILING,
+                color: palette.iter().position(|m| *m == r.mechanism).unwrap_or(palette.len()),
+                name,
+                points: vec![(x, y)],
+            }),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::schema::tests::sample;
+    use crate::record::Unit;
+
+    fn rec(workload: &str, mech: &str, n: usize, size: usize, metric: Metric, unit: Unit, value: f64) -> Record {
+        let mut r = sample();
+        (r.workload, r.mechanism, r.receivers, r.size, r.metric, r.unit, r.value) =
+            (workload.into(), mech.into(), n, size, metric, unit, value);
+        r
+    }
+
+    #[test]
+    fn charts_from_records_and_missing_data_said() {
+        let mut records = Vec::new();
+        for (m, v) in [("corecast", 8e6), ("limit", 1e7), ("pipe", 1e6)] {
+            for n in [1usize, 2] {
+                for size in [64usize, 1 << 20] {
+                    records.push(rec(
+                        "fanout",
+                        m,
+                        n,
+                        size,
+                        Metric::Throughput,
+                        Unit::MsgPerSec,
+                        v / n as f64 / size as f64,
+                    ));
+                    records.push(rec("fanout", m, n, size, Metric::SenderCpu, Unit::NanosPerMsg, 100.0 * n as f64));
+                }
+            }
+            records.push(rec("pingpong", m, 1, 64, Metric::RttHalf, Unit::Micros, 1e6 / v));
+        }
+        let report = build(&[ResultSet { name: "run.jsonl".into(), records }]);
+        let names: Vec<&str> = report.charts.iter().map(|c| c.0.as_str()).collect();
+        for want in ["fanout-n1", "fanout-n2", "improvement-64", "improvement-1048576", "sender-cpu-64", "pingpong-64"]
+        {
+            assert!(names.contains(&want), "{want} missing from {names:?}");
+        }
+        assert!(report.html.contains("limit (ceiling)"));
+        assert!(report.html.contains("No LogP records") && report.html.contains("No paxos records"));
+        assert!(report.html.contains("No core-pair latency records"));
+        assert!(!report.html.contains("<script"));
+        let empty = build(&[ResultSet { name: "none".into(), records: Vec::new() }]);
+        assert!(empty.html.contains("No fan-out records") && empty.charts.is_empty());
+    }
+}
