@@ -46,6 +46,10 @@ fn count_label(v: f64) -> String {
     format!("{}", v as u64)
 }
 
+fn percent(v: f64) -> String {
+    format!("{v:.0}%")
+}
+
 fn ratio_label(v: f64) -> String {
     format!("{}x", sig3(v))
 }
@@ -244,6 +248,25 @@ impl Page {
                 bars,
             };
             self.figure(format!("pingpong-{size}"), chart.svg(sig3));
+            // The distribution as far as the records have it: min, median,
+            // p99 and max of every timed round trip, as a CDF.
+            let series = rtt
+                .iter()
+                .filter(|r| r.size == size)
+                .map(|r| {
+                    let mut points = vec![(r.min, 0.0), (r.median, 50.0)];
+                    points.extend(r.p99.map(|p| (p, 99.0)));
+                    points.push((r.max, 100.0));
+                    series_of(&self.mechanisms, &r.mechanism, points)
+                })
+                .collect();
+            let cdf = LineChart {
+                title: format!("RTT/2 distribution at {}: min, median, p99, max", format_size(size)),
+                x: Axis { label: "RTT/2 (microseconds)", log: true, format: sig3, ticks: &[] },
+                y: Axis { label: "percent of round trips at or below", log: false, format: percent, ticks: &[] },
+                series,
+            };
+            self.figure(format!("pingpong-cdf-{size}"), cdf.svg());
         }
     }
 
@@ -385,6 +408,18 @@ fn counts(records: &[&Record]) -> BTreeSet<usize> {
     records.iter().map(|r| r.receivers).collect()
 }
 
+/// `mechanism`'s line: its color from its place in `palette`, the ceiling
+/// dashed and named so.
+fn series_of(palette: &[String], mechanism: &str, points: Vec<(f64, f64)>) -> Series {
+    let ceiling = mechanism == CEILING;
+    Series {
+        name: if ceiling { format!("{CEILING} (ceiling)") } else { mechanism.to_string() },
+        dashed: ceiling,
+        color: palette.iter().position(|m| m == mechanism).unwrap_or(palette.len()),
+        points,
+    }
+}
+
 /// One series per mechanism in first-seen order; the ceiling dashed.
 fn by_mechanism<'a>(
     palette: &[String],
@@ -397,15 +432,10 @@ fn by_mechanism<'a>(
         if !y.is_finite() {
             continue;
         }
-        let name = if r.mechanism == CEILING { format!("{CEILING} (ceiling)") } else { r.mechanism.clone() };
-        match out.iter_mut().find(|s| s.name == name) {
+        let fresh = series_of(palette, &r.mechanism, vec![(x, y)]);
+        match out.iter_mut().find(|s| s.name == fresh.name) {
             Some(s) => s.points.push((x, y)),
-            None => out.push(Series {
-                dashed: r.mechanism == CEILING,
-                color: palette.iter().position(|m| *m == r.mechanism).unwrap_or(palette.len()),
-                name,
-                points: vec![(x, y)],
-            }),
+            None => out.push(fresh),
         }
     }
     out
