@@ -63,6 +63,7 @@ conformance_tests! {
     zimp => "zimp",
     limit => "limit",
     limit_futex => "limit-futex",
+    limit_adaptive => "limit-adaptive",
     corecast_copying => "corecast+copy",
 }
 

@@ -1,4 +1,4 @@
-//! `limit` and `limit-futex`: the ceiling, not a product. The simplest
+//! `limit`, `limit-futex` and `limit-adaptive`: the ceiling, not a product. The simplest
 //! broadcast ring that is correct when every peer behaves: what the
 //! hardware allows a one-to-many channel on this machine, so every other
 //! mechanism's figure can be read as a fraction of it.
@@ -20,7 +20,9 @@
 //! bytes and nothing else.
 //!
 //! Waiting: `limit` polls with the suite's spin-then-yield back-off;
-//! `limit-futex` sleeps on a futex at once. The futex pairing is
+//! `limit-futex` sleeps on a futex at once; `limit-adaptive` waits as
+//! corecast's default mode does (spin 5 us, yield 200 us, then the futex),
+//! the ceiling to hold that mode against. The futex pairing is
 //! Dekker-style: a receiver about to sleep counts itself in the ring's
 //! `sleepers` word, fences (SeqCst) and re-checks the stamps before
 //! `FUTEX_WAIT` on its own doorbell; a sender publishes, fences and rings
@@ -37,22 +39,80 @@ const RING_BUDGET_BYTES: usize = 32 << 20;
 /// Largest message.
 const MAX_MESSAGE: usize = 64 << 20;
 
-/// The ceiling ring; `futex` chooses how a blocked side waits.
+/// How a blocked side of the ring waits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Waiting {
+    /// Spin, yield, then short sleeps; never a futex (no wake-ups to pay).
+    Poll,
+    /// A futex at once.
+    Futex,
+    /// corecast's default: spin 5 us, yield up to 200 us, then a futex.
+    Adaptive,
+}
+
+impl Waiting {
+    /// Whether a side may sleep on a futex, so the other must wake it.
+    fn sleeps(self) -> bool {
+        self != Waiting::Poll
+    }
+}
+
+/// One wait of one side: says when to sleep on the futex.
+enum Waiter {
+    Poll(Backoff),
+    Futex,
+    Adaptive(corecast::Backoff),
+}
+
+impl Waiter {
+    fn new(w: Waiting) -> Waiter {
+        match w {
+            Waiting::Poll => Waiter::Poll(Backoff::new()),
+            Waiting::Futex => Waiter::Futex,
+            Waiting::Adaptive => Waiter::Adaptive(corecast::Backoff::new(corecast::WaitStrategy::Adaptive {
+                spin: std::time::Duration::from_micros(5),
+                yield_for: std::time::Duration::from_micros(200),
+            })),
+        }
+    }
+
+    /// Waits a little, or says it is time to sleep on the futex.
+    fn futex_now(&mut self) -> bool {
+        match self {
+            Waiter::Poll(b) => {
+                b.snooze();
+                false
+            }
+            Waiter::Futex => true,
+            Waiter::Adaptive(b) => {
+                let sleep = b.snooze();
+                if sleep {
+                    b.reset();
+                }
+                sleep
+            }
+        }
+    }
+}
+
+/// The ceiling ring with one way of waiting.
 pub struct Limit {
-    futex: bool,
+    wait: Waiting,
 }
 
 impl Limit {
     /// Polling waits: `limit`.
-    pub const SPIN: Limit = Limit { futex: false };
+    pub const SPIN: Limit = Limit { wait: Waiting::Poll };
     /// Futex sleeps: `limit-futex`.
-    pub const FUTEX: Limit = Limit { futex: true };
+    pub const FUTEX: Limit = Limit { wait: Waiting::Futex };
+    /// corecast's default waiting: `limit-adaptive`.
+    pub const ADAPTIVE: Limit = Limit { wait: Waiting::Adaptive };
 
     fn label(&self) -> &'static str {
-        if self.futex {
-            "limit-futex"
-        } else {
-            "limit"
+        match self.wait {
+            Waiting::Poll => "limit",
+            Waiting::Futex => "limit-futex",
+            Waiting::Adaptive => "limit-adaptive",
         }
     }
 }
@@ -63,12 +123,19 @@ impl Mechanism for Limit {
     }
 
     fn describe(&self) -> &'static str {
-        if self.futex {
-            "CEILING, not a product: bare broadcast ring (stamp per slot, cursor per receiver), futex sleeps, \
-             no robustness"
-        } else {
-            "CEILING, not a product: bare broadcast ring (stamp per slot, cursor per receiver), polling waits, \
-             no robustness"
+        match self.wait {
+            Waiting::Poll => {
+                "CEILING, not a product: bare broadcast ring (stamp per slot, cursor per receiver), polling waits, \
+                 no robustness"
+            }
+            Waiting::Futex => {
+                "CEILING, not a product: bare broadcast ring (stamp per slot, cursor per receiver), futex sleeps, \
+                 no robustness"
+            }
+            Waiting::Adaptive => {
+                "CEILING, not a product: bare broadcast ring (stamp per slot, cursor per receiver), corecast's \
+                 adaptive waits (spin, yield, futex), no robustness"
+            }
         }
     }
 
@@ -99,14 +166,7 @@ impl Mechanism for Limit {
         }
         let map = SharedMapping::new(self.label(), at)?;
         let groups = topology.groups.len();
-        Ok(Box::new(LimitPrepared {
-            name: self.label(),
-            futex: self.futex,
-            max,
-            groups,
-            rings: layouts,
-            map: Some(map),
-        }))
+        Ok(Box::new(LimitPrepared { name: self.label(), wait: self.wait, max, groups, rings: layouts, map: Some(map) }))
     }
 }
 
@@ -171,7 +231,7 @@ impl RingLayout {
 
 struct LimitPrepared {
     name: &'static str,
-    futex: bool,
+    wait: Waiting,
     max: usize,
     /// How many of `rings` are groups.
     groups: usize,
@@ -198,7 +258,7 @@ impl Prepared for LimitPrepared {
         }
         Ok(Box::new(LimitEndpoint {
             name: self.name,
-            futex: self.futex,
+            wait: self.wait,
             me,
             max: self.max,
             doorbell: me * CACHE_LINE,
@@ -220,7 +280,7 @@ enum Target {
 struct Out {
     target: Target,
     ring: RingLayout,
-    /// The members' doorbell words, for the futex variant.
+    /// The members' doorbell words, for the variants that sleep.
     doorbells: Vec<usize>,
     /// Messages sent.
     head: u64,
@@ -240,10 +300,10 @@ struct In {
 
 struct LimitEndpoint {
     name: &'static str,
-    futex: bool,
+    wait: Waiting,
     me: PeerId,
     max: usize,
-    /// Our doorbell word (futex variant).
+    /// Our doorbell word (variants that sleep).
     doorbell: usize,
     map: SharedMapping,
     out: Vec<Out>,
@@ -278,7 +338,7 @@ impl LimitEndpoint {
         // receiver's Acquire load of the stamp in `try_take`.
         map.u64_at(ring.stamp(head)).store(head + 1, Ordering::Release);
         self.out[k].head = head + 1;
-        if self.futex {
+        if self.wait.sleeps() {
             // Pairs with the receiver's fence in `sleep`: either it sees the
             // stamp or we see it counted in `sleepers`.
             fence(Ordering::SeqCst);
@@ -302,14 +362,13 @@ impl LimitEndpoint {
     /// Waits until every receiver has read message `head - slots`; returns
     /// the smallest cursor.
     fn wait_room(&self, ring: &RingLayout, head: u64) -> Result<u64, TransportError> {
-        let mut backoff = Backoff::new();
+        let mut waiter = Waiter::new(self.wait);
         loop {
             let min = self.min_cursor(ring);
             if head < min + ring.slot_count as u64 {
                 return Ok(min);
             }
-            if !self.futex {
-                backoff.snooze();
+            if !waiter.futex_now() {
                 continue;
             }
             let (flag, freed) = (self.word(ring.writer_waiting), self.word(ring.freed()));
@@ -344,7 +403,7 @@ impl LimitEndpoint {
         // its Acquire load of this cursor, may rewrite it.
         map.u64_at(ring.cursor(cursor)).store(next + 1, Ordering::Release);
         self.inbound[i].next = next + 1;
-        if self.futex {
+        if self.wait.sleeps() {
             // Pairs with the sender's fence in `wait_room`.
             fence(Ordering::SeqCst);
             if self.word(ring.writer_waiting).load(Ordering::Relaxed) != 0 {
@@ -405,7 +464,7 @@ impl Endpoint for LimitEndpoint {
         if n == 0 {
             return Err(TransportError::Topology(format!("nobody sends to process {}", self.me)));
         }
-        let mut backoff = Backoff::new();
+        let mut waiter = Waiter::new(self.wait);
         loop {
             for k in 0..n {
                 let i = (self.next_in + k) % n;
@@ -414,10 +473,8 @@ impl Endpoint for LimitEndpoint {
                     return Ok(());
                 }
             }
-            if self.futex {
+            if waiter.futex_now() {
                 self.sleep();
-            } else {
-                backoff.snooze();
             }
         }
     }

@@ -53,6 +53,7 @@ pub fn all() -> Vec<Box<dyn crate::transport::Mechanism>> {
         Box::new(open_mpi::Mpi::bcast()),
         Box::new(limit::Limit::SPIN),
         Box::new(limit::Limit::FUTEX),
+        Box::new(limit::Limit::ADAPTIVE),
     ]
 }
 
