@@ -12,7 +12,6 @@
 
 use std::os::fd::{AsFd, OwnedFd};
 
-use rustix::event::PollFlags;
 use rustix::io::Errno;
 
 use super::fd_stream::{
@@ -150,26 +149,6 @@ impl StreamEndpoint {
         write(&mut self.frame[HEADER_BYTES..]);
         Ok(())
     }
-
-    /// Blocks until some link is readable and returns its index, scanning
-    /// from `self.next` so that no sender is starved.
-    fn wait_readable(&self) -> Result<usize, TransportError> {
-        if self.inboxes.len() == 1 {
-            return Ok(0);
-        }
-        let fds: Vec<_> = self.inboxes.iter().map(|b| (b.fd.as_fd(), PollFlags::IN)).collect();
-        loop {
-            let ready = corecast_process::pipe::wait(&fds, None).map_err(|source| TransportError::Io {
-                mechanism: self.name,
-                op: "poll",
-                source,
-            })?;
-            let start = self.next % self.inboxes.len();
-            if let Some(&i) = ready.iter().find(|&&i| i >= start).or_else(|| ready.first()) {
-                return Ok(i);
-            }
-        }
-    }
 }
 
 impl Endpoint for StreamEndpoint {
@@ -219,7 +198,7 @@ impl Endpoint for StreamEndpoint {
                     return Ok(());
                 }
             }
-            let i = self.wait_readable()?;
+            let i = fd_stream::wait_any_readable(self.name, self.inboxes.iter().map(|b| b.fd.as_fd()), self.next)?;
             self.inboxes[i].fill(self.name, self.max)?;
         }
     }

@@ -144,10 +144,21 @@ pub(crate) fn wait_readable(
     inc: &[(PeerId, OwnedFd)],
     start: usize,
 ) -> Result<usize, TransportError> {
-    if inc.len() == 1 {
+    wait_any_readable(name, inc.iter().map(|(_, fd)| fd.as_fd()), start)
+}
+
+/// [`wait_readable`] over any list of descriptors: the index of one that
+/// is readable (or hung up), the first at or after `start`, wrapping.
+pub(crate) fn wait_any_readable<'a>(
+    name: &'static str,
+    fds: impl ExactSizeIterator<Item = BorrowedFd<'a>>,
+    start: usize,
+) -> Result<usize, TransportError> {
+    let n = fds.len();
+    if n == 1 {
         return Ok(0);
     }
-    let fds: Vec<_> = inc.iter().map(|(_, fd)| (fd.as_fd(), PollFlags::IN)).collect();
+    let fds: Vec<_> = fds.map(|fd| (fd, PollFlags::IN)).collect();
     loop {
         let ready = corecast_process::pipe::wait(&fds, None).map_err(|source| TransportError::Io {
             mechanism: name,
@@ -155,7 +166,7 @@ pub(crate) fn wait_readable(
             source,
         })?;
         // The first ready link at or after `start`, wrapping.
-        if let Some(&i) = ready.iter().find(|&&i| i >= start % inc.len()).or_else(|| ready.first()) {
+        if let Some(&i) = ready.iter().find(|&&i| i >= start % n).or_else(|| ready.first()) {
             return Ok(i);
         }
     }

@@ -46,20 +46,13 @@ impl EncodableJob for PlainJob {
             ep.recv_with(size, &mut |_, _| {})?;
             return Ok(Vec::new());
         }
-        let (mut seq, mut t0) = (0u64, None);
-        loop {
+        let report = receive_stamps("plain stream", || {
             let mut got = None;
             ep.recv_with(size, &mut |_, msg| got = msg.first_chunk::<8>().map(|b| u64::from_le_bytes(*b)))?;
-            t0.get_or_insert_with(Instant::now);
-            match got {
-                Some(STOP) => break,
-                Some(s) if s == seq => seq += 1,
-                other => return Err(BenchError::mismatch(format!("plain stream: message {seq} carries {other:?}"))),
-            }
-        }
-        let secs = t0.map_or(0.0, |t| t.elapsed().as_secs_f64());
+            Ok(got)
+        })?;
         ep.send_to(0, &[1])?;
-        Ok(rate(seq, secs).to_le_bytes().to_vec())
+        Ok(report)
     }
 }
 
@@ -74,6 +67,27 @@ fn stamps(duration: Duration) -> impl Iterator<Item = u64> {
         next = (!stop).then_some(seq + 1);
         Some(if stop { STOP } else { seq })
     })
+}
+
+/// The receiving side of a plain stream: `next()` delivers each message's
+/// stamp; they must count up from 0 to [`STOP`]. Returns the report: the
+/// rate from the first message to the stop, in messages per second.
+fn receive_stamps(
+    what: &str,
+    mut next: impl FnMut() -> Result<Option<u64>, BenchError>,
+) -> Result<Vec<u8>, BenchError> {
+    let (mut seq, mut t0) = (0u64, None);
+    loop {
+        let got = next()?;
+        t0.get_or_insert_with(Instant::now);
+        match got {
+            Some(STOP) => break,
+            Some(s) if s == seq => seq += 1,
+            other => return Err(BenchError::mismatch(format!("{what}: message {seq} carries {other:?}"))),
+        }
+    }
+    let secs = t0.map_or(0.0, |t| t.elapsed().as_secs_f64());
+    Ok(rate(seq, secs).to_le_bytes().to_vec())
 }
 
 fn rate(messages: u64, secs: f64) -> f64 {
@@ -126,8 +140,7 @@ pub fn raw_pipe(size: usize, duration: Duration, opts: &RunOptions) -> Result<f6
             }
             return Ok(Vec::new());
         }
-        let (mut seq, mut t0) = (0u64, None);
-        loop {
+        receive_stamps("raw pipe", || {
             let mut done = 0;
             while done < size {
                 match rustix::io::read(rd.as_fd(), &mut buf[done..]).map_err(io("read"))? {
@@ -135,15 +148,8 @@ pub fn raw_pipe(size: usize, duration: Duration, opts: &RunOptions) -> Result<f6
                     n => done += n,
                 }
             }
-            t0.get_or_insert_with(Instant::now);
-            match u64::from_le_bytes(buf[..8].try_into().expect("8 bytes")) {
-                STOP => break,
-                s if s == seq => seq += 1,
-                s => return Err(BenchError::mismatch(format!("raw pipe: message {seq} carries {s}"))),
-            }
-        }
-        let secs = t0.map_or(0.0, |t| t.elapsed().as_secs_f64());
-        Ok(rate(seq, secs).to_le_bytes().to_vec())
+            Ok(buf.first_chunk::<8>().map(|b| u64::from_le_bytes(*b)))
+        })
     };
     let reports = run_processes(&Null, &Topology::pair(size), opts, &body)?;
     decode_rate(&reports[1])
