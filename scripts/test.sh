@@ -16,6 +16,12 @@ if ! command -v chromium >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
 
+if ! command -v c++ >/dev/null 2>&1 || ! command -v pkg-config >/dev/null 2>&1; then
+  echo "== installing a C/C++ compiler and pkg-config (the C API's tests build C and C++ programs)"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq build-essential pkg-config >/dev/null
+fi
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 
@@ -25,6 +31,14 @@ cargo clippy --workspace --all-targets --features corecast-bench/mpi,corecast-cl
 
 echo "== cargo test"
 cargo test --workspace
+
+echo "== documentation builds without a warning"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --lib
+
+echo "== the library's examples run (README lists them)"
+for example in fanout zero_copy crash epoll; do
+  timeout 300 cargo run -q -p corecast --example "$example"
+done
 
 echo "== MPI mechanisms (mpirun launches the ranks)"
 cargo test -p corecast-bench --features mpi --test mpi

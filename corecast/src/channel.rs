@@ -118,6 +118,21 @@ pub struct Channel {
 
 impl Channel {
     /// Creates the channel `name` and returns a handle on it.
+    ///
+    /// ```
+    /// use corecast::{Channel, ChannelConfig, ChannelError};
+    ///
+    /// let name = format!("doc-create-{}", std::process::id());
+    /// let config = ChannelConfig { slots: 64, max_message_bytes: 1024, ..ChannelConfig::default() };
+    /// let chan = Channel::create(&name, &config)?;
+    /// assert_eq!(chan.config().slots, 64);
+    /// // One live channel per name; bad properties are refused with a reason.
+    /// assert!(matches!(Channel::create(&name, &config), Err(ChannelError::AlreadyExists(_))));
+    /// let odd = ChannelConfig { slots: 3, ..config };
+    /// assert!(matches!(Channel::create("doc-odd", &odd), Err(ChannelError::InvalidConfig(_))));
+    /// chan.destroy()?;
+    /// # Ok::<(), ChannelError>(())
+    /// ```
     pub fn create(name: &str, config: &ChannelConfig) -> Result<Channel, ChannelError> {
         let path = path_of(name)?;
         let geometry = config.geometry();

@@ -22,10 +22,15 @@
 //! writable mapping it was not given); a forked child opens the channel by
 //! name again.
 //!
-//! ```no_run
+//! ```
 //! use corecast::{Channel, ChannelConfig};
 //!
-//! let chan = Channel::create("prices", &ChannelConfig::default())?;
+//! # let name = format!("doc-prices-{}", std::process::id());
+//! # let name = name.as_str();
+//! # /*
+//! let name = "prices";
+//! # */
+//! let chan = Channel::create(name, &ChannelConfig::default())?;
 //! let mut rx = chan.receiver()?;
 //! let mut tx = chan.sender()?;
 //! tx.send(b"hello")?;

@@ -228,6 +228,7 @@ impl SenderRegion {
     }
 
     /// The payload bytes of the slot of `seq`, `len <= slot_bytes` long.
+    #[inline]
     pub(crate) fn payload(&self, seq: u64, len: usize) -> *mut u8 {
         assert!(len <= self.geometry.slot_bytes as usize);
         // SAFETY: the payload follows the 16-byte header inside the stride.

@@ -91,6 +91,24 @@ fn all_senders_gone_after_drain() {
 }
 
 #[test]
+fn a_dropped_sender_is_gone_for_receivers_when_drop_returns() {
+    // Leaving is synchronous: the keeper records it before `drop` returns,
+    // so a non-blocking receive right after sees it (not only once the
+    // keeper gets round to the closed connection).
+    for round in 0..50 {
+        let chan = Channel::create(&unique(&format!("left{round}")), &config(4, 16)).unwrap();
+        let mut rx = chan.receiver().unwrap();
+        let mut buf = [0u8; 16];
+        let mut tx = chan.sender().unwrap();
+        tx.send(b"tick").unwrap();
+        assert_eq!(rx.try_recv(&mut buf).unwrap(), 4);
+        drop(tx);
+        let r = rx.try_recv(&mut buf);
+        assert!(matches!(r, Err(RecvError::AllSendersGone)), "round {round}: {r:?}");
+    }
+}
+
+#[test]
 fn name_disappears_with_last_handle() {
     let name = unique("life");
     let chan = Channel::create(&name, &config(4, 16)).unwrap();

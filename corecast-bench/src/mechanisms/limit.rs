@@ -5,7 +5,7 @@
 //!
 //! One read-write `MAP_SHARED | MAP_ANONYMOUS` mapping made before the fork
 //! holds one ring per group (its sender and members) and one per
-//! point-to-point link (one receiver). A ring is [`slots`] slots; slot
+//! point-to-point link (one receiver). A ring is `slots` slots; slot
 //! `s % slots` carries message `s` under a stamp `s + 1` on its own line,
 //! then the payload. Each receiver owns a cursor (messages it has read) on
 //! a line of its own. The sender writes message `s` once every cursor is

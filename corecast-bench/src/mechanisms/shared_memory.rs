@@ -2,7 +2,7 @@
 //! `ump`, `cma`): an anonymous shared mapping inherited across `fork`, futex
 //! wait/wake on a word inside it, a spin-then-yield back-off, and blocking
 //! helpers for the pipes some of them use for metadata (made by
-//! [`super::fd_stream::pipe`]).
+//! `fd_stream::pipe`).
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::time::Duration;

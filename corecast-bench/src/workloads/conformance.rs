@@ -75,7 +75,7 @@ impl Verbs {
     }
 }
 
-/// One check, as data so that it runs over every launcher (a [`Job`]).
+/// One check, as data so that it runs over every launcher (a [`crate::harness::Job`]).
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct Check {
     /// Who sends to whom.

@@ -3,7 +3,7 @@
 
 use std::os::fd::OwnedFd;
 
-use super::{Conn, Keeper, ReceiverSlot, Role, SenderSlot};
+use super::{Keeper, ReceiverSlot, Role, SenderSlot};
 use crate::layout::*;
 use crate::proto::{self, Reply};
 use crate::region::{ReceiverRegion, SenderRegion};
@@ -93,9 +93,11 @@ impl Keeper {
         (r, Vec::new())
     }
 
-    pub(super) fn depart(&mut self, conn: Conn) {
-        let state = if conn.left { STATE_LEFT } else { STATE_DEAD };
-        match conn.role {
+    /// A member is gone: it said so (`left`), or its connection closed or
+    /// choked without a word (dead).
+    pub(super) fn depart(&mut self, role: Role, left: bool) {
+        let state = if left { STATE_LEFT } else { STATE_DEAD };
+        match role {
             Role::Handle => {}
             Role::Receiver(i, epoch) => {
                 let e = self.membership.receiver(i);
@@ -112,7 +114,7 @@ impl Keeper {
                 if let Some(s) = self.senders[j].as_mut() {
                     s.departed_at = Some(next);
                 }
-                if conn.left || ring::named(self.claim_word(j)).is_none_or(|s| self.is_settled(s)) {
+                if left || ring::named(self.claim_word(j)).is_none_or(|s| self.is_settled(s)) {
                     // SeqCst: membership state is half of a store-then-load handshake with members (a member arms, then re-reads state; the keeper stores state, then bumps and wakes): release/acquire cannot order a store before a later load.
                     self.membership.sender(j).state.store(state, Ordering::SeqCst);
                     self.bump();

@@ -173,7 +173,7 @@ impl Keeper {
         let (body, fds) = sock::recv(&self.conns[k].fd).unwrap_or_default();
         if body.is_empty() && fds.is_empty() {
             let conn = self.conns.swap_remove(k);
-            self.depart(conn);
+            self.depart(conn.role, conn.left);
             return;
         }
         let reply = match proto::parse_request(&body) {
@@ -191,7 +191,7 @@ impl Keeper {
         };
         if stuck {
             let conn = self.conns.swap_remove(k);
-            self.depart(conn);
+            self.depart(conn.role, conn.left);
         }
     }
 
@@ -263,7 +263,12 @@ impl Keeper {
                 (r, out)
             }
             Op::Leave => {
+                // Gone for everyone before the member's `drop` returns (a
+                // receiver's next call sees it), not only at its hang-up;
+                // the connection lives on as a plain handle until then.
                 self.conns[k].left = true;
+                let role = std::mem::replace(&mut self.conns[k].role, Role::Handle);
+                self.depart(role, true);
                 (Reply::status(proto::OK), Vec::new())
             }
             Op::Evict if matches!(self.conns[k].role, Role::Sender(_)) => {

@@ -107,7 +107,7 @@ impl Keeper {
             self.membership.sender(j).excluded.store(1, Ordering::Relaxed);
             if let Some(k) = self.conns.iter().position(|c| matches!(c.role, Role::Sender(x) if x == j)) {
                 let conn = self.conns.swap_remove(k);
-                self.depart(conn);
+                self.depart(conn.role, conn.left);
             }
         }
     }

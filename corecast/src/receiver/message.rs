@@ -40,10 +40,33 @@ impl Message<'_> {
     pub fn verify(&self) -> Result<(), RecvError> {
         self.rx.verify_slot(self.sender, self.len).map_err(|_| RecvError::Evicted)
     }
+
+    /// Releases the slot, as dropping the message does, and says whether
+    /// the bytes stayed intact until now (one check, where `verify` then
+    /// `drop` make two): [`RecvError::Evicted`] if the slot changed, and
+    /// the message then counts as not delivered.
+    pub fn release(mut self) -> Result<(), RecvError> {
+        let intact = self.settle();
+        std::mem::forget(self);
+        intact
+    }
+
+    /// Consumes the message if its slot is intact; otherwise marks the
+    /// receiver evicted, leaving `next_sequence` at this message, the first
+    /// one it did not get intact.
+    fn settle(&mut self) -> Result<(), RecvError> {
+        if self.rx.verify_slot(self.sender, self.len).is_err() {
+            self.rx.poisoned = true;
+            return Err(RecvError::Evicted);
+        }
+        self.rx.consume();
+        Ok(())
+    }
 }
 
 impl std::ops::Deref for Message<'_> {
     type Target = [u8];
+    #[inline]
     fn deref(&self) -> &[u8] {
         self.rx.slot_bytes(self.sender, self.len)
     }
@@ -51,12 +74,6 @@ impl std::ops::Deref for Message<'_> {
 
 impl Drop for Message<'_> {
     fn drop(&mut self) {
-        if self.rx.verify_slot(self.sender, self.len).is_err() {
-            // Not delivered: `next_sequence` stays at this message, the first
-            // one the evicted receiver did not get intact.
-            self.rx.poisoned = true;
-            return;
-        }
-        self.rx.consume();
+        let _ = self.settle();
     }
 }

@@ -122,6 +122,21 @@ impl Receiver {
     }
 
     /// Copies the next message into `buf` if one is ready.
+    ///
+    /// ```
+    /// use corecast::{Channel, ChannelConfig, RecvError};
+    ///
+    /// let chan = Channel::create(&format!("doc-try-{}", std::process::id()), &ChannelConfig::default())?;
+    /// let mut rx = chan.receiver()?;
+    /// let mut buf = [0u8; 4096];
+    /// assert!(matches!(rx.try_recv(&mut buf), Err(RecvError::WouldBlock)));
+    /// let mut tx = chan.sender()?;
+    /// tx.send(b"tick")?;
+    /// assert_eq!(rx.try_recv(&mut buf)?, 4);
+    /// drop(tx); // the last sender leaves: once drained, receivers are told
+    /// assert!(matches!(rx.try_recv(&mut buf), Err(RecvError::AllSendersGone)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn try_recv(&mut self, buf: &mut [u8]) -> Result<usize, RecvError> {
         let (sender, len) = self.ready_armed()?;
         self.copy_out(sender, len, buf)
@@ -236,6 +251,7 @@ impl Receiver {
         Ok(())
     }
 
+    #[inline]
     fn slot_bytes(&self, sender: usize, len: usize) -> &[u8] {
         let region = &self.senders[sender].as_ref().expect("located in a mapped region").region;
         // SAFETY: the stamp of `self.next` was seen published (Acquire) with

@@ -15,6 +15,20 @@ use crate::wait::sleep_budget;
 /// Sleeps in one `futex_waitv` on every receiver's doorbells, so a sender
 /// wakes all of them with its usual single `FUTEX_WAKE`; beyond the
 /// kernel's 128 futexes per call it sleeps in `poll(2)` on their wake fds.
+///
+/// ```
+/// use std::time::Duration;
+/// use corecast::{wait_any, Channel, ChannelConfig};
+///
+/// let pid = std::process::id();
+/// let prices = Channel::create(&format!("doc-prices-{pid}"), &ChannelConfig::default())?;
+/// let orders = Channel::create(&format!("doc-orders-{pid}"), &ChannelConfig::default())?;
+/// let (mut a, mut b) = (prices.receiver()?, orders.receiver()?);
+/// assert_eq!(wait_any(&mut [&mut a, &mut b], Some(Duration::from_millis(1)))?, None);
+/// orders.sender()?.send(b"buy")?;
+/// assert_eq!(wait_any(&mut [&mut a, &mut b], None)?, Some(1));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn wait_any(receivers: &mut [&mut Receiver], timeout: Option<Duration>) -> Result<Option<usize>, RecvError> {
     let deadline = timeout.map(|t| Instant::now() + t);
     let words: usize = receivers.iter().map(|rx| rx.sleep_words().len()).sum();

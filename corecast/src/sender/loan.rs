@@ -22,6 +22,7 @@ impl<'a> Loan<'a> {
 
 impl Loan<'_> {
     /// The slot's bytes, [`Sender::max_message_bytes`] long.
+    #[inline]
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
         let n = self.sender.region.geometry.slot_bytes as usize;
         // SAFETY: the sender holds `seq`: the slot is written only by this

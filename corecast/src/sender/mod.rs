@@ -169,12 +169,44 @@ impl Sender {
     /// Borrows the next slot to write a message in place (zero copy),
     /// waiting while the ring is full. Receivers wait for this number until
     /// the loan is committed or dropped (a dropped loan is skipped by all).
+    ///
+    /// ```
+    /// use corecast::{Channel, ChannelConfig};
+    ///
+    /// let chan = Channel::create(&format!("doc-loan-{}", std::process::id()), &ChannelConfig::default())?;
+    /// let mut rx = chan.receiver()?;
+    /// let mut tx = chan.sender()?;
+    /// let mut loan = tx.loan()?;
+    /// let slot = loan.as_mut_slice(); // max_message_bytes long, in shared memory
+    /// slot[..5].copy_from_slice(b"hello");
+    /// loan.commit(5)?;
+    /// drop(tx.loan()?); // dropped uncommitted: a void every receiver skips
+    /// tx.send(b"next")?;
+    /// let msg = rx.recv_in_place()?;
+    /// assert_eq!((&msg[..], msg.sequence()), (&b"hello"[..], 0));
+    /// drop(msg);
+    /// assert_eq!(&rx.recv_in_place()?[..], b"next");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn loan(&mut self) -> Result<Loan<'_>, SendError> {
+        self.loan_until(None)
+    }
+
+    /// Like [`Sender::loan`] but waits at most `timeout` for ring space,
+    /// then fails with [`SendError::Timeout`].
+    pub fn loan_timeout(&mut self, timeout: Duration) -> Result<Loan<'_>, SendError> {
+        self.loan_until(Some(Instant::now() + timeout))
+    }
+
+    fn loan_until(&mut self, deadline: Option<Instant>) -> Result<Loan<'_>, SendError> {
         let mut backoff = Backoff::new(self.wait);
         loop {
             match self.try_claim(0) {
-                Ok(seq) => return Ok(Loan::new(self, seq)),
-                Err(SendError::WouldBlock) => self.wait_for_room(&mut backoff, None)?,
+                Ok(seq) => {
+                    self.room.stalls.iter_mut().for_each(|s| *s = None);
+                    return Ok(Loan::new(self, seq));
+                }
+                Err(SendError::WouldBlock) => self.wait_for_room(&mut backoff, deadline)?,
                 Err(e) => return Err(e),
             }
         }

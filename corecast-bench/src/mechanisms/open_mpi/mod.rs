@@ -6,9 +6,9 @@
 //! MPI processes are started by `mpirun`, not forked by the harness, so
 //! both mechanisms have a [`Launcher`]: the parent writes the run (topology
 //! and the job's bytes) to a file and runs `mpirun -np N <this
-//! program> internal-mpi-rank <file>`; each rank calls [`rank_main`], which
+//! program> internal-mpi-rank <file>`; each rank calls `rank_main`, which
 //! runs the same workload body as a forked process would over an
-//! [`endpoint`] made of MPI calls, and writes its report to a file the
+//! `endpoint` made of MPI calls, and writes its report to a file the
 //! parent collects. A program that can run MPI points must therefore answer
 //! that subcommand (the `corecast` binary does; see `tests/mpi.rs`).
 //!

@@ -13,47 +13,108 @@
 //! opens them again by name, as unrelated processes would, and a sender
 //! waits until every receiver of its channel has attached before its first
 //! message, so none is missed.
+//!
+//! Two ways in, the same channels: the Rust API ([`Native`]: `corecast`,
+//! `corecast-spin`, `corecast-sleep`) and the C API ([`CApi`]:
+//! `corecast-c`, calling the very functions a C program calls), so the
+//! tables show what the C boundary costs.
 
+mod c_api;
+mod native;
+
+use std::marker::PhantomData;
 use std::time::{Duration, Instant};
 
-use corecast::{Channel, ChannelConfig, Receiver, RecvError, Sender, WaitStrategy};
+use corecast::{Channel, ChannelConfig, WaitStrategy};
 
 use crate::transport::{Endpoint, Mechanism, PeerId, Prepared, Reader, Received, Topology, TransportError, Writer};
+
+pub use c_api::CApi;
+pub use native::Native;
+
+/// What one receive attempt found.
+pub enum Taken {
+    /// A message, handed to the caller's closure.
+    Message,
+    /// Nothing yet.
+    Empty,
+    /// Every sender attached so far is gone.
+    AllGone,
+}
+
+/// The operations the mechanism needs from one API into corecast.
+pub trait Api: 'static {
+    /// A sender on one channel.
+    type Tx;
+    /// A receiver on one channel.
+    type Rx;
+    /// Opens channel `name` and attaches a sender waiting by `wait`.
+    fn sender(name: &str, wait: WaitStrategy) -> Result<Self::Tx, TransportError>;
+    /// Opens channel `name` and attaches a receiver waiting by `wait`.
+    fn receiver(name: &str, wait: WaitStrategy) -> Result<Self::Rx, TransportError>;
+    /// Receivers attached and live now.
+    fn live_receivers(tx: &mut Self::Tx) -> usize;
+    /// Loans a slot, lets `write` fill its first `len` bytes, commits them.
+    fn send(tx: &mut Self::Tx, len: usize, write: &mut dyn FnMut(&mut [u8])) -> Result<(), TransportError>;
+    /// Borrows the next message (waiting for one if `block`) and hands it
+    /// to `read` where it lies.
+    fn take(rx: &mut Self::Rx, block: bool, read: &mut dyn FnMut(&[u8])) -> Result<Taken, TransportError>;
+    /// Sleeps until one of `rxs` may have a message, or `timeout`.
+    fn wait_any(rxs: &mut [&mut Self::Rx], timeout: Duration) -> Result<(), TransportError>;
+}
 
 const HEADER: usize = 8;
 /// Ring memory per sender region the suite allows itself.
 const RING_BUDGET_BYTES: usize = 32 << 20;
 
-/// corecast with one wait strategy.
-#[derive(Debug, Clone, Copy)]
-pub struct Corecast {
+/// corecast with one wait strategy, through API `A`.
+#[derive(Debug)]
+pub struct Corecast<A> {
     name: &'static str,
     describe: &'static str,
     wait: WaitStrategy,
+    api: PhantomData<fn() -> A>,
 }
 
-impl Corecast {
+impl Corecast<Native> {
     /// The default: spin, then yield, then sleep.
-    pub const ADAPTIVE: Corecast = Corecast {
+    pub const ADAPTIVE: Corecast<Native> = Corecast {
         name: "corecast",
         describe: "corecast channels, default adaptive waiting (spin, yield, futex sleep)",
-        wait: WaitStrategy::Adaptive { spin: Duration::from_micros(5), yield_for: Duration::from_micros(200) },
+        wait: DEFAULT_WAIT,
+        api: PhantomData,
     };
     /// Busy-polling endpoints.
-    pub const SPIN: Corecast = Corecast {
+    pub const SPIN: Corecast<Native> = Corecast {
         name: "corecast-spin",
         describe: "corecast channels, busy-polling endpoints",
         wait: WaitStrategy::Spin,
+        api: PhantomData,
     };
     /// Endpoints that sleep on a futex at once.
-    pub const SLEEP: Corecast = Corecast {
+    pub const SLEEP: Corecast<Native> = Corecast {
         name: "corecast-sleep",
         describe: "corecast channels, endpoints sleep on a futex at once",
         wait: WaitStrategy::Sleep,
+        api: PhantomData,
     };
 }
 
-fn err(op: &'static str, e: impl std::fmt::Display) -> TransportError {
+impl Corecast<CApi> {
+    /// The default waits, through the C API.
+    pub const C_API: Corecast<CApi> = Corecast {
+        name: "corecast-c",
+        describe: "corecast channels through the C API (corecast.h, loan/commit and borrow/release), default waiting",
+        wait: DEFAULT_WAIT,
+        api: PhantomData,
+    };
+}
+
+/// corecast's default: spin 5 us, yield 200 us, then sleep.
+const DEFAULT_WAIT: WaitStrategy =
+    WaitStrategy::Adaptive { spin: Duration::from_micros(5), yield_for: Duration::from_micros(200) };
+
+pub(crate) fn err(op: &'static str, e: impl std::fmt::Display) -> TransportError {
     TransportError::Protocol { mechanism: "corecast", detail: format!("{op}: {e}") }
 }
 
@@ -63,7 +124,7 @@ fn slots_for(bytes: usize) -> u32 {
     1 << (usize::BITS - 1 - fit.leading_zeros())
 }
 
-impl Mechanism for Corecast {
+impl<A: Api> Mechanism for Corecast<A> {
     fn name(&self) -> &'static str {
         self.name
     }
@@ -112,7 +173,13 @@ impl Mechanism for Corecast {
                 plan.inbound[to].push(name);
             }
         }
-        Ok(Box::new(PreparedCorecast { plan, wait: self.wait, channels, topology: topology.clone() }))
+        Ok(Box::new(PreparedCorecast::<A> {
+            plan,
+            wait: self.wait,
+            channels,
+            topology: topology.clone(),
+            api: PhantomData,
+        }))
     }
 }
 
@@ -125,37 +192,37 @@ struct Plan {
     inbound: Vec<Vec<String>>,
 }
 
-struct PreparedCorecast {
+struct PreparedCorecast<A> {
     plan: Plan,
     wait: WaitStrategy,
     /// The parent's handles keep the channels alive until cleanup.
     channels: Vec<Channel>,
     topology: Topology,
+    api: PhantomData<fn() -> A>,
 }
 
-impl Prepared for PreparedCorecast {
+impl<A: Api> Prepared for PreparedCorecast<A> {
     fn endpoint(&mut self, me: PeerId) -> Result<Box<dyn Endpoint>, TransportError> {
         // The parent's handles are not ours (their mappings stay with the
         // parent); forget them without saying goodbye on its connections.
         std::mem::forget(std::mem::take(&mut self.channels));
-        let open = |name: &str| Channel::open(name).map_err(|e| err("open", e));
         let mut receivers = Vec::new();
         for name in &self.plan.inbound[me] {
-            receivers.push(open(name)?.receiver_with(self.wait).map_err(|e| err("attach receiver", e))?);
+            receivers.push(A::receiver(name, self.wait)?);
         }
         let mut groups = Vec::new();
         for (name, from, n) in &self.plan.groups {
-            groups.push(if *from == me { Some(attach_sender(&open(name)?, *n, self.wait)?) } else { None });
+            groups.push(if *from == me { Some(attach_sender::<A>(name, *n, self.wait)?) } else { None });
         }
         let mut links = Vec::new();
         for to in 0..self.topology.processes {
             let linked = self.topology.links.contains(&(me, to));
             let name = format!("{}-to{to}", self.plan.base);
-            links.push(if linked { Some(attach_sender(&open(&name)?, 1, self.wait)?) } else { None });
+            links.push(if linked { Some(attach_sender::<A>(&name, 1, self.wait)?) } else { None });
         }
         let max = self.topology.max_message_bytes;
         let gone = vec![false; receivers.len()];
-        Ok(Box::new(CorecastEndpoint { me, receivers, gone, groups, links, next_rx: 0, max }))
+        Ok(Box::new(CorecastEndpoint::<A> { me, receivers, gone, groups, links, next_rx: 0, max }))
     }
 
     fn cleanup(&mut self) {
@@ -163,40 +230,40 @@ impl Prepared for PreparedCorecast {
     }
 }
 
-/// Attaches a sender once all `receivers` receivers are attached.
-fn attach_sender(chan: &Channel, receivers: usize, wait: WaitStrategy) -> Result<Sender, TransportError> {
+/// Attaches a sender that sends nothing until all `receivers` receivers
+/// are attached.
+fn attach_sender<A: Api>(name: &str, receivers: usize, wait: WaitStrategy) -> Result<A::Tx, TransportError> {
+    let mut tx = A::sender(name, wait)?;
     let t0 = Instant::now();
-    while chan.members().iter().filter(|m| !m.is_sender && m.state == "live").count() < receivers {
+    while A::live_receivers(&mut tx) < receivers {
         if t0.elapsed() > Duration::from_secs(60) {
             return Err(err("attach", "receivers did not attach within 60 s"));
         }
         std::thread::sleep(Duration::from_micros(200));
     }
-    chan.sender_with(wait).map_err(|e| err("attach sender", e))
+    Ok(tx)
 }
 
-struct CorecastEndpoint {
+struct CorecastEndpoint<A: Api> {
     me: PeerId,
-    receivers: Vec<Receiver>,
+    receivers: Vec<A::Rx>,
     /// Per inbound channel: its senders were all gone at the last try.
     gone: Vec<bool>,
-    groups: Vec<Option<Sender>>,
-    links: Vec<Option<Sender>>,
+    groups: Vec<Option<A::Tx>>,
+    links: Vec<Option<A::Tx>>,
     next_rx: usize,
     max: usize,
 }
 
-/// Loans a slot, writes the sender header and `len` payload bytes (by
-/// `write`) into it, and commits it.
-fn send_on(tx: &mut Sender, me: PeerId, len: usize, write: &mut Writer<'_>) -> Result<(), TransportError> {
-    let mut loan = tx.loan().map_err(|e| err("loan", e))?;
-    let slot = loan.as_mut_slice();
-    slot[..HEADER].copy_from_slice(&(me as u64).to_le_bytes());
-    write(&mut slot[HEADER..HEADER + len]);
-    loan.commit(HEADER + len).map_err(|e| err("commit", e))
+/// Sends the sender header and `len` payload bytes (by `write`) in place.
+fn send_on<A: Api>(tx: &mut A::Tx, me: PeerId, len: usize, write: &mut Writer<'_>) -> Result<(), TransportError> {
+    A::send(tx, HEADER + len, &mut |slot| {
+        slot[..HEADER].copy_from_slice(&(me as u64).to_le_bytes());
+        write(&mut slot[HEADER..]);
+    })
 }
 
-impl CorecastEndpoint {
+impl<A: Api> CorecastEndpoint<A> {
     fn check_len(&self, len: usize) -> Result<(), TransportError> {
         if len > self.max {
             return Err(TransportError::TooLarge { mechanism: "corecast", bytes: len, max_bytes: self.max });
@@ -204,7 +271,7 @@ impl CorecastEndpoint {
         Ok(())
     }
 
-    fn link(&mut self, to: PeerId) -> Result<&mut Sender, TransportError> {
+    fn link(&mut self, to: PeerId) -> Result<&mut A::Tx, TransportError> {
         let me = self.me;
         self.links
             .get_mut(to)
@@ -212,7 +279,7 @@ impl CorecastEndpoint {
             .ok_or_else(|| TransportError::Topology(format!("no link {me} -> {to}")))
     }
 
-    fn group(&mut self, group: usize) -> Result<&mut Sender, TransportError> {
+    fn group(&mut self, group: usize) -> Result<&mut A::Tx, TransportError> {
         let me = self.me;
         self.groups
             .get_mut(group)
@@ -223,36 +290,37 @@ impl CorecastEndpoint {
     /// Takes one message from inbound channel `k`, if there is one, and
     /// hands it to `read` in the slot it lies in. `Ok(false)`: nothing yet.
     fn take(&mut self, k: usize, read: &mut Reader<'_>, block: bool) -> Result<bool, TransportError> {
-        let rx = &mut self.receivers[k];
-        let msg = if block { rx.recv_in_place() } else { rx.try_recv_in_place() };
-        let msg = match msg {
-            Ok(m) => m,
-            Err(RecvError::WouldBlock) => return Ok(false),
+        let max = self.max;
+        let mut malformed = None;
+        let taken = A::take(&mut self.receivers[k], block, &mut |msg| {
+            let from = msg.get(..HEADER).map(|h| u64::from_le_bytes(h.try_into().expect("8 bytes")) as usize);
+            match from {
+                Some(from) if msg.len() - HEADER <= max => read(from, &msg[HEADER..]),
+                _ => malformed = Some(msg.len()),
+            }
+        })?;
+        if let Some(len) = malformed {
+            return Err(err("receive", format!("malformed {len}-byte message")));
+        }
+        match taken {
+            Taken::Message => Ok(true),
+            Taken::Empty => Ok(false),
             // Every sender that has attached so far is gone, but the
             // topology may still have peers that have not attached yet
             // (fan-in channels: one peer can ack and leave before another
             // joins). The suite's protocols decide when to stop, so wait.
-            Err(RecvError::AllSendersGone) => {
+            Taken::AllGone => {
                 self.gone[k] = true;
                 if block {
                     std::thread::sleep(Duration::from_micros(100));
                 }
-                return Ok(false);
+                Ok(false)
             }
-            Err(e) => return Err(err("receive", e)),
-        };
-        let from = msg.get(..HEADER).map(|h| u64::from_le_bytes(h.try_into().expect("8 bytes")) as usize);
-        match from {
-            Some(from) if msg.len() - HEADER <= self.max => {
-                read(from, &msg[HEADER..]);
-                Ok(true)
-            }
-            _ => Err(err("receive", format!("malformed {}-byte message", msg.len()))),
         }
     }
 }
 
-impl Endpoint for CorecastEndpoint {
+impl<A: Api> Endpoint for CorecastEndpoint<A> {
     fn send_to(&mut self, to: PeerId, msg: &[u8]) -> Result<(), TransportError> {
         self.send_to_with(to, msg.len(), &mut |slot| slot.copy_from_slice(msg))
     }
@@ -264,13 +332,13 @@ impl Endpoint for CorecastEndpoint {
     fn send_to_with(&mut self, to: PeerId, len: usize, write: &mut Writer<'_>) -> Result<(), TransportError> {
         self.check_len(len)?;
         let me = self.me;
-        send_on(self.link(to)?, me, len, write)
+        send_on::<A>(self.link(to)?, me, len, write)
     }
 
     fn send_group_with(&mut self, group: usize, len: usize, write: &mut Writer<'_>) -> Result<(), TransportError> {
         self.check_len(len)?;
         let me = self.me;
-        send_on(self.group(group)?, me, len, write)
+        send_on::<A>(self.group(group)?, me, len, write)
     }
 
     fn recv_any(&mut self, buf: &mut [u8]) -> Result<Received, TransportError> {
@@ -281,7 +349,7 @@ impl Endpoint for CorecastEndpoint {
     /// The link channel to `peer` has `peer` as its only receiver, so the
     /// keeper's membership record says whether it is alive (R7).
     fn peer_alive(&mut self, peer: PeerId) -> Option<bool> {
-        self.links.get(peer).and_then(Option::as_ref).map(|tx| tx.live_receivers() > 0)
+        self.links.get_mut(peer).and_then(Option::as_mut).map(|tx| A::live_receivers(tx) > 0)
     }
 
     fn recv_with(&mut self, _max_len: usize, read: &mut Reader<'_>) -> Result<(), TransportError> {
@@ -314,7 +382,7 @@ impl Endpoint for CorecastEndpoint {
                             // the wait at once: leave it out; it is tried
                             // again above after every wake or timeout.
                             let gone = &self.gone;
-                            let mut live: Vec<&mut Receiver> = self
+                            let mut live: Vec<&mut A::Rx> = self
                                 .receivers
                                 .iter_mut()
                                 .enumerate()
@@ -324,8 +392,7 @@ impl Endpoint for CorecastEndpoint {
                             if live.is_empty() {
                                 std::thread::sleep(Duration::from_millis(1));
                             } else {
-                                corecast::wait_any(&mut live, Some(Duration::from_millis(100)))
-                                    .map_err(|e| err("wait", e))?;
+                                A::wait_any(&mut live, Duration::from_millis(100))?;
                             }
                             self.gone.iter_mut().for_each(|g| *g = false);
                             idle = 0;

@@ -1,0 +1,56 @@
+//! corecast through its Rust API.
+
+use std::time::Duration;
+
+use corecast::{Channel, Receiver, RecvError, Sender, WaitStrategy};
+
+use super::{err, Api, Taken};
+use crate::transport::TransportError;
+
+/// The Rust API: `Sender::loan`/`Loan::commit`, `Receiver::recv_in_place`.
+#[derive(Debug)]
+pub struct Native;
+
+fn open(name: &str) -> Result<Channel, TransportError> {
+    Channel::open(name).map_err(|e| err("open", e))
+}
+
+impl Api for Native {
+    type Tx = Sender;
+    type Rx = Receiver;
+
+    fn sender(name: &str, wait: WaitStrategy) -> Result<Sender, TransportError> {
+        open(name)?.sender_with(wait).map_err(|e| err("attach sender", e))
+    }
+
+    fn receiver(name: &str, wait: WaitStrategy) -> Result<Receiver, TransportError> {
+        open(name)?.receiver_with(wait).map_err(|e| err("attach receiver", e))
+    }
+
+    fn live_receivers(tx: &mut Sender) -> usize {
+        tx.live_receivers()
+    }
+
+    fn send(tx: &mut Sender, len: usize, write: &mut dyn FnMut(&mut [u8])) -> Result<(), TransportError> {
+        let mut loan = tx.loan().map_err(|e| err("loan", e))?;
+        write(&mut loan.as_mut_slice()[..len]);
+        loan.commit(len).map_err(|e| err("commit", e))
+    }
+
+    fn take(rx: &mut Receiver, block: bool, read: &mut dyn FnMut(&[u8])) -> Result<Taken, TransportError> {
+        let msg = if block { rx.recv_in_place() } else { rx.try_recv_in_place() };
+        match msg {
+            Ok(m) => {
+                read(&m);
+                Ok(Taken::Message)
+            }
+            Err(RecvError::WouldBlock) => Ok(Taken::Empty),
+            Err(RecvError::AllSendersGone) => Ok(Taken::AllGone),
+            Err(e) => Err(err("receive", e)),
+        }
+    }
+
+    fn wait_any(rxs: &mut [&mut Receiver], timeout: Duration) -> Result<(), TransportError> {
+        corecast::wait_any(rxs, Some(timeout)).map(|_| ()).map_err(|e| err("wait", e))
+    }
+}

@@ -1,0 +1,264 @@
+//! Handles as C sees them: opaque pointers that stay recognisable after
+//! close, and the boundary every call crosses.
+//!
+//! A handle points to a small shell (a state word and the object). Closing
+//! drops the object — every resource it held is released — but keeps the
+//! shell (16-40 bytes) for the life of the process, so a call on a closed
+//! handle reads a valid state word and returns `CORECAST_CLOSED` instead of
+//! touching freed memory. The state word also turns two threads calling on
+//! one handle at once into `CORECAST_BUSY` rather than a data race. Every
+//! call runs under `catch_unwind`: a panic never crosses into C.
+
+use std::cell::UnsafeCell;
+use std::ffi::{c_char, c_int, CStr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use crate::status::{fail, CORECAST_BUSY, CORECAST_CLOSED, CORECAST_INTERNAL, CORECAST_INVALID_ARGUMENT, CORECAST_OK};
+
+const OPEN: u32 = 0x6363_0001;
+const BUSY: u32 = 0x6363_0002;
+const CLOSED: u32 = 0x6363_0003;
+
+/// An object behind a C handle.
+pub(crate) struct Shell<T> {
+    /// `OPEN`, `BUSY` (a call is inside) or `CLOSED`; any other value means
+    /// the pointer is not a corecast handle.
+    state: AtomicU32,
+    /// Written only by the thread that moved `state` from `OPEN` to `BUSY`.
+    object: UnsafeCell<Option<T>>,
+}
+
+// SAFETY: `object` is reached only by the one thread that won `state`
+// (OPEN -> BUSY), and T is Send, so the object moves between threads
+// but is never shared.
+unsafe impl<T: Send> Sync for Shell<T> {}
+
+impl<T> Shell<T> {
+    pub(crate) fn new(object: T) -> Shell<T> {
+        Shell { state: AtomicU32::new(OPEN), object: UnsafeCell::new(Some(object)) }
+    }
+}
+
+/// A C handle type: an opaque struct around a [`Shell`].
+pub(crate) trait Handle: Sized + 'static {
+    /// What the handle owns.
+    type Object;
+    /// Its name in error messages (`"sender"`).
+    const WHAT: &'static str;
+    fn shell(&self) -> &Shell<Self::Object>;
+    fn wrap(shell: Shell<Self::Object>) -> Self;
+}
+
+/// Makes `$name` (a tuple struct around a `Shell<$object>`, declared in
+/// plain code so that cbindgen sees it) a handle type.
+macro_rules! impl_handle {
+    ($name:ident, $object:ty, $what:literal) => {
+        impl $crate::handle::Handle for $name {
+            type Object = $object;
+            const WHAT: &'static str = $what;
+            fn shell(&self) -> &$crate::handle::Shell<$object> {
+                &self.0
+            }
+            fn wrap(shell: $crate::handle::Shell<$object>) -> Self {
+                $name(shell)
+            }
+        }
+    };
+}
+pub(crate) use impl_handle;
+
+/// A new handle owning `object`; its shell is never freed.
+pub(crate) fn leak<H: Handle>(object: H::Object) -> *mut H {
+    Box::into_raw(Box::new(H::wrap(Shell::new(object))))
+}
+
+/// Runs `body` with panics caught and turned into `CORECAST_INTERNAL`.
+#[inline]
+pub(crate) fn guarded(body: impl FnOnce() -> c_int) -> c_int {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(status) => status,
+        Err(panic) => {
+            let why = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            fail(CORECAST_INTERNAL, format!("internal error (caught at the C boundary): {why}"))
+        }
+    }
+}
+
+/// Releases the handle when a call leaves, by return or by panic.
+struct Leave<'a>(&'a AtomicU32);
+
+impl Drop for Leave<'_> {
+    fn drop(&mut self) {
+        // Release pairs with the Acquire of the next `enter`'s CAS: what this
+        // call wrote into the object is seen by the next caller.
+        self.0.store(OPEN, Ordering::Release);
+    }
+}
+
+/// Claims the handle for this thread: `Err(status)` when it is NULL,
+/// closed, busy or not a handle.
+#[inline(always)]
+fn enter<'a, H: Handle>(handle: *mut H) -> Result<&'a Shell<H::Object>, c_int> {
+    // SAFETY: a non-NULL handle was returned by `leak` (the API's contract)
+    // and handles are never freed, so it points to a live H.
+    let Some(shell) = (unsafe { handle.as_ref() }).map(H::shell) else {
+        return Err(refused(None, H::WHAT));
+    };
+    // Acquire pairs with the Release store in `Leave::drop` (or `close`).
+    match shell.state.compare_exchange(OPEN, BUSY, Ordering::Acquire, Ordering::Relaxed) {
+        Ok(_) => Ok(shell),
+        Err(state) => Err(refused(Some(state), H::WHAT)),
+    }
+}
+
+/// Why a handle in `state` (None: NULL) cannot be entered.
+#[cold]
+#[inline(never)]
+fn refused(state: Option<u32>, what: &str) -> c_int {
+    match state {
+        None => fail(CORECAST_INVALID_ARGUMENT, format!("the {what} handle is NULL")),
+        Some(CLOSED) => fail(CORECAST_CLOSED, format!("the {what} handle was closed")),
+        Some(BUSY) => fail(CORECAST_BUSY, format!("another thread is using this {what} handle")),
+        Some(_) => fail(CORECAST_INVALID_ARGUMENT, format!("not a corecast {what} handle")),
+    }
+}
+
+/// Runs `body` on the object behind `handle`, one thread at a time.
+#[inline]
+pub(crate) fn with<H: Handle>(handle: *mut H, body: impl FnOnce(&mut H::Object) -> c_int) -> c_int {
+    guarded(|| {
+        let shell = match enter(handle) {
+            Ok(s) => s,
+            Err(status) => return status,
+        };
+        let _leave = Leave(&shell.state);
+        // SAFETY: this thread moved `state` to BUSY, so no other reference
+        // to `object` exists until `_leave` stores OPEN again.
+        match unsafe { &mut *shell.object.get() } {
+            Some(object) => body(object),
+            None => refused(Some(CLOSED), H::WHAT),
+        }
+    })
+}
+
+/// Drops the object behind `handle` and marks it closed. NULL is a no-op;
+/// closing twice returns `CORECAST_CLOSED`.
+pub(crate) fn close<H: Handle>(handle: *mut H) -> c_int {
+    if handle.is_null() {
+        return CORECAST_OK;
+    }
+    close_with(handle, |_| CORECAST_OK)
+}
+
+/// Takes the object out of `handle`, runs `last` on it, and marks the handle
+/// closed whatever `last` returns.
+pub(crate) fn close_with<H: Handle>(handle: *mut H, last: impl FnOnce(H::Object) -> c_int) -> c_int {
+    let what = H::WHAT;
+    guarded(|| {
+        let shell = match enter(handle) {
+            Ok(s) => s,
+            Err(status) => return status,
+        };
+        // SAFETY: this thread moved `state` to BUSY (as in `with`).
+        let object = unsafe { &mut *shell.object.get() }.take();
+        // Closed before the object is dropped: a panic in its drop leaves
+        // the handle closed, never BUSY forever.
+        struct Closed<'a>(&'a AtomicU32);
+        impl Drop for Closed<'_> {
+            fn drop(&mut self) {
+                // Release pairs with the Acquire of any later `enter`.
+                self.0.store(CLOSED, Ordering::Release);
+            }
+        }
+        let _closed = Closed(&shell.state);
+        match object {
+            Some(object) => last(object),
+            None => fail(CORECAST_CLOSED, format!("the {what} handle was closed")),
+        }
+    })
+}
+
+/// Writes `value` through an out-parameter, or fails on NULL.
+#[inline]
+pub(crate) fn put<V>(out: *mut V, name: &str, value: V) -> c_int {
+    if out.is_null() {
+        return fail(CORECAST_INVALID_ARGUMENT, format!("`{name}` is NULL"));
+    }
+    // SAFETY: a non-NULL out-parameter points to writable memory for a V
+    // (the API's contract); `write` neither reads nor drops the old value.
+    unsafe { out.write(value) };
+    CORECAST_OK
+}
+
+/// Writes `value` through an optional out-parameter (NULL: not wanted).
+#[inline]
+pub(crate) fn put_optional<V>(out: *mut V, value: V) {
+    if !out.is_null() {
+        // SAFETY: as in `put`.
+        unsafe { out.write(value) };
+    }
+}
+
+/// Fails with `CORECAST_INVALID_ARGUMENT` when `out` is NULL.
+#[inline]
+pub(crate) fn require<V>(out: *const V, name: &str) -> Result<(), c_int> {
+    if out.is_null() {
+        return Err(fail(CORECAST_INVALID_ARGUMENT, format!("`{name}` is NULL")));
+    }
+    Ok(())
+}
+
+/// The UTF-8 text of a NUL-terminated C string.
+pub(crate) fn text<'a>(s: *const c_char, name: &str) -> Result<&'a str, c_int> {
+    require(s, name)?;
+    // SAFETY: non-NULL, and the API's contract is a NUL-terminated string
+    // that outlives the call.
+    let s = unsafe { CStr::from_ptr(s) };
+    s.to_str().map_err(|_| fail(CORECAST_INVALID_ARGUMENT, format!("`{name}` is not UTF-8")))
+}
+
+/// `len` bytes at `data` (NULL allowed when `len` is 0).
+#[inline]
+pub(crate) fn bytes<'a>(data: *const u8, len: usize, name: &str) -> Result<&'a [u8], c_int> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    require(data, name)?;
+    if len > isize::MAX as usize {
+        return Err(fail(CORECAST_INVALID_ARGUMENT, format!("`{name}` length {len} is too large")));
+    }
+    // SAFETY: non-NULL, and the API's contract is `len` readable bytes that
+    // the caller does not write during the call.
+    Ok(unsafe { std::slice::from_raw_parts(data, len) })
+}
+
+/// `len` writable bytes at `data` (NULL allowed when `len` is 0).
+#[inline]
+pub(crate) fn bytes_mut<'a>(data: *mut u8, len: usize, name: &str) -> Result<&'a mut [u8], c_int> {
+    if len == 0 {
+        return Ok(&mut []);
+    }
+    require(data, name)?;
+    if len > isize::MAX as usize {
+        return Err(fail(CORECAST_INVALID_ARGUMENT, format!("`{name}` length {len} is too large")));
+    }
+    // SAFETY: non-NULL, and the API's contract is `len` writable bytes that
+    // nothing else touches during the call.
+    Ok(unsafe { std::slice::from_raw_parts_mut(data, len) })
+}
+
+/// Returns early with the status of an `Err`.
+macro_rules! tri {
+    ($e:expr) => {
+        match $e {
+            Ok(v) => v,
+            Err(status) => return status,
+        }
+    };
+}
+pub(crate) use tri;

@@ -1,0 +1,333 @@
+//! The sending endpoint: copy sends, loans (zero copy), late receivers.
+
+use std::ffi::{c_int, c_void};
+use std::os::fd::AsRawFd;
+use std::ptr::NonNull;
+use std::time::Duration;
+
+use corecast::{LateReceiver, Loan, SendError, Sender};
+
+use crate::config::wait_strategy;
+use crate::handle::{self, impl_handle, put, put_optional, tri, Shell};
+use crate::status::{self, fail, CORECAST_INVALID_ARGUMENT, CORECAST_INVALID_STATE, CORECAST_OK};
+
+/// Sends messages on one channel; every receiver gets each one. Close it
+/// with `corecast_sender_close`.
+pub struct corecast_sender_t(Shell<SenderState>);
+impl_handle!(corecast_sender_t, SenderState, "sender");
+
+/// A sender and the loan it may have outstanding.
+pub struct SenderState {
+    /// Owned (from `Box::into_raw`); freed in `drop` after `loan`.
+    sender: NonNull<Sender>,
+    /// The slot lent to C; it borrows `*sender` mutably, so while it is
+    /// `Some` no other reference to the sender is made.
+    loan: Option<Loan<'static>>,
+    /// Receivers named by the last `RECEIVERS_LATE` or
+    /// `corecast_sender_late_receivers`.
+    late: Vec<LateReceiver>,
+}
+
+// SAFETY: the state owns its sender (and the loan borrows only it), so
+// moving the state moves everything it refers to; `corecast::Sender` is
+// Send.
+unsafe impl Send for SenderState {}
+
+impl SenderState {
+    pub(crate) fn new(sender: Sender) -> SenderState {
+        let sender = NonNull::from(Box::leak(Box::new(sender)));
+        SenderState { sender, loan: None, late: Vec::new() }
+    }
+
+    /// The sender, unless a loan holds it.
+    fn sender(&mut self) -> Result<&mut Sender, c_int> {
+        if self.loan.is_some() {
+            return Err(fail(CORECAST_INVALID_STATE, "a loan is outstanding: commit or abort it first"));
+        }
+        // SAFETY: `sender` is owned and live until drop, and with no loan
+        // outstanding this `&mut self` is the only way to it.
+        Ok(unsafe { self.sender.as_mut() })
+    }
+
+    /// The status of a failed send; remembers the late receivers it names.
+    fn failed(&mut self, e: SendError) -> c_int {
+        if let SendError::ReceiversLate(late) = &e {
+            self.late = late.clone();
+        }
+        status::send(e)
+    }
+
+    fn take_loan(&mut self, get: impl FnOnce(&'static mut Sender) -> Result<Loan<'static>, SendError>) -> c_int {
+        tri!(self.sender());
+        // SAFETY: no loan is outstanding (checked above), so no other
+        // reference to the sender exists; the loan made from this one is
+        // stored in `self.loan` and dropped before the sender (see `drop`),
+        // and while it exists `sender()` refuses to make another.
+        let sender: &'static mut Sender = unsafe { &mut *self.sender.as_ptr() };
+        match get(sender) {
+            Ok(loan) => {
+                self.loan = Some(loan);
+                CORECAST_OK
+            }
+            Err(e) => self.failed(e),
+        }
+    }
+}
+
+impl Drop for SenderState {
+    fn drop(&mut self) {
+        // An uncommitted loan becomes a void every receiver skips.
+        self.loan = None;
+        // SAFETY: `sender` came from `Box::leak` in `new` and nothing refers
+        // to it any more (the loan was dropped above).
+        drop(unsafe { Box::from_raw(self.sender.as_ptr()) });
+    }
+}
+
+/// Closes the sender (NULL: nothing to do); an uncommitted loan becomes a
+/// void that every receiver skips.
+#[no_mangle]
+pub extern "C" fn corecast_sender_close(sender: *mut corecast_sender_t) -> c_int {
+    handle::close(sender)
+}
+
+fn send_with(
+    sender: *mut corecast_sender_t,
+    msg: *const c_void,
+    len: usize,
+    send: impl FnOnce(&mut Sender, &[u8]) -> Result<(), SendError>,
+) -> c_int {
+    handle::with(sender, |st| {
+        let msg = tri!(handle::bytes(msg.cast(), len, "msg"));
+        let tx = tri!(st.sender());
+        match send(tx, msg) {
+            Ok(()) => CORECAST_OK,
+            Err(e) => st.failed(e),
+        }
+    })
+}
+
+/// Sends a copy of the `len` bytes at `msg`, waiting while the ring is full.
+#[no_mangle]
+pub extern "C" fn corecast_sender_send(sender: *mut corecast_sender_t, msg: *const c_void, len: usize) -> c_int {
+    send_with(sender, msg, len, |tx, m| tx.send(m))
+}
+
+/// Sends a copy of `msg`, or returns `CORECAST_WOULD_BLOCK` at once when the
+/// ring is full (`CORECAST_RECEIVERS_LATE` when it is full because
+/// receivers are late past the deadline).
+#[no_mangle]
+pub extern "C" fn corecast_sender_try_send(sender: *mut corecast_sender_t, msg: *const c_void, len: usize) -> c_int {
+    send_with(sender, msg, len, |tx, m| tx.try_send(m))
+}
+
+/// Sends a copy of `msg`, waiting at most `timeout_ns` for ring space
+/// (then `CORECAST_TIMEOUT`).
+#[no_mangle]
+pub extern "C" fn corecast_sender_send_timeout(
+    sender: *mut corecast_sender_t,
+    msg: *const c_void,
+    len: usize,
+    timeout_ns: u64,
+) -> c_int {
+    send_with(sender, msg, len, |tx, m| tx.send_timeout(m, Duration::from_nanos(timeout_ns)))
+}
+
+fn loan_with(
+    sender: *mut corecast_sender_t,
+    data: *mut *mut c_void,
+    capacity: *mut usize,
+    sequence: *mut u64,
+    get: impl FnOnce(&'static mut Sender) -> Result<Loan<'static>, SendError>,
+) -> c_int {
+    handle::with(sender, |st| {
+        tri!(handle::require(data, "data"));
+        let status = st.take_loan(get);
+        let Some(loan) = st.loan.as_mut().filter(|_| status == CORECAST_OK) else { return status };
+        put_optional(sequence, loan.sequence());
+        let slot = loan.as_mut_slice();
+        put_optional(capacity, slot.len());
+        put(data, "data", slot.as_mut_ptr().cast())
+    })
+}
+
+/// Lends the next slot to write a message in place (zero copy), waiting
+/// while the ring is full: `*data` points to `*capacity` writable bytes (the
+/// channel's maximum message size) and `*sequence` is the number the
+/// message will carry (`capacity` and `sequence` may be NULL). The slot
+/// is the caller's until `corecast_sender_commit` or
+/// `corecast_sender_abort`; meanwhile every other call on this sender
+/// returns `CORECAST_INVALID_STATE`, and receivers wait for this number, so
+/// commit promptly (a loan held past the channel's deadline is voided).
+#[no_mangle]
+pub extern "C" fn corecast_sender_loan(
+    sender: *mut corecast_sender_t,
+    data: *mut *mut c_void,
+    capacity: *mut usize,
+    sequence: *mut u64,
+) -> c_int {
+    loan_with(sender, data, capacity, sequence, |tx| tx.loan())
+}
+
+/// Like `corecast_sender_loan`, but returns `CORECAST_WOULD_BLOCK` at once
+/// when the ring is full (or `CORECAST_RECEIVERS_LATE`).
+#[no_mangle]
+pub extern "C" fn corecast_sender_try_loan(
+    sender: *mut corecast_sender_t,
+    data: *mut *mut c_void,
+    capacity: *mut usize,
+    sequence: *mut u64,
+) -> c_int {
+    loan_with(sender, data, capacity, sequence, |tx| tx.try_loan())
+}
+
+/// Like `corecast_sender_loan`, but waits at most `timeout_ns` for ring
+/// space (then `CORECAST_TIMEOUT`).
+#[no_mangle]
+pub extern "C" fn corecast_sender_loan_timeout(
+    sender: *mut corecast_sender_t,
+    data: *mut *mut c_void,
+    capacity: *mut usize,
+    sequence: *mut u64,
+    timeout_ns: u64,
+) -> c_int {
+    loan_with(sender, data, capacity, sequence, |tx| tx.loan_timeout(Duration::from_nanos(timeout_ns)))
+}
+
+/// Publishes the first `len` bytes of the loaned slot to every receiver and
+/// ends the loan. `CORECAST_CLAIM_VOIDED`: the loan was held past the
+/// deadline and receivers skipped it; `CORECAST_TOO_LARGE`: `len` exceeds
+/// the slot, and the loan ended as a void. Either way the loan is over.
+#[no_mangle]
+pub extern "C" fn corecast_sender_commit(sender: *mut corecast_sender_t, len: usize) -> c_int {
+    handle::with(sender, |st| {
+        let Some(loan) = st.loan.take() else {
+            return fail(CORECAST_INVALID_STATE, "commit without a loan outstanding");
+        };
+        match loan.commit(len) {
+            Ok(()) => CORECAST_OK,
+            Err(e) => st.failed(e),
+        }
+    })
+}
+
+/// Ends the loan without sending: its number becomes a void every receiver
+/// skips.
+#[no_mangle]
+pub extern "C" fn corecast_sender_abort(sender: *mut corecast_sender_t) -> c_int {
+    handle::with(sender, |st| match st.loan.take() {
+        Some(_) => CORECAST_OK,
+        None => fail(CORECAST_INVALID_STATE, "abort without a loan outstanding"),
+    })
+}
+
+/// A file descriptor for poll/epoll/select (owned by the sender: do not
+/// close it). Once asked for, it becomes readable (POLLIN) as soon as a send
+/// may succeed; after it fires, send until `CORECAST_WOULD_BLOCK`, which
+/// re-arms it.
+#[no_mangle]
+pub extern "C" fn corecast_sender_wake_fd(sender: *mut corecast_sender_t, fd: *mut c_int) -> c_int {
+    handle::with(sender, |st| {
+        tri!(handle::require(fd, "fd"));
+        let raw = tri!(st.sender()).wake_fd().as_raw_fd();
+        put(fd, "fd", raw)
+    })
+}
+
+/// Sets how this sender waits for ring space: `kind` is a
+/// `corecast_wait_kind` value; `spin_ns` and `yield_ns` are the adaptive phases' lengths
+/// (ignored by the other kinds).
+#[no_mangle]
+pub extern "C" fn corecast_sender_set_wait(
+    sender: *mut corecast_sender_t,
+    kind: c_int,
+    spin_ns: u64,
+    yield_ns: u64,
+) -> c_int {
+    handle::with(sender, |st| {
+        let wait = tri!(wait_strategy(kind, spin_ns, yield_ns));
+        tri!(st.sender()).set_wait_strategy(wait);
+        CORECAST_OK
+    })
+}
+
+/// The largest message this channel carries, its live receivers now, and
+/// this sender's index among the senders. Every out-parameter may be NULL.
+#[no_mangle]
+pub extern "C" fn corecast_sender_info(
+    sender: *mut corecast_sender_t,
+    max_message_bytes: *mut usize,
+    live_receivers: *mut usize,
+    index: *mut u32,
+) -> c_int {
+    handle::with(sender, |st| {
+        let tx = tri!(st.sender());
+        put_optional(max_message_bytes, tx.max_message_bytes());
+        put_optional(live_receivers, tx.live_receivers());
+        put_optional(index, tx.index() as u32);
+        CORECAST_OK
+    })
+}
+
+/// The list of late receivers and its length in `*count`; read each with
+/// `corecast_sender_late_receiver`. With `refresh` 0 it is the list the
+/// last `CORECAST_RECEIVERS_LATE` filled (the receivers that held that send
+/// back). With `refresh` 1 it is looked up now: every receiver whose oldest
+/// unread message has waited past the channel's deadline, as the keeper
+/// measures it (to within a quarter of the deadline), holding this sender
+/// back or not.
+#[no_mangle]
+pub extern "C" fn corecast_sender_late_receivers(
+    sender: *mut corecast_sender_t,
+    refresh: c_int,
+    count: *mut usize,
+) -> c_int {
+    handle::with(sender, |st| {
+        tri!(handle::require(count, "count"));
+        if refresh != 0 {
+            let late = tri!(st.sender()).late_receivers();
+            st.late = late;
+        }
+        put(count, "count", st.late.len())
+    })
+}
+
+/// Late receiver `k` of the last list: its index among the receivers, its
+/// pid, how many messages it has not read, and for how long it has made no
+/// progress (ns). Every out-parameter may be NULL.
+#[no_mangle]
+pub extern "C" fn corecast_sender_late_receiver(
+    sender: *mut corecast_sender_t,
+    k: usize,
+    index: *mut u32,
+    pid: *mut u32,
+    unread: *mut u64,
+    stalled_ns: *mut u64,
+) -> c_int {
+    handle::with(sender, |st| {
+        let Some(late) = st.late.get(k) else {
+            return fail(CORECAST_INVALID_ARGUMENT, format!("late receiver {k} out of range: {}", st.late.len()));
+        };
+        put_optional(index, late.index as u32);
+        put_optional(pid, late.pid);
+        put_optional(unread, late.unread);
+        put_optional(stalled_ns, late.stalled_for.as_nanos().min(u128::from(u64::MAX)) as u64);
+        CORECAST_OK
+    })
+}
+
+/// Evicts late receiver `k` of the last list: senders stop waiting for it at
+/// once and it gets `CORECAST_EVICTED`. A receiver that has meanwhile left or
+/// been replaced is not touched.
+#[no_mangle]
+pub extern "C" fn corecast_sender_evict(sender: *mut corecast_sender_t, k: usize) -> c_int {
+    handle::with(sender, |st| {
+        let Some(late) = st.late.get(k).cloned() else {
+            return fail(CORECAST_INVALID_ARGUMENT, format!("late receiver {k} out of range: {}", st.late.len()));
+        };
+        match tri!(st.sender()).evict(&late) {
+            Ok(()) => CORECAST_OK,
+            Err(e) => status::channel(e),
+        }
+    })
+}

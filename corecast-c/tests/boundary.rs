@@ -1,0 +1,174 @@
+//! The boundary itself, driven from Rust exactly as C drives it: handles
+//! used from two threads at once, lengths no buffer can have, NULLs.
+
+use std::ffi::CString;
+use std::ptr::null_mut;
+use std::time::{Duration, Instant};
+
+use corecast_c::*;
+
+const OK: i32 = corecast_status::CORECAST_OK as i32;
+
+fn channel(test: &str) -> *mut corecast_channel_t {
+    let name = CString::new(format!("cb-{test}-{}", std::process::id())).unwrap();
+    let mut chan = null_mut();
+    assert_eq!(corecast_channel_create(name.as_ptr(), null_mut(), &mut chan), OK);
+    chan
+}
+
+/// Raw pointers are not Send; the handle contract says a handle may move
+/// between threads (one at a time), which this test exercises.
+struct Handle(*mut corecast_receiver_t);
+// SAFETY: the C API serialises calls on a handle itself (CORECAST_BUSY).
+unsafe impl Send for Handle {}
+
+#[test]
+fn a_second_thread_on_a_handle_in_use_gets_busy_not_a_race() {
+    let chan = channel("busy");
+    let (mut rx, mut tx) = (null_mut(), null_mut());
+    assert_eq!(corecast_channel_receiver(chan, &mut rx), OK);
+    assert_eq!(corecast_channel_sender(chan, &mut tx), OK);
+    let h = Handle(rx);
+    let blocked = std::thread::spawn(move || {
+        let h = h;
+        let mut buf = [0u8; 16];
+        let mut len = 0usize;
+        // The main thread may hold the handle for an instant: this thread
+        // is then the one turned away, and tries again.
+        loop {
+            let rc = corecast_receiver_recv(h.0, buf.as_mut_ptr().cast(), buf.len(), &mut len);
+            if rc != corecast_status::CORECAST_BUSY as i32 {
+                return (rc, buf[..len].to_vec());
+            }
+            std::thread::yield_now();
+        }
+    });
+    // Once the other thread is inside its blocking receive, this one is
+    // turned away with BUSY (the loop only waits for it to get there).
+    let t0 = Instant::now();
+    loop {
+        let mut len = 0usize;
+        let rc = corecast_receiver_try_recv(rx, null_mut(), 0, &mut len);
+        if rc == corecast_status::CORECAST_BUSY as i32 {
+            break;
+        }
+        assert_eq!(rc, corecast_status::CORECAST_WOULD_BLOCK as i32);
+        assert!(t0.elapsed() < Duration::from_secs(60), "hang guard");
+        std::thread::yield_now();
+    }
+    assert_eq!(corecast_sender_send(tx, b"wake".as_ptr().cast(), 4), OK);
+    let (rc, bytes) = blocked.join().unwrap();
+    assert_eq!((rc, bytes.as_slice()), (OK, &b"wake"[..]));
+    for rc in [corecast_sender_close(tx), corecast_receiver_close(rx), corecast_channel_destroy(chan)] {
+        assert_eq!(rc, OK);
+    }
+}
+
+#[test]
+fn lengths_no_buffer_can_have_and_nulls_are_refused() {
+    let chan = channel("lengths");
+    let (mut rx, mut tx) = (null_mut(), null_mut());
+    assert_eq!(corecast_channel_receiver(chan, &mut rx), OK);
+    assert_eq!(corecast_channel_sender(chan, &mut tx), OK);
+    let invalid = corecast_status::CORECAST_INVALID_ARGUMENT as i32;
+    let byte = 0u8;
+    assert_eq!(corecast_sender_send(tx, (&byte as *const u8).cast(), usize::MAX), invalid);
+    let mut len = 0usize;
+    let mut b = 0u8;
+    assert_eq!(corecast_receiver_recv(rx, (&mut b as *mut u8).cast(), usize::MAX, &mut len), invalid);
+    assert_eq!(corecast_receiver_recv(rx, null_mut(), 4, &mut len), invalid);
+    assert_eq!(corecast_receiver_borrow(rx, null_mut(), &mut len), invalid);
+    assert_eq!(corecast_sender_loan(tx, null_mut(), null_mut(), null_mut()), invalid);
+    assert_eq!(corecast_sender_send(null_mut(), null_mut(), 0), invalid);
+    // The message says what was wrong.
+    // SAFETY: the API returns a NUL-terminated string owned by this thread.
+    let text = unsafe { std::ffi::CStr::from_ptr(corecast_last_error_message()) }.to_str().unwrap();
+    assert!(text.contains("NULL"), "{text}");
+    // A name that is not UTF-8.
+    let bad = [0xffu8, 0xfe, 0];
+    let mut other = null_mut();
+    assert_eq!(corecast_channel_open(bad.as_ptr().cast(), &mut other), invalid);
+    // Nothing accepted was lost: the channel still works.
+    assert_eq!(corecast_sender_send(tx, b"ok".as_ptr().cast(), 2), OK);
+    let mut buf = [0u8; 8];
+    assert_eq!(corecast_receiver_recv(rx, buf.as_mut_ptr().cast(), 8, &mut len), OK);
+    assert_eq!(&buf[..len], b"ok");
+    for rc in [corecast_sender_close(tx), corecast_receiver_close(rx), corecast_channel_destroy(chan)] {
+        assert_eq!(rc, OK);
+    }
+}
+
+#[test]
+fn a_late_receiver_is_named_and_evicted_through_the_c_api() {
+    let name = CString::new(format!("cb-late-{}", std::process::id())).unwrap();
+    let mut cfg = null_mut();
+    assert_eq!(corecast_config_create(&mut cfg), OK);
+    assert_eq!(corecast_config_set_slots(cfg, 4), OK);
+    assert_eq!(corecast_config_set_max_message_bytes(cfg, 16), OK);
+    assert_eq!(corecast_config_set_deadline_ns(cfg, 50_000_000), OK);
+    let mut chan = null_mut();
+    assert_eq!(corecast_channel_create(name.as_ptr(), cfg, &mut chan), OK);
+    assert_eq!(corecast_config_close(cfg), OK);
+    let (mut idle, mut tx) = (null_mut(), null_mut());
+    assert_eq!(corecast_channel_receiver(chan, &mut idle), OK);
+    assert_eq!(corecast_channel_sender(chan, &mut tx), OK);
+    // The receiver never reads: once the ring is full, a blocking send
+    // waits a deadline and then names it instead of waiting forever.
+    let late = corecast_status::CORECAST_RECEIVERS_LATE as i32;
+    let mut rc = OK;
+    for _ in 0..5 {
+        rc = corecast_sender_send(tx, b"x".as_ptr().cast(), 1);
+        if rc != OK {
+            break;
+        }
+    }
+    assert_eq!(rc, late);
+    let mut count = 0usize;
+    assert_eq!(corecast_sender_late_receivers(tx, 0, &mut count), OK);
+    assert_eq!(count, 1);
+    let (mut index, mut pid, mut unread) = (9u32, 0u32, 0u64);
+    assert_eq!(corecast_sender_late_receiver(tx, 0, &mut index, &mut pid, &mut unread, null_mut()), OK);
+    assert_eq!((index, pid, unread), (0, std::process::id(), 4));
+    assert_eq!(corecast_sender_evict(tx, 1), corecast_status::CORECAST_INVALID_ARGUMENT as i32);
+    // The keeper's own measure names it too (it looks every quarter
+    // deadline; the loop only waits for that look).
+    let t0 = std::time::Instant::now();
+    while {
+        assert_eq!(corecast_sender_late_receivers(tx, 1, &mut count), OK);
+        count == 0
+    } {
+        assert!(t0.elapsed() < Duration::from_secs(60), "hang guard");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(count, 1);
+    assert_eq!(corecast_sender_evict(tx, 0), OK);
+    // The sender goes on; the evicted receiver is told, and the
+    // inspection shows it.
+    assert_eq!(corecast_sender_send(tx, b"y".as_ptr().cast(), 1), OK);
+    let mut buf = [0u8; 16];
+    let mut len = 0usize;
+    assert_eq!(
+        corecast_receiver_try_recv(idle, buf.as_mut_ptr().cast(), 16, &mut len),
+        corecast_status::CORECAST_EVICTED as i32
+    );
+    let mut snap = null_mut();
+    assert_eq!(corecast_channel_inspect(chan, &mut snap), OK);
+    let mut members = 0usize;
+    assert_eq!(corecast_inspection_member_count(snap, &mut members), OK);
+    let states: Vec<(i32, i32)> = (0..members)
+        .map(|k| {
+            let (mut is_sender, mut state) = (0, 0);
+            assert_eq!(corecast_inspection_member(snap, k, &mut is_sender, null_mut(), null_mut(), &mut state), OK);
+            (is_sender, state)
+        })
+        .collect();
+    assert!(states.contains(&(0, corecast_member_state::CORECAST_MEMBER_EVICTED as i32)), "{states:?}");
+    for rc in [
+        corecast_inspection_close(snap),
+        corecast_sender_close(tx),
+        corecast_receiver_close(idle),
+        corecast_channel_destroy(chan),
+    ] {
+        assert_eq!(rc, OK);
+    }
+}
