@@ -341,8 +341,10 @@ impl Receiver {
             p.map(Some).map_err(RecvError::Corrupt)
         };
         let mut newer = None;
+        // `hint < n`; wrapping by comparison, not `%` (a division per probe).
+        let at = |k: usize| if self.hint + k >= n { self.hint + k - n } else { self.hint + k };
         for k in 0..n {
-            let j = (self.hint + k) % n;
+            let j = at(k);
             let found = match probe(j)? {
                 Some(Probe::Ready(len)) => Some(Found::Ready { sender: j, len: len as usize }),
                 Some(Probe::Void) => None,
@@ -354,7 +356,7 @@ impl Receiver {
             };
             // Exactly one sender can win a number; a second region claiming
             // it is a hostile sender trying to replace another's message.
-            for other in (k + 1..n).map(|k2| (self.hint + k2) % n) {
+            for other in (k + 1..n).map(at) {
                 if matches!(probe(other)?, Some(Probe::Ready(_) | Probe::Void)) {
                     return Err(RecvError::Corrupt(format!(
                         "senders {j} and {other} both published number {}",
