@@ -80,6 +80,12 @@ typedef enum {
   // A bug inside corecast was caught at the boundary; the handle may be
   // unusable. Please report the message.
   CORECAST_INTERNAL = -24,
+  // The copier of a new non-equivocating channel did not start; the
+  // channel was destroyed.
+  CORECAST_COPIER_FAILED = -25,
+  // The call has no meaning for this channel's delivery (evicting a
+  // receiver of a non-equivocating channel: its copier evicts them).
+  CORECAST_NOT_IN_THIS_MODE = -26,
 } corecast_status;
 
 // How an endpoint waits when it cannot proceed (`kind` of
@@ -201,6 +207,15 @@ int corecast_config_set_permissions(corecast_config_t *config, uint32_t mode);
 // gets `CORECAST_RECEIVERS_LATE`, in nanoseconds (1 ms to 49 days, in whole
 // milliseconds; checked at create); 0 = wait forever.
 int corecast_config_set_deadline_ns(corecast_config_t *config, uint64_t deadline_ns);
+
+// Nonzero: a non-equivocating channel (a copier no sender controls
+// copies each message once into a ring only it writes, so every receiver
+// gets the same bytes whatever a sender does to its own region; one copy
+// and one hop more per message). 0: direct delivery (the default).
+int corecast_config_set_non_equivocating(corecast_config_t *config, int on);
+
+// 1 for a non-equivocating channel, 0 for direct delivery.
+int corecast_config_non_equivocating(corecast_config_t *config, int *out);
 
 // The ring length.
 int corecast_config_slots(corecast_config_t *config, uint32_t *out);

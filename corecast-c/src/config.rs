@@ -5,7 +5,7 @@
 use std::ffi::c_int;
 use std::time::Duration;
 
-use corecast::{ChannelConfig, WaitStrategy};
+use corecast::{ChannelConfig, Delivery, WaitStrategy};
 
 use crate::handle::{self, impl_handle, put, tri, Shell};
 use crate::status::{fail, CORECAST_INVALID_ARGUMENT, CORECAST_OK};
@@ -123,6 +123,21 @@ pub extern "C" fn corecast_config_set_permissions(config: *mut corecast_config_t
 #[no_mangle]
 pub extern "C" fn corecast_config_set_deadline_ns(config: *mut corecast_config_t, deadline_ns: u64) -> c_int {
     set(config, |c| c.deadline = (deadline_ns != 0).then(|| Duration::from_nanos(deadline_ns)))
+}
+
+/// Nonzero: a non-equivocating channel (a copier no sender controls
+/// copies each message once into a ring only it writes, so every receiver
+/// gets the same bytes whatever a sender does to its own region; one copy
+/// and one hop more per message). 0: direct delivery (the default).
+#[no_mangle]
+pub extern "C" fn corecast_config_set_non_equivocating(config: *mut corecast_config_t, on: c_int) -> c_int {
+    set(config, |c| c.delivery = if on != 0 { Delivery::NonEquivocating } else { Delivery::Direct })
+}
+
+/// 1 for a non-equivocating channel, 0 for direct delivery.
+#[no_mangle]
+pub extern "C" fn corecast_config_non_equivocating(config: *mut corecast_config_t, out: *mut c_int) -> c_int {
+    get(config, out, |c| c_int::from(c.delivery == Delivery::NonEquivocating))
 }
 
 /// The ring length.

@@ -72,6 +72,12 @@ pub enum corecast_status {
     /// A bug inside corecast was caught at the boundary; the handle may be
     /// unusable. Please report the message.
     CORECAST_INTERNAL = -24,
+    /// The copier of a new non-equivocating channel did not start; the
+    /// channel was destroyed.
+    CORECAST_COPIER_FAILED = -25,
+    /// The call has no meaning for this channel's delivery (evicting a
+    /// receiver of a non-equivocating channel: its copier evicts them).
+    CORECAST_NOT_IN_THIS_MODE = -26,
 }
 
 pub(crate) const CORECAST_OK: c_int = corecast_status::CORECAST_OK as c_int;
@@ -99,6 +105,8 @@ pub(crate) const CORECAST_KEEPER_GONE: c_int = corecast_status::CORECAST_KEEPER_
 pub(crate) const CORECAST_CORRUPT: c_int = corecast_status::CORECAST_CORRUPT as c_int;
 pub(crate) const CORECAST_IO: c_int = corecast_status::CORECAST_IO as c_int;
 pub(crate) const CORECAST_INTERNAL: c_int = corecast_status::CORECAST_INTERNAL as c_int;
+pub(crate) const CORECAST_COPIER_FAILED: c_int = corecast_status::CORECAST_COPIER_FAILED as c_int;
+pub(crate) const CORECAST_NOT_IN_THIS_MODE: c_int = corecast_status::CORECAST_NOT_IN_THIS_MODE as c_int;
 
 thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
@@ -125,6 +133,8 @@ pub(crate) fn channel(e: ChannelError) -> c_int {
         ChannelError::Full { .. } => CORECAST_FULL,
         ChannelError::KeeperGone => CORECAST_KEEPER_GONE,
         ChannelError::Io { .. } => CORECAST_IO,
+        ChannelError::CopierFailed(_) => CORECAST_COPIER_FAILED,
+        ChannelError::NotInThisMode(_) => CORECAST_NOT_IN_THIS_MODE,
         ChannelError::Corrupt(_) | ChannelError::UnsafeDirectory { .. } | ChannelError::UntrustedKeeper { .. } => {
             CORECAST_CORRUPT
         }
@@ -207,6 +217,8 @@ pub extern "C" fn corecast_status_name(status: c_int) -> *const c_char {
         CORECAST_CORRUPT => b"CORECAST_CORRUPT\0",
         CORECAST_IO => b"CORECAST_IO\0",
         CORECAST_INTERNAL => b"CORECAST_INTERNAL\0",
+        CORECAST_COPIER_FAILED => b"CORECAST_COPIER_FAILED\0",
+        CORECAST_NOT_IN_THIS_MODE => b"CORECAST_NOT_IN_THIS_MODE\0",
         _ => b"CORECAST_UNKNOWN\0",
     };
     name.as_ptr().cast()

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::Subcommand;
-use corecast::{Channel, ChannelConfig, ChannelStatus};
+use corecast::{Channel, ChannelConfig, ChannelStatus, Delivery};
 use corecast_bench::report::format::human;
 use corecast_process::interrupt;
 use serde_json::{json, Value};
@@ -80,6 +80,10 @@ pub struct CreateArgs {
     /// told it is late, or `none`.
     #[arg(long, default_value = "10s")]
     deadline: String,
+    /// Non-equivocating: a copier no sender controls copies each message
+    /// once, so every receiver gets the same bytes (one copy more).
+    #[arg(long)]
+    non_equivocating: bool,
 }
 
 /// `none`, or a duration such as `500ms`.
@@ -101,6 +105,7 @@ fn create(a: CreateArgs) -> Result<ExitCode> {
         max_receivers: a.receivers,
         mode,
         deadline: deadline(&a.deadline)?,
+        delivery: if a.non_equivocating { Delivery::NonEquivocating } else { Delivery::Direct },
     };
     let chan = Channel::create(&a.name, &config).with_context(|| format!("creating channel {:?}", a.name))?;
     interrupt::install().context("installing the Ctrl-C handler")?;
@@ -196,7 +201,7 @@ fn watch(name: &str, interval: Duration) -> Result<()> {
 pub fn render(s: &ChannelStatus, rate: Option<f64>) -> String {
     let c = &s.config;
     let mut out = String::new();
-    let _ = writeln!(out, "channel {}  keeper pid {}", s.name, s.keeper_pid);
+    let _ = writeln!(out, "channel {}  keeper pid {}  delivery {}", s.name, s.keeper_pid, delivery_name(c.delivery));
     let deadline = c.deadline.map_or("none".to_string(), |d| format!("{d:?}"));
     let _ = writeln!(
         out,
@@ -210,6 +215,10 @@ pub fn render(s: &ChannelStatus, rate: Option<f64>) -> String {
     out.push('\n');
     if !s.keeper_alive {
         let _ = writeln!(out, "KEEPER GONE: the channel is closed (crashes can no longer be detected)");
+    }
+    if s.dropped != 0 {
+        let _ =
+            writeln!(out, "copier dropped {} number(s) whose slot failed validation (a hostile sender's)", s.dropped);
     }
     if s.tampered != 0 {
         let _ = writeln!(out, "sequencer tampered with and repaired {} time(s) by the keeper", s.tampered);
@@ -243,6 +252,13 @@ pub fn render(s: &ChannelStatus, rate: Option<f64>) -> String {
     out
 }
 
+fn delivery_name(d: Delivery) -> &'static str {
+    match d {
+        Delivery::NonEquivocating => "non-equivocating",
+        _ => "direct",
+    }
+}
+
 /// The machine view of a status (`inspect --json`).
 pub fn to_json(s: &ChannelStatus) -> Value {
     let c = &s.config;
@@ -270,6 +286,8 @@ pub fn to_json(s: &ChannelStatus) -> Value {
         "max_senders": c.max_senders,
         "max_receivers": c.max_receivers,
         "deadline_ms": c.deadline.map(|d| d.as_millis() as u64),
+        "delivery": delivery_name(c.delivery),
+        "dropped": s.dropped,
         "sent": s.sent,
         "tampered": s.tampered,
         "keeper_alive": s.keeper_alive,

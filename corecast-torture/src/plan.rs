@@ -210,6 +210,7 @@ impl RoundPlan {
             max_receivers: (n_rx + n_late) as u32 + rng.range(0, 2) as u32,
             mode: 0o600,
             deadline,
+            delivery: corecast::Delivery::Direct,
         };
         // Faults land while the senders are busy: rounds last about this long.
         let run_for = Duration::from_millis(rng.range(300, 1500));

@@ -1,17 +1,39 @@
 //! Named channels: create, open, inspect, destroy (SPEC R10).
 
-use std::os::fd::AsRawFd;
-
+use crate::copier::Plan;
+use crate::create::bind_and_start;
 use crate::error::ChannelError;
-use crate::layout::{Geometry, STATE_DEAD, STATE_EVICTED, STATE_FREE, STATE_LEFT, STATE_LIVE};
-use crate::link::{channel_dir, check_dir, identity, path_of, unlink_if, Link};
+use crate::keeper::Kind;
+use crate::layout::{Geometry, KIND_BROADCAST, STATE_DEAD, STATE_EVICTED, STATE_FREE, STATE_LEFT, STATE_LIVE};
+use crate::link::{channel_dir, check_dir, feed_path, path_of, Link};
 use crate::proto::{self, Op};
 use crate::receiver::Receiver;
 use crate::region::ReceiverRegion;
 use crate::sender::Sender;
 use crate::sync::Ordering;
-use crate::sys::{process, sock};
 use crate::wait::WaitStrategy;
+
+/// How messages travel from senders to receivers, chosen at creation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Delivery {
+    /// Each sender writes its messages into its own sealed region and
+    /// receivers read them there: zero copy end to end. A sender cannot
+    /// touch another's messages, but a faulty or hostile sender can
+    /// rewrite its own after publishing them, so two receivers may read
+    /// different bytes under one sequence number.
+    #[default]
+    Direct,
+    /// Non-equivocating (SPEC R12): a copier (a thread of the channel's
+    /// keeper, which no sender controls) copies every committed message
+    /// once into a ring only it can write, and receivers read only that
+    /// ring. Every receiver gets the same bytes for every sequence number,
+    /// whatever a sender does to its own region; a message a receiver
+    /// borrows never changes while it holds it (unless it is evicted). It
+    /// costs one copy and one hop per message. Receivers late past the
+    /// deadline are evicted by the copier itself, so senders never see
+    /// [`crate::SendError::ReceiversLate`].
+    NonEquivocating,
+}
 
 /// Properties fixed when a channel is created.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,6 +53,9 @@ pub struct ChannelConfig {
     /// R8: how long a receiver may hold a blocked sender back before the
     /// sender gets [`crate::SendError::ReceiversLate`]; `None` = wait forever.
     pub deadline: Option<std::time::Duration>,
+    /// How messages reach receivers: directly from each sender's region
+    /// (the default) or through a trusted copier ([`Delivery`]).
+    pub delivery: Delivery,
 }
 
 impl Default for ChannelConfig {
@@ -42,6 +67,7 @@ impl Default for ChannelConfig {
             max_receivers: 16,
             mode: 0o600,
             deadline: Some(std::time::Duration::from_secs(10)),
+            delivery: Delivery::Direct,
         }
     }
 }
@@ -104,7 +130,11 @@ pub struct ChannelStatus {
     /// How often the keeper found the shared sequencer tampered with by a
     /// sender and repaired it.
     pub tampered: u32,
-    /// Whether the keeper is alive (a killed keeper closes the channel).
+    /// Non-equivocating channels: numbers the copier dropped because what
+    /// a sender left in its slot failed validation (always 0 otherwise).
+    pub dropped: u32,
+    /// Whether the keeper is alive (a killed keeper closes the channel);
+    /// for a non-equivocating channel, both keepers (feed and receivers').
     pub keeper_alive: bool,
 }
 
@@ -114,6 +144,9 @@ pub struct ChannelStatus {
 #[derive(Debug)]
 pub struct Channel {
     link: Link,
+    /// Non-equivocating channels: a handle on the feed, the channel the
+    /// senders attach to (`link` is the one receivers read).
+    feed: Option<Link>,
 }
 
 impl Channel {
@@ -138,55 +171,66 @@ impl Channel {
         let geometry = config.geometry();
         geometry.check().map_err(ChannelError::InvalidConfig)?;
         let deadline_ms = deadline_ms(config.deadline)?;
-        if config.mode & !0o777 != 0 {
-            return Err(ChannelError::InvalidConfig(format!("mode {:#o} has bits outside 0o777", config.mode)));
+        let mode = config.mode;
+        if mode & !0o777 != 0 {
+            return Err(ChannelError::InvalidConfig(format!("mode {mode:#o} has bits outside 0o777")));
         }
-        let dir = channel_dir();
-        if !dir.exists() {
-            std::fs::create_dir_all(&dir)
-                .map_err(|e| ChannelError::Io { op: "create the channel directory", source: e })?;
-            // Shared by every user, like /tmp: sticky and world-writable.
-            let _ = rustix::fs::chmod(&dir, rustix::fs::Mode::from_raw_mode(0o1777));
-        }
-        // Whoever made it, it must be safe now (it may have been made by
-        // another user a moment ago).
-        check_dir(&dir)?;
-        let listener = match sock::listen(&path) {
-            Ok(l) => l,
-            Err(rustix::io::Errno::ADDRINUSE) => {
-                match Link::connect(name) {
-                    Ok(_) => return Err(ChannelError::AlreadyExists(name.into())),
-                    // A leftover of a dead channel: `connect` removed it.
-                    Err(ChannelError::NotFound(_)) => {
-                        sock::listen(&path).map_err(ChannelError::io("bind the channel name"))?
-                    }
-                    Err(e) => return Err(e),
-                }
+        let kind = match config.delivery {
+            Delivery::Direct => Kind::Direct,
+            Delivery::NonEquivocating => {
+                let feed = feed_path(name)?;
+                let plan = Plan { name: name.into(), feed, geometry, deadline_ms, mode };
+                Kind::Broadcast(Box::new(move || plan.run()))
             }
-            Err(rustix::io::Errno::ACCESS) => return Err(ChannelError::PermissionDenied(name.into())),
-            Err(e) => return Err(ChannelError::Io { op: "bind the channel name", source: e.into() }),
         };
-        rustix::fs::chmod(&path, rustix::fs::Mode::from_raw_mode(config.mode))
-            .map_err(ChannelError::io("set the channel's mode"))?;
-        // The keeper touches the name only while it is still this socket
-        // file: after a destroy, the name may belong to a new channel.
-        let Some(id) = identity(&path) else {
-            return Err(ChannelError::Corrupt("the channel's name vanished as it was created".into()));
-        };
-        let keeper_path = path.clone();
-        let started = process::spawn_keeper(listener.as_raw_fd(), move || {
-            crate::keeper::run(listener, keeper_path, id, geometry, deadline_ms)
-        });
-        if let Err(e) = started {
-            unlink_if(&path, Some(id));
-            return Err(ChannelError::Io { op: "start the channel keeper", source: e.into() });
+        let link = bind_and_start(name, path, geometry, deadline_ms, mode, kind)?;
+        let mut chan = Channel { link, feed: None };
+        if config.delivery == Delivery::NonEquivocating {
+            chan.wait_for_copier()?;
+            chan.feed = Some(Link::connect_feed(name)?);
         }
-        Ok(Channel { link: Link::connect(name)? })
+        Ok(chan)
+    }
+
+    /// Waits until the copier of a non-equivocating channel has attached
+    /// to its feed and to this channel (until then a message sent would
+    /// have no copier to carry it). A copier that cannot start destroys
+    /// the channel; a hang guard of 30 s covers one that neither starts
+    /// nor fails.
+    fn wait_for_copier(&self) -> Result<(), ChannelError> {
+        let m = &self.link.membership;
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            // Acquire pairs with the keeper's Release store of the copier's state (keeper::members::join_sender).
+            if m.sender(0).state.load(Ordering::Acquire) == STATE_LIVE {
+                return Ok(());
+            }
+            if m.destroyed() || !m.keeper_alive() || std::time::Instant::now() > give_up {
+                return Err(ChannelError::CopierFailed(self.link.name.clone()));
+            }
+            let gen = m.generation();
+            let _ =
+                crate::sys::futex::wait_any(&[(&m.header().generation.0, gen)], std::time::Duration::from_millis(10));
+        }
     }
 
     /// Opens an existing channel by name.
     pub fn open(name: &str) -> Result<Channel, ChannelError> {
-        Ok(Channel { link: Link::connect(name)? })
+        let link = Link::connect(name)?;
+        let feed = match link.membership.kind() {
+            KIND_BROADCAST => Some(Link::connect_feed(name)?),
+            _ => None,
+        };
+        Ok(Channel { link, feed })
+    }
+
+    /// How messages reach this channel's receivers.
+    pub fn delivery(&self) -> Delivery {
+        if self.feed.is_some() {
+            Delivery::NonEquivocating
+        } else {
+            Delivery::Direct
+        }
     }
 
     /// Attaches a new sender with the default wait strategy.
@@ -196,7 +240,13 @@ impl Channel {
 
     /// Attaches a new sender that waits with `wait`.
     pub fn sender_with(&self, wait: WaitStrategy) -> Result<Sender, ChannelError> {
-        Sender::open(Link::connect(&self.link.name)?, wait)
+        let name = &self.link.name;
+        match self.feed {
+            // It sends into the feed and holds a handle on this channel,
+            // whose end (destroyed, keeper gone) it must see.
+            Some(_) => Sender::open_fed(Link::connect_feed(name)?, Link::connect(name)?, wait),
+            None => Sender::open(Link::connect(name)?, wait),
+        }
     }
 
     /// Attaches a new receiver with the default wait strategy. It receives
@@ -222,8 +272,9 @@ impl Channel {
         ChannelConfig {
             slots: g.slots,
             max_message_bytes: g.slot_bytes,
-            max_senders: g.max_senders,
+            max_senders: self.senders_side().geometry.max_senders,
             max_receivers: g.max_receivers,
+            delivery: self.delivery(),
             mode: 0,
             // Acquire pairs with the keeper's Release store of the deadline.
             deadline: match self.link.membership.header().deadline_ms.load(Ordering::Acquire) {
@@ -234,8 +285,20 @@ impl Channel {
     }
 
     /// Changes the deadline of R8 for every sender (`None`: wait forever).
+    /// In a non-equivocating channel it also bounds how long a sender may
+    /// hold a number unpublished in the feed.
     pub fn set_deadline(&self, deadline: Option<std::time::Duration>) -> Result<(), ChannelError> {
-        self.link.call_arg(Op::SetDeadline, u64::from(deadline_ms(deadline)?)).map(|_| ())
+        let ms = u64::from(deadline_ms(deadline)?);
+        if let Some(feed) = &self.feed {
+            feed.call_arg(Op::SetDeadline, ms)?;
+        }
+        self.link.call_arg(Op::SetDeadline, ms).map(|_| ())
+    }
+
+    /// The membership of the channel senders attach to: the feed of a
+    /// non-equivocating channel, or this one.
+    fn senders_side(&self) -> &crate::region::Membership {
+        &self.feed.as_ref().unwrap_or(&self.link).membership
     }
 
     /// Process id of the channel's keeper.
@@ -246,9 +309,9 @@ impl Channel {
     /// Every sender and receiver slot that has ever been used, with state.
     pub fn members(&self) -> Vec<MemberInfo> {
         let m = &self.link.membership;
-        let g = m.geometry;
-        let senders = (0..g.max_senders as usize).map(|i| (true, i, m.sender(i)));
-        let receivers = (0..g.max_receivers as usize).map(|i| (false, i, m.receiver(i)));
+        let s = self.senders_side();
+        let senders = (0..s.geometry.max_senders as usize).map(|i| (true, i, s.sender(i)));
+        let receivers = (0..m.geometry.max_receivers as usize).map(|i| (false, i, m.receiver(i)));
         senders
             .chain(receivers)
             .filter_map(|(is_sender, index, e)| {
@@ -287,7 +350,7 @@ impl Channel {
                 let cursor = (!m.is_sender && m.state == "live").then(|| cursors.get(&m.index).copied()).flatten();
                 let lag = cursor.map(|c| sent.saturating_sub(c));
                 let (unread_for, voided) = if m.is_sender {
-                    (None, Some(self.link.membership.sender(m.index).voided.load(Ordering::Relaxed)))
+                    (None, Some(self.senders_side().sender(m.index).voided.load(Ordering::Relaxed)))
                 } else {
                     let ms = self.link.membership.receiver(m.index).unread_ms.load(Ordering::Relaxed);
                     (cursor.map(|_| std::time::Duration::from_millis(u64::from(ms))), None)
@@ -301,8 +364,10 @@ impl Channel {
             keeper_pid: self.keeper_pid(),
             sent,
             members,
-            tampered: ms.tampered.load(Ordering::Relaxed),
-            keeper_alive: self.link.membership.keeper_alive(),
+            tampered: self.senders_side().header().tampered.load(Ordering::Relaxed),
+            dropped: ms.dropped.load(Ordering::Relaxed),
+            keeper_alive: self.link.membership.keeper_alive()
+                && self.feed.as_ref().is_none_or(|f| f.membership.keeper_alive()),
         })
     }
 
@@ -311,6 +376,11 @@ impl Channel {
     /// [`crate::RecvError::Destroyed`] once drained, and the resources go
     /// when the last of them closes.
     pub fn destroy(self) -> Result<(), ChannelError> {
+        // The feed first: its senders then stop at once (a new channel of
+        // this name could not create its feed while the old one lives).
+        if let Some(feed) = &self.feed {
+            feed.call(Op::Destroy, &[])?;
+        }
         let (reply, _) = self.link.call(Op::Destroy, &[])?;
         if reply.status != proto::OK {
             return Err(ChannelError::Corrupt(format!("keeper refused destroy (status {})", reply.status)));
@@ -322,6 +392,9 @@ impl Channel {
 impl Drop for Channel {
     fn drop(&mut self) {
         self.link.leave();
+        if let Some(feed) = &self.feed {
+            feed.leave();
+        }
     }
 }
 
@@ -344,7 +417,8 @@ pub fn clean() -> Vec<String> {
     let mut removed: Vec<String> = dir
         .flatten()
         .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|n| matches!(Link::connect(n), Err(ChannelError::NotFound(_))))
+        // Feeds too: `connect_at` takes a name a user could not give.
+        .filter(|n| matches!(Link::connect_at(n, &channel_dir().join(n)), Err(ChannelError::NotFound(_))))
         .collect();
     removed.sort();
     removed
@@ -357,6 +431,7 @@ pub fn list() -> Vec<String> {
         return Vec::new();
     }
     let Ok(dir) = std::fs::read_dir(channel_dir()) else { return Vec::new() };
+    // Feeds (names starting with a dot) are parts of their channels.
     let mut names: Vec<String> =
         dir.flatten().filter_map(|e| e.file_name().into_string().ok()).filter(|n| Link::connect(n).is_ok()).collect();
     names.sort();

@@ -54,6 +54,14 @@ pub enum ChannelError {
     /// The channel's keeper died (it was killed): nobody can attach, and
     /// crashes and stalls of members can no longer be detected.
     KeeperGone,
+    /// The copier of a new non-equivocating channel did not start (the
+    /// feed's name was taken by a live feed, or the system refused a
+    /// process or a region); the channel was destroyed.
+    CopierFailed(String),
+    /// What was asked has no meaning for this channel's delivery (for
+    /// example, evicting a receiver of a non-equivocating channel, whose
+    /// copier evicts late receivers itself).
+    NotInThisMode(&'static str),
     /// A system call failed.
     Io {
         /// What corecast was doing.
@@ -194,6 +202,8 @@ impl fmt::Display for ChannelError {
                 "channel {name:?} is owned by uid {owner_uid} but answered by a process of uid {keeper_uid}: refused"
             ),
             Self::KeeperGone => write!(f, "the channel's keeper process is gone (killed)"),
+            Self::CopierFailed(n) => write!(f, "the copier of non-equivocating channel {n:?} did not start"),
+            Self::NotInThisMode(what) => write!(f, "{what}"),
             Self::Io { op, source } => write!(f, "{op} failed: {source}"),
         }
     }

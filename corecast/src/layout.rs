@@ -17,7 +17,7 @@
 use crate::sync::{AtomicU32, AtomicU64};
 
 /// Bumped whenever any region's layout changes.
-pub(crate) const LAYOUT_VERSION: u32 = 2;
+pub(crate) const LAYOUT_VERSION: u32 = 3;
 /// Alignment and padding unit for hot fields.
 pub(crate) const LINE: usize = 128;
 
@@ -118,10 +118,27 @@ pub(crate) struct MembershipHeader {
     /// Every number below this was claimed, as the keeper last saw `next`:
     /// a sender offered a lower number knows the sequencer was rewound.
     pub(crate) floor: AtomicU64,
+    /// What the channel is ([`KIND_DIRECT`], [`KIND_BROADCAST`] or
+    /// [`KIND_FEED`]); set before the region is shared, never changed.
+    pub(crate) kind: u32,
+    /// Broadcast channels: numbers the copier dropped because what it
+    /// read for them failed validation (a hostile sender's garbage).
+    pub(crate) dropped: AtomicU32,
     /// Futex word bumped (and woken) on every membership change; every
     /// member sleeps on it too, so joins, leaves and deaths wake them.
     pub(crate) generation: Line<AtomicU32>,
 }
+
+/// A plain channel: receivers read each sender's own region.
+pub(crate) const KIND_DIRECT: u32 = 0;
+/// The receivers' side of a non-equivocating channel: its one sender is
+/// the copier, a thread of this channel's keeper, which copies every
+/// message of the feed once into its own region.
+pub(crate) const KIND_BROADCAST: u32 = 1;
+/// The senders' side of a non-equivocating channel (named after the
+/// broadcast channel, see `link::feed_name`): its one receiver is the
+/// copier; senders never count it late and cannot evict it.
+pub(crate) const KIND_FEED: u32 = 2;
 
 pub(crate) const FLAG_DESTROYED: u32 = 1;
 /// Set (before the receiver's state changes) the first time a receiver is

@@ -58,6 +58,10 @@ mod access;
 #[cfg(not(loom))]
 mod channel;
 #[cfg(not(loom))]
+mod copier;
+#[cfg(not(loom))]
+mod create;
+#[cfg(not(loom))]
 mod error;
 #[cfg(not(loom))]
 mod keeper;
@@ -85,7 +89,7 @@ mod sys;
 mod wait;
 
 #[cfg(not(loom))]
-pub use channel::{clean, list, Channel, ChannelConfig, ChannelStatus, MemberInfo, MemberStatus};
+pub use channel::{clean, list, Channel, ChannelConfig, ChannelStatus, Delivery, MemberInfo, MemberStatus};
 #[cfg(not(loom))]
 pub use error::{ChannelError, LateReceiver, RecvError, SendError};
 #[cfg(not(loom))]

@@ -38,6 +38,19 @@ pub(crate) fn path_of(name: &str) -> Result<PathBuf, ChannelError> {
     Ok(dir.join(name))
 }
 
+/// The name of the feed of the non-equivocating channel `name`: the
+/// channel its senders attach to. It starts with a dot, which no name a
+/// user gives may (`check_name`), so no user channel can take it.
+pub(crate) fn feed_name(name: &str) -> String {
+    format!(".{name}.feed")
+}
+
+/// The path of the feed of the non-equivocating channel `name`.
+pub(crate) fn feed_path(name: &str) -> Result<PathBuf, ChannelError> {
+    path_of(name)?;
+    Ok(channel_dir().join(feed_name(name)))
+}
+
 /// Refuses a channel directory another user could use to replace names:
 /// it must be a real directory (not a symbolic link) owned by this user or
 /// by root, and if others may write it, sticky (as `/tmp`), so that only a
@@ -99,7 +112,17 @@ impl Link {
     /// Connects to the keeper of `name` and maps its membership region.
     /// A socket nobody listens on is a dead channel's leftover: removed.
     pub(crate) fn connect(name: &str) -> Result<Link, ChannelError> {
-        let path = path_of(name)?;
+        Link::connect_at(name, &path_of(name)?)
+    }
+
+    /// Connects to the feed of the non-equivocating channel `name`.
+    pub(crate) fn connect_feed(name: &str) -> Result<Link, ChannelError> {
+        Link::connect_at(&feed_name(name), &feed_path(name)?)
+    }
+
+    /// Connects to the channel bound at `path` (`name` is for messages).
+    pub(crate) fn connect_at(name: &str, path: &std::path::Path) -> Result<Link, ChannelError> {
+        let path = path.to_path_buf();
         let before = identity(&path);
         let conn = match sock::connect(&path) {
             Ok(c) => c,

@@ -27,6 +27,13 @@ pub(crate) enum Op {
     SetDeadline = 9,
     /// A sender found the sequencer rewound (to `arg`) and put it back.
     ReportTamper = 10,
+    /// The copier of a broadcast channel: every sender of its feed is gone.
+    Pause = 11,
+    /// The copier of a broadcast channel: a sender of its feed is back.
+    Resume = 12,
+    /// The copier of a broadcast channel dropped a number it could not
+    /// read (its slot failed validation).
+    ReportDropped = 13,
 }
 
 impl Op {
@@ -42,6 +49,9 @@ impl Op {
             8 => Op::Evict,
             9 => Op::SetDeadline,
             10 => Op::ReportTamper,
+            11 => Op::Pause,
+            12 => Op::Resume,
+            13 => Op::ReportDropped,
             _ => return None,
         })
     }

@@ -32,7 +32,7 @@ pub(crate) struct Membership {
 
 impl Membership {
     /// Writes a fresh header; only the keeper, on its writable mapping.
-    pub(crate) fn init(map: Mapping, geometry: Geometry, keeper_pid: u32) -> Result<Self, String> {
+    pub(crate) fn init(map: Mapping, geometry: Geometry, keeper_pid: u32, kind: u32) -> Result<Self, String> {
         check_len(&map, geometry.membership_bytes(), "membership")?;
         let h = map.base().cast::<MembershipHeader>();
         // SAFETY: the mapping is fresh, zeroed, writable, large enough and
@@ -41,6 +41,7 @@ impl Membership {
             ptr::addr_of_mut!((*h).version).write(LAYOUT_VERSION);
             ptr::addr_of_mut!((*h).keeper_pid).write(keeper_pid);
             ptr::addr_of_mut!((*h).geometry).write(geometry);
+            ptr::addr_of_mut!((*h).kind).write(kind);
             ptr::addr_of_mut!((*h).magic).write(MAGIC_MEMBERSHIP);
         }
         Ok(Membership { map, geometry })
@@ -51,11 +52,19 @@ impl Membership {
         check_len(&map, std::mem::size_of::<MembershipHeader>(), "membership")?;
         let h = map.base().cast::<MembershipHeader>();
         // SAFETY: the header fits in the mapping (checked above).
-        let (magic, version, geometry) = unsafe {
-            (read(ptr::addr_of!((*h).magic)), read(ptr::addr_of!((*h).version)), read(ptr::addr_of!((*h).geometry)))
+        let (magic, version, geometry, kind) = unsafe {
+            (
+                read(ptr::addr_of!((*h).magic)),
+                read(ptr::addr_of!((*h).version)),
+                read(ptr::addr_of!((*h).geometry)),
+                read(ptr::addr_of!((*h).kind)),
+            )
         };
         if magic != MAGIC_MEMBERSHIP || version != LAYOUT_VERSION {
             return Err(format!("membership region has magic {magic:#x} version {version}"));
+        }
+        if !matches!(kind, KIND_DIRECT | KIND_BROADCAST | KIND_FEED) {
+            return Err(format!("membership region names unknown channel kind {kind}"));
         }
         geometry.check()?;
         check_len(&map, geometry.membership_bytes(), "membership")?;
@@ -65,6 +74,13 @@ impl Membership {
     pub(crate) fn header(&self) -> &MembershipHeader {
         // SAFETY: validated to fit; atomics tolerate concurrent writers.
         unsafe { &*self.map.base().cast::<MembershipHeader>() }
+    }
+
+    /// The channel's kind (`KIND_*`), validated when the region was opened
+    /// and never written after it was shared.
+    pub(crate) fn kind(&self) -> u32 {
+        // SAFETY: the header fits in the mapping.
+        read(unsafe { ptr::addr_of!((*self.map.base().cast::<MembershipHeader>()).kind) })
     }
 
     pub(crate) fn keeper_pid(&self) -> u32 {

@@ -26,7 +26,15 @@ fn errno() -> i32 {
 }
 
 fn cfg() -> ChannelConfig {
-    ChannelConfig { slots: 16, max_message_bytes: 64, max_senders: 1, max_receivers: 4, mode: 0o600, deadline: None }
+    ChannelConfig {
+        slots: 16,
+        max_message_bytes: 64,
+        max_senders: 1,
+        max_receivers: 4,
+        mode: 0o600,
+        deadline: None,
+        delivery: Default::default(),
+    }
 }
 
 #[test]

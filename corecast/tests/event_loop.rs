@@ -14,7 +14,15 @@ use corecast::{Channel, ChannelConfig, RecvError, SendError};
 const COUNT: u64 = 2000;
 
 fn cfg(slots: u32) -> ChannelConfig {
-    ChannelConfig { slots, max_message_bytes: 8, max_senders: 2, max_receivers: 2, mode: 0o600, deadline: None }
+    ChannelConfig {
+        slots,
+        max_message_bytes: 8,
+        max_senders: 2,
+        max_receivers: 2,
+        mode: 0o600,
+        deadline: None,
+        delivery: Default::default(),
+    }
 }
 
 /// A child that sends `COUNT` numbered messages, pausing now and then so

@@ -41,7 +41,15 @@ fn name() -> String {
 }
 
 fn cfg() -> ChannelConfig {
-    ChannelConfig { slots: 8, max_message_bytes: 48, max_senders: 1, max_receivers: 2, mode: 0o600, deadline: None }
+    ChannelConfig {
+        slots: 8,
+        max_message_bytes: 48,
+        max_senders: 1,
+        max_receivers: 2,
+        mode: 0o600,
+        deadline: None,
+        delivery: Default::default(),
+    }
 }
 
 /// Writes that mostly hit the header and the first slots, with values that

@@ -33,6 +33,7 @@ fn cfg(slots: u32, senders: u32, deadline_ms: Option<u64>) -> ChannelConfig {
         max_receivers: 4,
         mode: 0o600,
         deadline: deadline_ms.map(Duration::from_millis),
+        delivery: Default::default(),
     }
 }
 

@@ -18,6 +18,7 @@ fn config(slots: u32, bytes: u32, senders: u32, receivers: u32) -> ChannelConfig
         max_receivers: receivers,
         mode: 0o600,
         deadline: None,
+        delivery: Default::default(),
     }
 }
 

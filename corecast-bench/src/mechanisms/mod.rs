@@ -50,6 +50,7 @@ pub fn all() -> Vec<Box<dyn crate::transport::Mechanism>> {
         Box::new(corecast_channel::Corecast::SPIN),
         Box::new(corecast_channel::Corecast::SLEEP),
         Box::new(corecast_channel::Corecast::C_API),
+        Box::new(corecast_channel::Corecast::NON_EQUIVOCATING),
         Box::new(open_mpi::Mpi::point_to_point()),
         Box::new(open_mpi::Mpi::bcast()),
         Box::new(limit::Limit::SPIN),

@@ -186,7 +186,15 @@ fn say(out: &mut std::fs::File, line: &str) {
 }
 
 fn config(deadline: Option<Duration>) -> ChannelConfig {
-    ChannelConfig { slots: 4, max_message_bytes: SIZE as u32, max_senders: 1, max_receivers: 1, mode: 0o600, deadline }
+    ChannelConfig {
+        slots: 4,
+        max_message_bytes: SIZE as u32,
+        max_senders: 1,
+        max_receivers: 1,
+        mode: 0o600,
+        deadline,
+        delivery: corecast::Delivery::Direct,
+    }
 }
 
 /// A child that attaches as a receiver, says so, and never reads.

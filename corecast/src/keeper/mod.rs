@@ -44,6 +44,9 @@ enum Role {
 
 struct Conn {
     fd: OwnedFd,
+    /// A connection from this process (the copier of a broadcast
+    /// channel): it does not keep the channel alive.
+    own: bool,
     role: Role,
     left: bool,
     /// Refused at hello, or has not said hello yet (R11).
@@ -66,8 +69,35 @@ struct ReceiverSlot {
     region: ReceiverRegion,
 }
 
+/// What a keeper serves.
+pub(crate) enum Kind {
+    /// A plain channel.
+    Direct,
+    /// The receivers' side of a non-equivocating channel: the keeper runs
+    /// the copier in a thread of its own (this closure), which creates the
+    /// feed; only this process may attach as a sender.
+    Broadcast(Box<dyn FnOnce() + Send>),
+    /// The senders' side of a non-equivocating channel: only the copier's
+    /// process may attach as a receiver, and nobody may evict it.
+    Feed { copier_pid: u32 },
+}
+
+impl Kind {
+    fn code(&self) -> u32 {
+        match self {
+            Kind::Direct => KIND_DIRECT,
+            Kind::Broadcast(_) => KIND_BROADCAST,
+            Kind::Feed { .. } => KIND_FEED,
+        }
+    }
+}
+
 pub(crate) struct Keeper {
     listener: OwnedFd,
+    /// This process's id: connections from it are the copier's.
+    me: u32,
+    /// Feeds: the one process that may attach as a receiver.
+    copier_pid: Option<u32>,
     path: PathBuf,
     /// Device and inode of the socket file at `path` when it was bound: the
     /// name is touched only while it still refers to this channel.
@@ -85,16 +115,35 @@ pub(crate) struct Keeper {
 }
 
 /// Builds the keeper's regions and serves until the channel is empty.
-pub(crate) fn run(listener: OwnedFd, path: PathBuf, id: (u64, u64), geometry: Geometry, deadline_ms: u32) -> i32 {
+pub(crate) fn run(
+    listener: OwnedFd,
+    path: PathBuf,
+    id: (u64, u64),
+    geometry: Geometry,
+    deadline_ms: u32,
+    kind: Kind,
+) -> i32 {
     // Not dumpable: /proc/<keeper>/fd and ptrace are then closed to every
     // process without CAP_SYS_PTRACE, the keeper's own user included.
     if rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable).is_err() {
         return 1;
     }
-    match Keeper::new(listener, path, id, geometry) {
+    let copier_pid = match &kind {
+        Kind::Feed { copier_pid } => Some(*copier_pid),
+        _ => None,
+    };
+    match Keeper::new(listener, path, id, geometry, kind.code()) {
         Ok(mut k) => {
+            k.copier_pid = copier_pid;
             // Release pairs with the members' Acquire loads of the deadline.
             k.membership.header().deadline_ms.store(deadline_ms, Ordering::Release);
+            if let Kind::Broadcast(copier) = kind {
+                // The copier attaches through the socket like any member;
+                // the keeper must be serving for it to get in.
+                if std::thread::Builder::new().name("corecast-copier".into()).spawn(copier).is_err() {
+                    return 1;
+                }
+            }
             k.serve();
             0
         }
@@ -103,14 +152,14 @@ pub(crate) fn run(listener: OwnedFd, path: PathBuf, id: (u64, u64), geometry: Ge
 }
 
 impl Keeper {
-    fn new(listener: OwnedFd, path: PathBuf, id: (u64, u64), g: Geometry) -> Result<Keeper, String> {
+    fn new(listener: OwnedFd, path: PathBuf, id: (u64, u64), g: Geometry, kind: u32) -> Result<Keeper, String> {
         let mk = |name: &str, bytes: usize| -> Result<(OwnedFd, Mapping), String> {
             let fd = memfd::create(name, bytes).map_err(|e| format!("memfd: {e}"))?;
             let map = Mapping::new(&fd, bytes, true).map_err(|e| format!("mmap: {e}"))?;
             Ok((fd, map))
         };
         let (membership_fd, m) = mk("corecast-membership", g.membership_bytes())?;
-        let membership = Membership::init(m, g, crate::sys::pid())?;
+        let membership = Membership::init(m, g, crate::sys::pid(), kind)?;
         robust::hold_until_death(membership.keeper_word()).map_err(|e| format!("robust list: {e}"))?;
         memfd::seal(&membership_fd).map_err(|e| format!("seal: {e}"))?;
         let (sequencer_fd, s) = mk("corecast-sequencer", g.sequencer_bytes())?;
@@ -118,6 +167,8 @@ impl Keeper {
         memfd::seal_size(&sequencer_fd).map_err(|e| format!("seal: {e}"))?;
         Ok(Keeper {
             listener,
+            me: crate::sys::pid(),
+            copier_pid: None,
             path,
             id,
             membership_fd,
@@ -137,7 +188,7 @@ impl Keeper {
         // the keeper ends when the last connection has gone.
         let mut served_any = false;
         loop {
-            if served_any && self.conns.is_empty() {
+            if served_any && self.conns.iter().all(|c| c.own) {
                 break;
             }
             let mut fds = vec![PollFd::new(&self.listener, PollFlags::IN)];
@@ -157,8 +208,9 @@ impl Keeper {
             }
             if ready[0] {
                 if let Ok(fd) = sock::accept(&self.listener) {
-                    self.conns.push(Conn { fd, role: Role::Handle, left: false, denied: true });
-                    served_any = true;
+                    let own = sock::peer(&fd).is_ok_and(|(pid, _, _)| pid == self.me);
+                    self.conns.push(Conn { fd, own, role: Role::Handle, left: false, denied: true });
+                    served_any |= !own;
                 }
             }
             self.settle_dead_senders();
@@ -226,6 +278,16 @@ impl Keeper {
             {
                 (Reply::status(proto::BAD_REQUEST), Vec::new())
             }
+            // A broadcast channel's one sender is its copier; a feed's one
+            // receiver too: nobody else may take those places.
+            Op::JoinSender if self.membership.kind() == KIND_BROADCAST && !self.conns[k].own => {
+                (Reply::status(proto::PERMISSION), Vec::new())
+            }
+            Op::JoinReceiver
+                if self.copier_pid.is_some() && sock::peer(&self.conns[k].fd).map(|p| p.0).ok() != self.copier_pid =>
+            {
+                (Reply::status(proto::PERMISSION), Vec::new())
+            }
             Op::JoinSender => {
                 let wake = fds.remove(1);
                 self.join_sender(k, fds.remove(0), wake)
@@ -271,12 +333,22 @@ impl Keeper {
                 self.depart(role, true);
                 (Reply::status(proto::OK), Vec::new())
             }
+            Op::Evict if self.copier_pid.is_some() => (Reply::status(proto::PERMISSION), Vec::new()),
             Op::Evict if matches!(self.conns[k].role, Role::Sender(_)) => {
                 let (i, epoch) = ((arg & 0xffff_ffff) as usize, (arg >> 32) as u32);
                 (Reply::status(self.evict(i, epoch)), Vec::new())
             }
             Op::ReportTamper if matches!(self.conns[k].role, Role::Sender(_)) => {
                 self.note_tamper();
+                (Reply::status(proto::OK), Vec::new())
+            }
+            // The copier: every sender of the feed is gone and everything
+            // was copied (receivers are told, as of a plain channel whose
+            // senders left), or a sender is back; and its dropped messages.
+            Op::Pause | Op::Resume | Op::ReportDropped if self.conns[k].own => {
+                if let Role::Sender(j) = self.conns[k].role {
+                    self.copier_says(j, op);
+                }
                 (Reply::status(proto::OK), Vec::new())
             }
             Op::SetDeadline if arg <= u64::from(u32::MAX) => {
@@ -315,6 +387,20 @@ impl Keeper {
                 wakefd::signal(&s.wake);
             }
         }
+    }
+
+    fn copier_says(&mut self, j: usize, op: Op) {
+        let e = self.membership.sender(j);
+        match op {
+            Op::ReportDropped => {
+                self.membership.header().dropped.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            // SeqCst: membership state is half of a store-then-load handshake with members (see `depart`).
+            Op::Pause => e.state.store(STATE_LEFT, Ordering::SeqCst),
+            _ => e.state.store(STATE_LIVE, Ordering::SeqCst),
+        }
+        self.bump();
     }
 
     fn is_live_sender(&self, k: usize) -> bool {

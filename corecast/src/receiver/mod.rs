@@ -48,6 +48,9 @@ pub struct Receiver {
     hint: usize,
     generation: u32,
     wait: WaitStrategy,
+    /// The copier's receiver: regions that fail validation are passed over
+    /// (`locate_lenient`).
+    lenient: bool,
 }
 
 enum Found {
@@ -90,6 +93,7 @@ impl Receiver {
             next: reply.seq,
             hint: 0,
             wait,
+            lenient: false,
         };
         rx.refresh()?;
         Ok(rx)
@@ -241,6 +245,23 @@ impl Receiver {
         Err(RecvError::Overrun { expected: self.next })
     }
 
+    /// Makes this the copier's receiver (see `locate_lenient`).
+    pub(crate) fn set_lenient(&mut self) {
+        self.lenient = true;
+    }
+
+    /// Gives up the next number, which could not be read (its slot failed
+    /// validation), if every number up to it was claimed as the keeper
+    /// last saw (so this never runs ahead of the senders). The copier's
+    /// way past a hostile sender's garbage; returns whether it moved.
+    pub(crate) fn skip_unreadable(&mut self) -> bool {
+        if self.next >= self.link.membership.floor() {
+            return false;
+        }
+        self.consume();
+        true
+    }
+
     /// Fails with `Evicted` once a sender has evicted this receiver.
     fn check_membership(&self) -> Result<(), RecvError> {
         let e = self.link.membership.receiver(self.index);
@@ -333,6 +354,9 @@ impl Receiver {
 
     /// Probes every known sender region for `self.next`. `None` = void.
     fn locate(&self) -> Result<Option<Found>, RecvError> {
+        if self.lenient {
+            return self.locate_lenient();
+        }
         let g = self.link.membership.geometry;
         let n = self.senders.len();
         let probe = |j: usize| -> Result<Option<Probe>, RecvError> {
@@ -370,6 +394,55 @@ impl Receiver {
             return Err(RecvError::Overrun { expected: self.next });
         }
         Ok(Some(Found::NotYet))
+    }
+
+    /// The copier's `locate`. A region whose slot for the number fails
+    /// validation (garbage, or a later number: the copier is never
+    /// evicted, so it cannot have been overtaken) is a hostile sender's
+    /// and is passed over, so it cannot stop honest messages. The number
+    /// is given up (`Corrupt`, then [`Receiver::skip_unreadable`]) only
+    /// when some region failed for it, every number up to it was claimed
+    /// (the keeper's floor, read first), and no region that validates
+    /// names it or a later number in its claim word (an honest sender
+    /// claims its next number only after publishing the last).
+    fn locate_lenient(&self) -> Result<Option<Found>, RecvError> {
+        let g = self.link.membership.geometry;
+        let floor = self.link.membership.floor();
+        let (mut found, mut invalid, mut held) = (None, false, false);
+        for (j, peer) in self.senders.iter().enumerate() {
+            let Some(Peer { region, .. }) = peer else { continue };
+            let this = match ring::probe(region.slot(self.next), self.next, g.slots.into(), g.slot_bytes) {
+                Ok(Probe::Ready(len)) => Some(Found::Ready { sender: j, len: len as usize }),
+                Ok(Probe::Void) => None,
+                Ok(Probe::Absent) => {
+                    // Acquire pairs with the sender's claim stores (ring::try_claim, ring::commit_claim).
+                    let word = region.header().claim.0.load(Ordering::Acquire);
+                    held |= ring::named(word).is_some_and(|c| c >= self.next);
+                    continue;
+                }
+                Ok(Probe::Newer(_)) | Err(_) => {
+                    invalid = true;
+                    continue;
+                }
+            };
+            if found.is_some() {
+                return Err(RecvError::Corrupt(format!("two senders published number {}", self.next)));
+            }
+            found = Some(this);
+        }
+        match found {
+            Some(f) => Ok(f),
+            None if invalid && !held && self.next < floor => Err(RecvError::Corrupt(format!(
+                "number {} failed validation in a sender's region and no other sender holds it",
+                self.next
+            ))),
+            None => Ok(Some(Found::NotYet)),
+        }
+    }
+
+    /// Whether any sender is attached and live.
+    pub(crate) fn any_sender_live(&self) -> bool {
+        self.sender_states().0
     }
 
     fn sender_states(&self) -> (bool, bool) {

@@ -30,6 +30,21 @@ impl Receiver {
         }
     }
 
+    /// Sleeps until the membership changes (a sender joins), the keeper
+    /// dies, or `budget` passes: for a receiver told every sender is gone.
+    pub(crate) fn wait_for_members(&self, budget: Duration) {
+        let m = &self.link.membership;
+        let gen = m.generation();
+        if gen != self.generation {
+            return;
+        }
+        let keeper = m.keeper_word();
+        // Acquire pairs with the keeper's Release store of its robust word (sys::robust).
+        let words = [(&m.header().generation.0, gen), (keeper, keeper.load(Ordering::Acquire))];
+        let _ = futex::wait_any(&words, budget);
+        robust::cascade(keeper);
+    }
+
     /// Sleeps on every sender's doorbell and the membership generation.
     pub(super) fn sleep(&mut self, budget: Duration) -> Result<(), RecvError> {
         let values = self.sleep_values();

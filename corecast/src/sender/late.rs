@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use super::Sender;
 use crate::error::{ChannelError, LateReceiver, SendError};
-use crate::layout::STATE_LIVE;
+use crate::layout::{KIND_FEED, STATE_LIVE};
 use crate::peers::Peer;
 use crate::proto::Op;
 use crate::ring;
@@ -16,7 +16,15 @@ impl Sender {
     /// Evicts a receiver reported late (R8): senders stop waiting for it at
     /// once, and it gets [`crate::RecvError::Evicted`] at its next receive.
     /// A receiver that has meanwhile left or been replaced is not touched.
+    ///
+    /// A non-equivocating channel's receivers are evicted by its copier,
+    /// never by a sender: [`ChannelError::NotInThisMode`].
     pub fn evict(&mut self, late: &LateReceiver) -> Result<(), ChannelError> {
+        if self.outer.is_some() {
+            return Err(ChannelError::NotInThisMode(
+                "a non-equivocating channel's copier evicts late receivers itself; senders cannot",
+            ));
+        }
         let arg = late.index as u64 | u64::from(late.epoch) << 32;
         self.link.call_arg(Op::Evict, arg)?;
         self.room.limit = 0;
@@ -27,8 +35,12 @@ impl Sender {
     /// channel's deadline (R8), whether or not they hold this sender back
     /// yet: the keeper measures it (to within a quarter of the deadline).
     /// Empty when the channel has no deadline. Pass one to
-    /// [`Sender::evict`] to evict it.
+    /// [`Sender::evict`] to evict it. Always empty for a non-equivocating
+    /// channel: its copier evicts late receivers itself.
     pub fn late_receivers(&mut self) -> Vec<LateReceiver> {
+        if self.outer.is_some() {
+            return Vec::new();
+        }
         let m = &self.link.membership;
         // Acquire pairs with the keeper's Release store of the deadline.
         let ms = m.header().deadline_ms.load(Ordering::Acquire);
@@ -68,8 +80,13 @@ impl Sender {
     }
 
     /// Receivers holding this sender back now past the channel's deadline.
+    /// A feed's one receiver, the copier, is never late: it waits only
+    /// for receivers it evicts itself past the deadline.
     pub(super) fn blocking_late_receivers(&mut self, next: u64) -> Result<(), SendError> {
         let m = &self.link.membership;
+        if m.kind() == KIND_FEED {
+            return Ok(());
+        }
         // Acquire pairs with the keeper's Release store of the deadline.
         let ms = m.header().deadline_ms.load(Ordering::Acquire);
         let slots = u64::from(self.region.geometry.slots);

@@ -29,6 +29,10 @@ use room::Room;
 #[derive(Debug)]
 pub struct Sender {
     link: Link,
+    /// Non-equivocating channels: `link` is the feed, this the channel
+    /// receivers read (whose end, destroyed or keeper gone, is this
+    /// sender's end too).
+    outer: Option<Link>,
     sequencer: Sequencer,
     region: SenderRegion,
     index: usize,
@@ -42,6 +46,28 @@ pub struct Sender {
 }
 
 impl Sender {
+    /// A sender of a non-equivocating channel: attached to its feed.
+    /// Returns once the copier counts it (receivers that attach from then
+    /// on see a live sender, not "all senders gone"); 30 s is a hang guard.
+    pub(crate) fn open_fed(feed: Link, outer: Link, wait: WaitStrategy) -> Result<Sender, ChannelError> {
+        let mut tx = Sender::open(feed, wait)?;
+        let m = &outer.membership;
+        let give_up = Instant::now() + Duration::from_secs(30);
+        // SeqCst: the copier's state, stored SeqCst by the keeper (keeper::copier_says).
+        while m.sender(0).state.load(Ordering::SeqCst) != STATE_LIVE {
+            if m.destroyed() {
+                return Err(ChannelError::Destroyed(outer.name.clone()));
+            }
+            if !m.keeper_alive() || Instant::now() > give_up {
+                return Err(ChannelError::CopierFailed(outer.name.clone()));
+            }
+            let gen = m.generation();
+            let _ = futex::wait_any(&[(&m.header().generation.0, gen)], Duration::from_millis(10));
+        }
+        tx.outer = Some(outer);
+        Ok(tx)
+    }
+
     pub(crate) fn open(link: Link, wait: WaitStrategy) -> Result<Sender, ChannelError> {
         let g = link.membership.geometry;
         let fd = memfd::create("corecast-sender", g.sender_region_bytes()).map_err(ChannelError::io("memfd"))?;
@@ -80,6 +106,7 @@ impl Sender {
         let index = reply.index as usize;
         Ok(Sender {
             link,
+            outer: None,
             sequencer,
             region,
             index,
@@ -101,11 +128,17 @@ impl Sender {
     /// records them: a receiver that dies leaves this count as soon as the
     /// kernel closes its connection (no message needs to be sent to notice).
     pub fn live_receivers(&self) -> usize {
-        let m = &self.link.membership;
+        let m = &self.outer.as_ref().unwrap_or(&self.link).membership;
         (0..m.geometry.max_receivers as usize)
             // Acquire pairs with the keeper's (SeqCst or Release) stores of the state: the slot's fields stored before it come with it.
             .filter(|&i| m.receiver(i).state.load(Ordering::Acquire) == STATE_LIVE)
             .count()
+    }
+
+    /// A request to this channel's keeper, expecting `OK` (the copier's
+    /// reports, see `copier`).
+    pub(crate) fn tell_keeper(&self, op: Op) -> Result<(), ChannelError> {
+        self.link.call_arg(op, 0).map(|_| ())
     }
 
     /// This sender's index among the channel's senders.
@@ -268,12 +301,13 @@ impl Sender {
         if len > g.slot_bytes as usize {
             return Err(SendError::TooLarge { bytes: len, max_bytes: g.slot_bytes as usize });
         }
-        let m = &self.link.membership;
-        if m.destroyed() {
-            return Err(SendError::Destroyed);
-        }
-        if !m.keeper_alive() {
-            return Err(SendError::KeeperGone);
+        for m in std::iter::once(&self.link).chain(&self.outer).map(|l| &l.membership) {
+            if m.destroyed() {
+                return Err(SendError::Destroyed);
+            }
+            if !m.keeper_alive() {
+                return Err(SendError::KeeperGone);
+            }
         }
         let mut repairs = 0;
         let claim = loop {
@@ -422,5 +456,8 @@ impl Sender {
 impl Drop for Sender {
     fn drop(&mut self) {
         self.link.leave();
+        if let Some(outer) = &self.outer {
+            outer.leave();
+        }
     }
 }

@@ -25,7 +25,7 @@ mod native;
 use std::marker::PhantomData;
 use std::time::{Duration, Instant};
 
-use corecast::{Channel, ChannelConfig, WaitStrategy};
+use corecast::{Channel, ChannelConfig, Delivery, WaitStrategy};
 
 use crate::transport::{Endpoint, Mechanism, PeerId, Prepared, Reader, Received, Topology, TransportError, Writer};
 
@@ -73,6 +73,7 @@ pub struct Corecast<A> {
     name: &'static str,
     describe: &'static str,
     wait: WaitStrategy,
+    delivery: Delivery,
     api: PhantomData<fn() -> A>,
 }
 
@@ -82,6 +83,7 @@ impl Corecast<Native> {
         name: "corecast",
         describe: "corecast channels, default adaptive waiting (spin, yield, futex sleep)",
         wait: DEFAULT_WAIT,
+        delivery: Delivery::Direct,
         api: PhantomData,
     };
     /// Busy-polling endpoints.
@@ -89,6 +91,7 @@ impl Corecast<Native> {
         name: "corecast-spin",
         describe: "corecast channels, busy-polling endpoints",
         wait: WaitStrategy::Spin,
+        delivery: Delivery::Direct,
         api: PhantomData,
     };
     /// Endpoints that sleep on a futex at once.
@@ -96,6 +99,16 @@ impl Corecast<Native> {
         name: "corecast-sleep",
         describe: "corecast channels, endpoints sleep on a futex at once",
         wait: WaitStrategy::Sleep,
+        delivery: Delivery::Direct,
+        api: PhantomData,
+    };
+    /// Non-equivocating channels (a trusted copier between senders and
+    /// receivers), default waits.
+    pub const NON_EQUIVOCATING: Corecast<Native> = Corecast {
+        name: "corecast-ne",
+        describe: "corecast non-equivocating channels (the keeper's copier copies each message once), default waiting",
+        wait: DEFAULT_WAIT,
+        delivery: Delivery::NonEquivocating,
         api: PhantomData,
     };
 }
@@ -106,6 +119,7 @@ impl Corecast<CApi> {
         name: "corecast-c",
         describe: "corecast channels through the C API (corecast.h, loan/commit and borrow/release), default waiting",
         wait: DEFAULT_WAIT,
+        delivery: Delivery::Direct,
         api: PhantomData,
     };
 }
@@ -154,6 +168,7 @@ impl<A: Api> Mechanism for Corecast<A> {
             mode: 0o600,
             // The suite measures; a slow receiver is not a fault here.
             deadline: None,
+            delivery: self.delivery,
         };
         let mut channels = Vec::new();
         let mut plan = Plan { base: base.clone(), groups: Vec::new(), inbound: vec![Vec::new(); topology.processes] };
