@@ -172,3 +172,38 @@ fn a_late_receiver_is_named_and_evicted_through_the_c_api() {
         assert_eq!(rc, OK);
     }
 }
+
+#[test]
+fn a_non_equivocating_channel_through_the_c_api() {
+    let name = CString::new(format!("cb-ne-{}", std::process::id())).unwrap();
+    let mut cfg = null_mut();
+    assert_eq!(corecast_config_create(&mut cfg), OK);
+    let mut on = -1;
+    assert_eq!(corecast_config_non_equivocating(cfg, &mut on), OK);
+    assert_eq!(on, 0, "direct by default");
+    assert_eq!(corecast_config_set_non_equivocating(cfg, 1), OK);
+    assert_eq!(corecast_config_non_equivocating(cfg, &mut on), OK);
+    assert_eq!(on, 1);
+    assert_eq!(corecast_config_set_slots(cfg, 4), OK);
+    let mut chan = null_mut();
+    assert_eq!(corecast_channel_create(name.as_ptr(), cfg, &mut chan), OK);
+    assert_eq!(corecast_config_close(cfg), OK);
+    let (mut rx, mut tx) = (null_mut(), null_mut());
+    assert_eq!(corecast_channel_receiver(chan, &mut rx), OK);
+    assert_eq!(corecast_channel_sender(chan, &mut tx), OK);
+    // More than a ring's worth, through the copier, bytes checked.
+    for i in 0..20u8 {
+        assert_eq!(corecast_sender_send(tx, [i; 3].as_ptr().cast(), 3), OK);
+        let mut buf = [0u8; 16];
+        let mut len = 0usize;
+        assert_eq!(corecast_receiver_recv(rx, buf.as_mut_ptr().cast(), 16, &mut len), OK);
+        assert_eq!(&buf[..len], &[i; 3]);
+    }
+    // The copier evicts late receivers: a sender has none to name.
+    let mut count = 9usize;
+    assert_eq!(corecast_sender_late_receivers(tx, 1, &mut count), OK);
+    assert_eq!(count, 0);
+    for rc in [corecast_sender_close(tx), corecast_receiver_close(rx), corecast_channel_destroy(chan)] {
+        assert_eq!(rc, OK);
+    }
+}

@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 use anyhow::Result;
+use corecast::Delivery;
 use corecast_torture::{Config, Kind};
 
 /// Arguments of `corecast torture`.
@@ -24,9 +25,14 @@ pub struct Args {
         |s| s.parse::<Kind>(),
     ))]
     kind: Option<Kind>,
+    /// Run every round on channels of this delivery: direct or
+    /// non-equivocating (default: three rounds in ten non-equivocating).
+    #[arg(long, value_parser = ["direct", "non-equivocating"])]
+    delivery: Option<String>,
 }
 
 /// Runs it.
 pub fn run(a: Args) -> Result<ExitCode> {
-    corecast_torture::run(Config { seconds: a.seconds, seed: a.seed, verbose: a.verbose, kind: a.kind })
+    let delivery = a.delivery.map(|d| if d == "direct" { Delivery::Direct } else { Delivery::NonEquivocating });
+    corecast_torture::run(Config { seconds: a.seconds, seed: a.seed, verbose: a.verbose, kind: a.kind, delivery })
 }

@@ -3,7 +3,7 @@
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use corecast::{Channel, ChannelConfig, ChannelError};
+use corecast::{Channel, ChannelConfig, ChannelError, Delivery};
 use serde_json::Value;
 
 fn corecast(args: &[&str]) -> Output {
@@ -54,6 +54,7 @@ fn list_inspect_and_destroy_a_live_channel() {
     assert_eq!(v["max_message_bytes"], 128);
     assert_eq!(v["keeper_pid"], chan.keeper_pid());
     assert_eq!(v["sent"], 3);
+    assert_eq!(v["delivery"], "direct");
     let members = v["members"].as_array().unwrap();
     let me = std::process::id();
     let sender = members.iter().find(|m| m["role"] == "sender").expect("the sender is listed");
@@ -74,6 +75,29 @@ fn list_inspect_and_destroy_a_live_channel() {
     assert!(!ok(&["channel", "list"]).lines().any(|l| l == name));
     let out = corecast(&["channel", "inspect", &name]);
     assert!(!out.status.success(), "inspecting a destroyed channel fails");
+}
+
+#[test]
+fn inspect_shows_a_non_equivocating_channel_and_its_senders() {
+    let name = format!("cli-ne-{}", std::process::id());
+    let cfg = ChannelConfig { slots: 8, delivery: Delivery::NonEquivocating, ..ChannelConfig::default() };
+    let chan = Channel::create(&name, &cfg).unwrap();
+    let mut rx = chan.receiver().unwrap();
+    let mut tx = chan.sender().unwrap();
+    tx.send(b"once").unwrap();
+    let mut buf = [0u8; 16];
+    assert_eq!(rx.recv(&mut buf).unwrap(), 4);
+    let v: Value = serde_json::from_str(&ok(&["channel", "inspect", &name, "--json"])).expect("inspect --json is JSON");
+    assert_eq!(v["delivery"], "non-equivocating");
+    assert_eq!(v["dropped"], 0);
+    assert_eq!(v["max_senders"], cfg.max_senders, "the senders' limit, not the copier's one place");
+    let members = v["members"].as_array().unwrap();
+    let sender = members.iter().find(|m| m["role"] == "sender").expect("the sender is listed");
+    assert_eq!(sender["pid"], std::process::id(), "the sender, not the copier");
+    assert!(ok(&["channel", "inspect", &name]).contains("delivery non-equivocating"));
+    // The feed is part of the channel, not a channel of its own.
+    assert!(!ok(&["channel", "list"]).lines().any(|l| l.starts_with('.')));
+    chan.destroy().unwrap();
 }
 
 #[test]

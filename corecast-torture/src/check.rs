@@ -33,6 +33,8 @@ pub fn judge(r: &RoundResult) -> (Figures, Vec<String>) {
         Kind::Sequencer => f.sequencer_rounds = 1,
         Kind::Keeper => f.keeper_rounds = 1,
     }
+    let non_equivocating = r.plan.config.delivery == corecast::Delivery::NonEquivocating;
+    f.non_equivocating_rounds = u64::from(non_equivocating);
     f.sequencer_repairs = u64::from(r.tampered);
     f.names_cleaned = r.cleaned as u64;
     f.recreations = u64::from(r.recreated);
@@ -118,6 +120,13 @@ pub fn judge(r: &RoundResult) -> (Figures, Vec<String>) {
         }
     }
     f.published = msgs.len() as u64;
+    f.equivocations = equivocations(&receivers);
+    if non_equivocating {
+        f.equivocations_non_equivocating = f.equivocations;
+        if f.equivocations > 0 {
+            notes.push(format!("{tag}: {} numbers reached receivers with different bytes", f.equivocations));
+        }
+    }
     // Per sender, the numbers in counter order, to place unnumbered messages.
     let mut floor: HashMap<(u32, u64), u64> = HashMap::new();
     let mut last: HashMap<u32, u64> = HashMap::new();
@@ -205,6 +214,23 @@ pub fn judge(r: &RoundResult) -> (Figures, Vec<String>) {
         }
     }
     (f, notes)
+}
+
+/// Numbers that two receivers got with different bytes (by hash and
+/// length), whoever published them.
+fn equivocations(receivers: &[&super::round::Participant]) -> u64 {
+    let mut seen: HashMap<u64, (u64, u32)> = HashMap::new();
+    let mut split: HashSet<u64> = HashSet::new();
+    for p in receivers {
+        for ev in &p.child.events {
+            if let Event::Received { seq, hash, len, .. } = ev {
+                if *seen.entry(*seq).or_insert((*hash, *len)) != (*hash, *len) {
+                    split.insert(*seq);
+                }
+            }
+        }
+    }
+    split.len() as u64
 }
 
 /// What the round did to the channel as a whole.

@@ -17,6 +17,8 @@ pub struct Figures {
     pub sequencer_rounds: u64,
     /// Rounds where the keeper was killed.
     pub keeper_rounds: u64,
+    /// Rounds on a non-equivocating channel (any kind).
+    pub non_equivocating_rounds: u64,
     /// Participant processes started.
     pub processes: u64,
     /// Distinct messages published (logged by their sender or seen by a receiver).
@@ -31,6 +33,11 @@ pub struct Figures {
     pub out_of_order: u64,
     /// A number received with bytes different from another receiver's or the publisher's.
     pub mismatched: u64,
+    /// Numbers two receivers got with different bytes (any round, hostile
+    /// ones included; a non-equivocating channel must never show one).
+    pub equivocations: u64,
+    /// Of those, in rounds on a non-equivocating channel.
+    pub equivocations_non_equivocating: u64,
     /// Messages accepted whose bytes fail their own check.
     pub corrupt_accepted: u64,
     /// Evicted receivers that were not told `Evicted`.
@@ -87,6 +94,9 @@ impl Figures {
             duplicated,
             out_of_order,
             mismatched,
+            equivocations,
+            equivocations_non_equivocating,
+            non_equivocating_rounds,
             corrupt_accepted,
             untold_evictions,
             unexpected,
@@ -112,13 +122,14 @@ impl Figures {
     }
 
     /// The figures that must be zero, by name.
-    pub fn must_be_zero(&self) -> [(&'static str, u64); 11] {
+    pub fn must_be_zero(&self) -> [(&'static str, u64); 12] {
         [
             ("names stolen", self.names_stolen),
             ("lost", self.lost),
             ("duplicated", self.duplicated),
             ("out of order", self.out_of_order),
             ("mismatched bytes", self.mismatched),
+            ("equivocations (non-equivocating rounds)", self.equivocations_non_equivocating),
             ("corrupt accepted", self.corrupt_accepted),
             ("untold evictions", self.untold_evictions),
             ("unexpected errors", self.unexpected),
@@ -138,13 +149,15 @@ impl Figures {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "rounds: {} (crash {}, stall {}, hostile {}, sequencer {}, keeper kill {}), processes: {}",
+            "rounds: {} (crash {}, stall {}, hostile {}, sequencer {}, keeper kill {}; non-equivocating {}), \
+             processes: {}",
             self.rounds,
             self.crash_rounds,
             self.stall_rounds,
             self.hostile_rounds,
             self.sequencer_rounds,
             self.keeper_rounds,
+            self.non_equivocating_rounds,
             self.processes
         );
         let _ = writeln!(
@@ -166,6 +179,7 @@ impl Figures {
         );
         let _ = writeln!(out, "published: {}", self.published);
         let _ = writeln!(out, "delivered: {}", self.delivered);
+        let _ = writeln!(out, "equivocations (all rounds): {}", self.equivocations);
         for (name, v) in self.must_be_zero() {
             let _ = writeln!(out, "{name}: {v}{}", if v == 0 { "" } else { "  <-- must be 0" });
         }

@@ -45,6 +45,8 @@ pub struct Config {
     pub verbose: bool,
     /// Run only rounds of this kind (to chase one fault).
     pub kind: Option<Kind>,
+    /// Run every round on channels of this delivery (default: mixed).
+    pub delivery: Option<corecast::Delivery>,
 }
 
 /// Runs the suite, printing the figures; exit 0 when every must-be-zero
@@ -62,7 +64,7 @@ pub fn run(a: Config) -> Result<ExitCode> {
     let mut keepers = Vec::new();
     let mut round = 0u32;
     while t0.elapsed() < Duration::from_secs(a.seconds) && !interrupt::requested() {
-        let plan = plan::RoundPlan::draw(seed, round, a.kind);
+        let plan = plan::RoundPlan::draw(seed, round, a.kind, a.delivery);
         let result = round::run(&format!("{prefix}{round}"), plan)?;
         keepers.push(result.keeper_pid);
         keepers.extend(result.second_keeper);

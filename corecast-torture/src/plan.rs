@@ -178,9 +178,10 @@ fn receiver(rng: &mut Rng) -> ReceiverPlan {
 }
 
 impl RoundPlan {
-    /// Draws round `round` of the run seeded `seed`, of kind `only` when
-    /// given (every other choice is drawn as usual).
-    pub fn draw(seed: u64, round: u32, only: Option<Kind>) -> RoundPlan {
+    /// Draws round `round` of the run seeded `seed`, of kind `only` and on
+    /// a channel of `delivery` when given (every other choice is drawn as
+    /// usual; unforced, three rounds in ten are non-equivocating).
+    pub fn draw(seed: u64, round: u32, only: Option<Kind>, delivery: Option<corecast::Delivery>) -> RoundPlan {
         let mut rng = Rng::derive(seed, u64::from(round));
         let drawn = match rng.range(0, 99) {
             0..=39 => Kind::Crash,
@@ -287,6 +288,11 @@ impl RoundPlan {
             actions.push((at(&mut rng), Action::Stop(who, pause)));
         }
         actions.sort_by_key(|a| a.0);
+        // Drawn last, so every other draw of a seed is what it was before
+        // the mode existed.
+        let mut config = config;
+        let drawn = if rng.chance(0.3) { corecast::Delivery::NonEquivocating } else { corecast::Delivery::Direct };
+        config.delivery = delivery.unwrap_or(drawn);
         RoundPlan { round, kind, config, senders, receivers, late, hostile, flooder, actions }
     }
 }
@@ -298,8 +304,8 @@ mod tests {
     #[test]
     fn plans_are_deterministic_and_consistent() {
         for round in 0..200 {
-            let p = RoundPlan::draw(42, round, None);
-            let q = RoundPlan::draw(42, round, None);
+            let p = RoundPlan::draw(42, round, None, None);
+            let q = RoundPlan::draw(42, round, None, None);
             assert_eq!(format!("{p:?}"), format!("{q:?}"));
             let c = p.config;
             assert!(c.slots.is_power_of_two() && c.slots >= 2);

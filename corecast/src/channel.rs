@@ -205,7 +205,10 @@ impl Channel {
             if m.sender(0).state.load(Ordering::Acquire) == STATE_LIVE {
                 return Ok(());
             }
-            if m.destroyed() || !m.keeper_alive() || std::time::Instant::now() > give_up {
+            if !m.keeper_alive() {
+                return Err(ChannelError::KeeperGone);
+            }
+            if m.destroyed() || std::time::Instant::now() > give_up {
                 return Err(ChannelError::CopierFailed(self.link.name.clone()));
             }
             let gen = m.generation();

@@ -76,7 +76,7 @@ fn copy(mut rx: Receiver, mut tx: Sender, own: &Link, feed: &Link) {
     loop {
         let failed = match rx.recv_in_place() {
             Ok(msg) => {
-                if forward(&mut tx, &msg).is_err() {
+                if forward(&mut tx, msg.sequence(), &msg).is_err() {
                     // The channel was destroyed: its feed goes with it, so
                     // its senders are told at once.
                     let _ = feed.call(Op::Destroy, &[]);
@@ -120,11 +120,15 @@ fn copy(mut rx: Receiver, mut tx: Sender, own: &Link, feed: &Link) {
     }
 }
 
-/// Commits one copy of `bytes` into the copier's region, evicting the
-/// receivers that hold it back past the deadline.
-fn forward(tx: &mut Sender, bytes: &[u8]) -> Result<(), SendError> {
+/// Commits one copy of `bytes` as number `seq` of the channel, evicting
+/// the receivers that hold it back past the deadline. Numbers the feed
+/// skipped (voids, numbers given up) are voided here too, so a message
+/// has the same number for its sender and its receivers.
+fn forward(tx: &mut Sender, seq: u64, bytes: &[u8]) -> Result<(), SendError> {
     loop {
         let failed = match tx.loan() {
+            // A dropped loan is a void.
+            Ok(loan) if loan.sequence() < seq => continue,
             Ok(mut loan) => {
                 loan.as_mut_slice()[..bytes.len()].copy_from_slice(bytes);
                 match loan.commit(bytes.len()) {

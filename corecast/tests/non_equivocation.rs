@@ -273,7 +273,11 @@ fn a_sender_killed_at_random_points_never_delivers_a_torn_message() {
             let chan = Channel::open(&name).expect("open");
             let mut tx = chan.sender().expect("attach");
             writeln!(w, "ready").unwrap();
-            std::thread::sleep(Duration::from_millis(20));
+            // Both receivers attached before the first message: they are
+            // owed the same messages.
+            while tx.live_receivers() < 2 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
             for i in 0.. {
                 let msg = honest(i, 1000);
                 let mut loan = tx.loan().expect("loan");
@@ -288,7 +292,7 @@ fn a_sender_killed_at_random_points_never_delivers_a_torn_message() {
         });
         assert_eq!(sender.read_line(), "ready");
         let receivers: Vec<Child> = (0..2).map(|k| receiver(&name, k == 1, judge)).collect();
-        std::thread::sleep(Duration::from_millis(40 + 37 * round));
+        std::thread::sleep(Duration::from_millis(20 + 37 * round));
         sender.kill(libc::SIGKILL);
         let (exit, _) = sender.wait(GUARD);
         assert_eq!(exit, Exit::Signal(libc::SIGKILL));
@@ -319,27 +323,42 @@ fn a_non_equivocating_channel_keeps_the_api_of_a_plain_one() {
     assert_eq!(a.live_receivers(), 1);
     // Both senders, copies and loans, in one order; more than a ring's worth.
     let reader = std::thread::spawn(move || {
-        let mut got = Vec::new();
-        let mut buf = [0u8; 1024];
+        let (mut got, mut seqs) = (Vec::new(), Vec::new());
         loop {
-            match rx.recv_timeout(&mut buf, GUARD) {
-                Ok(n) => got.push(buf[..n].to_vec()),
-                Err(RecvError::AllSendersGone) => return (got, rx),
+            let ended = match rx.recv_in_place_timeout(GUARD) {
+                Ok(m) => {
+                    seqs.push(m.sequence());
+                    got.push(m.to_vec());
+                    false
+                }
+                Err(RecvError::AllSendersGone) => true,
                 Err(e) => panic!("{e}"),
+            };
+            if ended {
+                return (got, seqs, rx);
             }
         }
     });
+    let mut numbers = Vec::new();
     for i in 0..100u8 {
         a.send(&[1, i]).unwrap();
         let mut loan = b.loan().unwrap();
+        numbers.push(loan.sequence());
         loan.as_mut_slice()[..3].copy_from_slice(&[2, i, i]);
         loan.commit(3).unwrap();
+        // A dropped loan is a void: receivers skip it, numbers stay aligned.
+        if i % 10 == 0 {
+            drop(b.loan().unwrap());
+        }
     }
     assert!(a.late_receivers().is_empty());
     drop((a, b));
-    let (got, mut rx) = reader.join().unwrap();
+    let (got, seqs, mut rx) = reader.join().unwrap();
     let want: Vec<Vec<u8>> = (0..100u8).flat_map(|i| [vec![1, i], vec![2, i, i]]).collect();
     assert_eq!(got, want);
+    // A message has the same number for its sender and every receiver.
+    let loaned: Vec<u64> = seqs.iter().skip(1).step_by(2).copied().collect();
+    assert_eq!(loaned, numbers);
     let status = chan.status().unwrap();
     assert_eq!(status.config.delivery, Delivery::NonEquivocating);
     assert_eq!(status.members.iter().filter(|m| m.member.is_sender).count(), 2, "{status:?}");

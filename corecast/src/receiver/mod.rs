@@ -155,11 +155,16 @@ impl Receiver {
     /// Borrows the next message in place (zero copy), waiting for one. The
     /// slot is released to the senders when the [`Message`] is dropped.
     ///
-    /// The bytes are a read-only view of the sender's own region: an honest
-    /// sender never rewrites them before the message is released, but a
-    /// hostile sender can change them while they are read. When what you
-    /// act on must be the bytes every receiver got, copy them out
-    /// ([`Receiver::recv`]) and act on the copy.
+    /// On a direct channel the bytes are a read-only view of the sender's
+    /// own region: an honest sender never rewrites them before the message
+    /// is released, but a hostile sender can change them while they are
+    /// read. On a non-equivocating channel
+    /// ([`crate::Delivery::NonEquivocating`]) they are a view of the
+    /// copier's region, which no sender can write and the copier never
+    /// rewrites while a live receiver holds the message: they are the bytes
+    /// every receiver gets, and they do not change until released (unless
+    /// this receiver is evicted for holding the channel past its deadline;
+    /// [`Message::verify`] then fails).
     pub fn recv_in_place(&mut self) -> Result<Message<'_>, RecvError> {
         let (sender, len) = self.wait_ready(None)?;
         Ok(Message::new(self, sender, len))

@@ -58,7 +58,10 @@ impl Sender {
             if m.destroyed() {
                 return Err(ChannelError::Destroyed(outer.name.clone()));
             }
-            if !m.keeper_alive() || Instant::now() > give_up {
+            if !m.keeper_alive() {
+                return Err(ChannelError::KeeperGone);
+            }
+            if Instant::now() > give_up {
                 return Err(ChannelError::CopierFailed(outer.name.clone()));
             }
             let gen = m.generation();
