@@ -186,35 +186,14 @@ impl Channel {
         let link = bind_and_start(name, path, geometry, deadline_ms, mode, kind)?;
         let mut chan = Channel { link, feed: None };
         if config.delivery == Delivery::NonEquivocating {
-            chan.wait_for_copier()?;
+            // A copier that cannot start destroys the channel.
+            chan.link.wait_for_copier().map_err(|e| match e {
+                ChannelError::Destroyed(_) => ChannelError::CopierFailed(name.into()),
+                e => e,
+            })?;
             chan.feed = Some(Link::connect_feed(name)?);
         }
         Ok(chan)
-    }
-
-    /// Waits until the copier of a non-equivocating channel has attached
-    /// to its feed and to this channel (until then a message sent would
-    /// have no copier to carry it). A copier that cannot start destroys
-    /// the channel; a hang guard of 30 s covers one that neither starts
-    /// nor fails.
-    fn wait_for_copier(&self) -> Result<(), ChannelError> {
-        let m = &self.link.membership;
-        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        loop {
-            // Acquire pairs with the keeper's Release store of the copier's state (keeper::members::join_sender).
-            if m.sender(0).state.load(Ordering::Acquire) == STATE_LIVE {
-                return Ok(());
-            }
-            if !m.keeper_alive() {
-                return Err(ChannelError::KeeperGone);
-            }
-            if m.destroyed() || std::time::Instant::now() > give_up {
-                return Err(ChannelError::CopierFailed(self.link.name.clone()));
-            }
-            let gen = m.generation();
-            let _ =
-                crate::sys::futex::wait_any(&[(&m.header().generation.0, gen)], std::time::Duration::from_millis(10));
-        }
     }
 
     /// Opens an existing channel by name.

@@ -156,6 +156,32 @@ impl Link {
         Ok(Link { name: name.into(), conn, owner_pid: crate::sys::pid(), membership })
     }
 
+    /// Waits until the copier of this (non-equivocating) channel is its
+    /// live sender: attached at creation, or live again after every sender
+    /// had gone. `Destroyed` if the channel is destroyed meanwhile,
+    /// `KeeperGone` if its keeper dies, `CopierFailed` after 30 s (a hang
+    /// guard: the copier neither started nor failed).
+    pub(crate) fn wait_for_copier(&self) -> Result<(), ChannelError> {
+        let m = &self.membership;
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        // SeqCst: the copier's state, stored SeqCst or Release by the keeper (join_sender, copier_says).
+        while m.sender(0).state.load(crate::sync::Ordering::SeqCst) != crate::layout::STATE_LIVE {
+            if m.destroyed() {
+                return Err(ChannelError::Destroyed(self.name.clone()));
+            }
+            if !m.keeper_alive() {
+                return Err(ChannelError::KeeperGone);
+            }
+            if std::time::Instant::now() > give_up {
+                return Err(ChannelError::CopierFailed(self.name.clone()));
+            }
+            let gen = m.generation();
+            let _ =
+                crate::sys::futex::wait_any(&[(&m.header().generation.0, gen)], std::time::Duration::from_millis(10));
+        }
+        Ok(())
+    }
+
     /// One request/reply exchange with the keeper.
     pub(crate) fn call(&self, op: Op, fds: &[&OwnedFd]) -> Result<(Reply, Vec<OwnedFd>), ChannelError> {
         call_on(&self.conn, op, 0, fds)

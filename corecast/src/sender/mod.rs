@@ -51,22 +51,7 @@ impl Sender {
     /// on see a live sender, not "all senders gone"); 30 s is a hang guard.
     pub(crate) fn open_fed(feed: Link, outer: Link, wait: WaitStrategy) -> Result<Sender, ChannelError> {
         let mut tx = Sender::open(feed, wait)?;
-        let m = &outer.membership;
-        let give_up = Instant::now() + Duration::from_secs(30);
-        // SeqCst: the copier's state, stored SeqCst by the keeper (keeper::copier_says).
-        while m.sender(0).state.load(Ordering::SeqCst) != STATE_LIVE {
-            if m.destroyed() {
-                return Err(ChannelError::Destroyed(outer.name.clone()));
-            }
-            if !m.keeper_alive() {
-                return Err(ChannelError::KeeperGone);
-            }
-            if Instant::now() > give_up {
-                return Err(ChannelError::CopierFailed(outer.name.clone()));
-            }
-            let gen = m.generation();
-            let _ = futex::wait_any(&[(&m.header().generation.0, gen)], Duration::from_millis(10));
-        }
+        outer.wait_for_copier()?;
         tx.outer = Some(outer);
         Ok(tx)
     }
