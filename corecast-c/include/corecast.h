@@ -86,6 +86,10 @@ typedef enum {
   // The call has no meaning for this channel's delivery (evicting a
   // receiver of a non-equivocating channel: its copier evicts them).
   CORECAST_NOT_IN_THIS_MODE = -26,
+  // Messages were lost upstream of this channel (it relays another host's
+  // channel through a bridge); the message names the range. The next
+  // receive goes on after them.
+  CORECAST_GAP = -27,
 } corecast_status;
 
 // How an endpoint waits when it cannot proceed (`kind` of
@@ -365,6 +369,12 @@ int corecast_sender_close(corecast_sender_t *sender);
 
 // Sends a copy of the `len` bytes at `msg`, waiting while the ring is full.
 int corecast_sender_send(corecast_sender_t *sender, const void *msg, size_t len);
+
+// Tells every receiver that numbers `first..=last` of an upstream channel
+// this one relays were lost (a bridge's report): each gets `CORECAST_GAP`
+// in order, with the range in `corecast_last_error_message()`. Nothing is
+// sent for an empty range (`first > last`).
+int corecast_sender_send_gap(corecast_sender_t *sender, uint64_t first, uint64_t last);
 
 // Sends a copy of `msg`, or returns `CORECAST_WOULD_BLOCK` at once when the
 // ring is full (`CORECAST_RECEIVERS_LATE` when it is full because

@@ -113,6 +113,21 @@ pub extern "C" fn corecast_sender_send(sender: *mut corecast_sender_t, msg: *con
     send_with(sender, msg, len, |tx, m| tx.send(m))
 }
 
+/// Tells every receiver that numbers `first..=last` of an upstream channel
+/// this one relays were lost (a bridge's report): each gets `CORECAST_GAP`
+/// in order, with the range in `corecast_last_error_message()`. Nothing is
+/// sent for an empty range (`first > last`).
+#[no_mangle]
+pub extern "C" fn corecast_sender_send_gap(sender: *mut corecast_sender_t, first: u64, last: u64) -> c_int {
+    handle::with(sender, |st| {
+        let tx = tri!(st.sender());
+        match tx.send_gap(first, last) {
+            Ok(()) => CORECAST_OK,
+            Err(e) => st.failed(e),
+        }
+    })
+}
+
 /// Sends a copy of `msg`, or returns `CORECAST_WOULD_BLOCK` at once when the
 /// ring is full (`CORECAST_RECEIVERS_LATE` when it is full because
 /// receivers are late past the deadline).

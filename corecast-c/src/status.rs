@@ -78,6 +78,10 @@ pub enum corecast_status {
     /// The call has no meaning for this channel's delivery (evicting a
     /// receiver of a non-equivocating channel: its copier evicts them).
     CORECAST_NOT_IN_THIS_MODE = -26,
+    /// Messages were lost upstream of this channel (it relays another host's
+    /// channel through a bridge); the message names the range. The next
+    /// receive goes on after them.
+    CORECAST_GAP = -27,
 }
 
 pub(crate) const CORECAST_OK: c_int = corecast_status::CORECAST_OK as c_int;
@@ -107,6 +111,7 @@ pub(crate) const CORECAST_IO: c_int = corecast_status::CORECAST_IO as c_int;
 pub(crate) const CORECAST_INTERNAL: c_int = corecast_status::CORECAST_INTERNAL as c_int;
 pub(crate) const CORECAST_COPIER_FAILED: c_int = corecast_status::CORECAST_COPIER_FAILED as c_int;
 pub(crate) const CORECAST_NOT_IN_THIS_MODE: c_int = corecast_status::CORECAST_NOT_IN_THIS_MODE as c_int;
+pub(crate) const CORECAST_GAP: c_int = corecast_status::CORECAST_GAP as c_int;
 
 thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
@@ -168,6 +173,7 @@ pub(crate) fn recv(e: RecvError) -> c_int {
         RecvError::AllSendersGone => CORECAST_ALL_SENDERS_GONE,
         RecvError::BufferTooSmall { .. } => CORECAST_BUFFER_TOO_SMALL,
         RecvError::Overrun { .. } => CORECAST_OVERRUN,
+        RecvError::Gap { .. } => CORECAST_GAP,
         RecvError::Destroyed => CORECAST_DESTROYED,
         RecvError::Evicted => CORECAST_EVICTED,
         RecvError::KeeperGone => CORECAST_KEEPER_GONE,
@@ -219,6 +225,7 @@ pub extern "C" fn corecast_status_name(status: c_int) -> *const c_char {
         CORECAST_INTERNAL => b"CORECAST_INTERNAL\0",
         CORECAST_COPIER_FAILED => b"CORECAST_COPIER_FAILED\0",
         CORECAST_NOT_IN_THIS_MODE => b"CORECAST_NOT_IN_THIS_MODE\0",
+        CORECAST_GAP => b"CORECAST_GAP\0",
         _ => b"CORECAST_UNKNOWN\0",
     };
     name.as_ptr().cast()

@@ -99,6 +99,13 @@ fn copy(mut rx: Receiver, mut tx: Sender, own: &Link, feed: &Link) {
                     paused = tx.tell_keeper(Op::Resume).is_err();
                 }
             }
+            // Relayed as it came: every receiver is told of the same gap.
+            RecvError::Gap { first, last } => {
+                if tx.send_gap(first, last).is_err() {
+                    let _ = feed.call(Op::Destroy, &[]);
+                    return;
+                }
+            }
             // A hostile sender's garbage (a number that cannot be in its
             // slot, a later one, a bad length or kind; the copier is never
             // evicted, so an overrun is garbage too): the number is given

@@ -155,6 +155,15 @@ pub enum RecvError {
         /// The sequence number the receiver expected.
         expected: u64,
     },
+    /// Messages were lost upstream of this channel, which relays another
+    /// host's channel (a bridge): numbers `first..=last` of that channel
+    /// will never arrive. The next receive goes on after them.
+    Gap {
+        /// First lost number, in the upstream channel's numbering.
+        first: u64,
+        /// Last lost number.
+        last: u64,
+    },
     /// The channel was destroyed.
     Destroyed,
     /// A sender evicted this receiver for holding it back past the
@@ -241,6 +250,9 @@ impl fmt::Display for RecvError {
             Self::WouldBlock => write!(f, "no message is ready"),
             Self::Timeout => write!(f, "no message arrived before the deadline"),
             Self::AllSendersGone => write!(f, "all senders are gone and every published message was received"),
+            Self::Gap { first, last } => {
+                write!(f, "messages {first}..={last} were lost upstream (reported by a bridge)")
+            }
             Self::BufferTooSmall { needed } => write!(f, "the buffer is too small: the message has {needed} bytes"),
             Self::Overrun { expected } => {
                 write!(f, "message {expected} was overwritten before this receiver read it (evicted or declared dead)")

@@ -29,6 +29,12 @@ pub(crate) const KIND_PUBLISHED: u64 = 1;
 /// A number that carries no message (a dropped loan, or a claim whose
 /// sender died): receivers skip it.
 pub(crate) const KIND_VOID: u64 = 2;
+/// A number that reports messages lost upstream of this channel (a bridge
+/// from another host saw them go missing): its payload is the first and
+/// last lost number of the upstream channel, two little-endian `u64`s.
+pub(crate) const KIND_GAP: u64 = 3;
+/// Payload bytes of a gap.
+pub(crate) const GAP_BYTES: u32 = 16;
 
 /// The stamp of number `seq` with `kind`.
 pub(crate) fn stamp(seq: u64, kind: u64) -> u64 {
@@ -42,6 +48,8 @@ pub(crate) enum Probe {
     Ready(u32),
     /// Void: skip it.
     Void,
+    /// A gap report, [`GAP_BYTES`] long (checked).
+    Gap,
     /// Not in this slot (yet).
     Absent,
     /// The slot holds a later number `n > seq` with `n == seq (mod R)`:
@@ -83,7 +91,11 @@ pub(crate) fn probe(slot: &SlotHeader, seq: u64, slots: u64, slot_bytes: u32) ->
         }
         KIND_VOID => Ok(Probe::Void),
         KIND_WRITING => Ok(Probe::Absent),
-        k => Err(format!("message {seq} has unknown slot kind {k}")),
+        // The two bits leave only KIND_GAP.
+        _ => match slot.len.load(Ordering::Relaxed) {
+            GAP_BYTES => Ok(Probe::Gap),
+            len => Err(format!("gap report {seq} claims {len} bytes, not {GAP_BYTES}")),
+        },
     }
 }
 

@@ -130,3 +130,30 @@ fn name_disappears_with_last_handle() {
     assert!(!path.exists(), "the channel's socket outlived every handle");
     assert!(matches!(Channel::open(&name), Err(ChannelError::NotFound(_))));
 }
+
+#[test]
+fn a_gap_report_reaches_every_receiver_in_order_then_they_go_on() {
+    for delivery in [corecast::Delivery::Direct, corecast::Delivery::NonEquivocating] {
+        let name = unique(&format!("gap-{delivery:?}"));
+        let chan = Channel::create(&name, &ChannelConfig { delivery, ..config(8, 64) }).unwrap();
+        let mut a = chan.receiver().unwrap();
+        let mut b = chan.receiver().unwrap();
+        let mut tx = chan.sender().unwrap();
+        tx.send(b"before").unwrap();
+        tx.send_gap(7, 9).unwrap();
+        tx.send_gap(5, 4).unwrap(); // empty: nothing sent
+        tx.send(b"after").unwrap();
+        let mut buf = [0u8; 64];
+        let n = a.recv(&mut buf).unwrap();
+        assert_eq!(&buf[..n], b"before");
+        assert!(matches!(a.recv(&mut buf), Err(RecvError::Gap { first: 7, last: 9 })), "{delivery:?}");
+        let n = a.recv(&mut buf).unwrap();
+        assert_eq!(&buf[..n], b"after");
+        // In place too.
+        assert_eq!(&*b.recv_in_place().unwrap(), b"before");
+        assert!(matches!(b.recv_in_place().map(|m| m.len()), Err(RecvError::Gap { first: 7, last: 9 })));
+        assert_eq!(&*b.recv_in_place().unwrap(), b"after");
+        assert!(matches!(a.try_recv(&mut buf), Err(RecvError::WouldBlock)));
+        chan.destroy().unwrap();
+    }
+}

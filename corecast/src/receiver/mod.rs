@@ -54,7 +54,14 @@ pub struct Receiver {
 }
 
 enum Found {
-    Ready { sender: usize, len: usize },
+    Ready {
+        sender: usize,
+        len: usize,
+    },
+    /// A gap report in this sender's region.
+    Gap {
+        sender: usize,
+    },
     NotYet,
 }
 
@@ -287,6 +294,19 @@ impl Receiver {
         unsafe { std::slice::from_raw_parts(region.payload(self.next, len), len) }
     }
 
+    /// Reads the gap report at `self.next` (published by `sender`), moves
+    /// past it and returns it as the error the caller reports.
+    fn take_gap(&mut self, sender: usize) -> RecvError {
+        let bytes = self.slot_bytes(sender, ring::GAP_BYTES as usize);
+        let word = |k: usize| u64::from_le_bytes(bytes[k..k + 8].try_into().expect("8 bytes"));
+        let (first, last) = (word(0), word(8));
+        self.consume();
+        if first > last {
+            return RecvError::Corrupt(format!("a gap report names {first}..={last}"));
+        }
+        RecvError::Gap { first, last }
+    }
+
     /// Moves past `self.next` and wakes senders waiting for ring space.
     fn consume(&mut self) {
         self.next += 1;
@@ -329,6 +349,7 @@ impl Receiver {
                     self.hint = sender;
                     return Ok((sender, len));
                 }
+                Some(Found::Gap { sender }) => return Err(self.take_gap(sender)),
                 None => {
                     self.next += 1;
                     ring::advance(&self.region.header().cursor.0, self.next);
@@ -376,6 +397,7 @@ impl Receiver {
             let j = at(k);
             let found = match probe(j)? {
                 Some(Probe::Ready(len)) => Some(Found::Ready { sender: j, len: len as usize }),
+                Some(Probe::Gap) => Some(Found::Gap { sender: j }),
                 Some(Probe::Void) => None,
                 Some(Probe::Newer(s)) => {
                     newer = Some(s);
@@ -386,7 +408,7 @@ impl Receiver {
             // Exactly one sender can win a number; a second region claiming
             // it is a hostile sender trying to replace another's message.
             for other in (k + 1..n).map(at) {
-                if matches!(probe(other)?, Some(Probe::Ready(_) | Probe::Void)) {
+                if matches!(probe(other)?, Some(Probe::Ready(_) | Probe::Void | Probe::Gap)) {
                     return Err(RecvError::Corrupt(format!(
                         "senders {j} and {other} both published number {}",
                         self.next
@@ -418,6 +440,7 @@ impl Receiver {
             let Some(Peer { region, .. }) = peer else { continue };
             let this = match ring::probe(region.slot(self.next), self.next, g.slots.into(), g.slot_bytes) {
                 Ok(Probe::Ready(len)) => Some(Found::Ready { sender: j, len: len as usize }),
+                Ok(Probe::Gap) => Some(Found::Gap { sender: j }),
                 Ok(Probe::Void) => None,
                 Ok(Probe::Absent) => {
                     // Acquire pairs with the sender's claim stores (ring::try_claim, ring::commit_claim).

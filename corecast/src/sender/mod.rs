@@ -141,7 +141,22 @@ impl Sender {
 
     /// Sends a copy of `msg`, waiting while the ring is full.
     pub fn send(&mut self, msg: &[u8]) -> Result<(), SendError> {
-        self.send_until(msg, None)
+        self.send_until(msg, None, ring::KIND_PUBLISHED)
+    }
+
+    /// Reports to every receiver that numbers `first..=last` of an
+    /// upstream channel this one relays were lost (what a bridge from
+    /// another host does when its link dropped messages): each receiver
+    /// gets [`crate::RecvError::Gap`] in order, then goes on. Takes one
+    /// number of 16 bytes; nothing is sent for an empty range.
+    pub fn send_gap(&mut self, first: u64, last: u64) -> Result<(), SendError> {
+        if first > last {
+            return Ok(());
+        }
+        let mut report = [0u8; ring::GAP_BYTES as usize];
+        report[..8].copy_from_slice(&first.to_le_bytes());
+        report[8..].copy_from_slice(&last.to_le_bytes());
+        self.send_until(&report, None, ring::KIND_GAP)
     }
 
     /// Sends a copy of `msg`, or fails with [`SendError::WouldBlock`] at once
@@ -152,12 +167,12 @@ impl Sender {
     /// naming them (as the keeper measures it), so event-loop senders learn
     /// of them as blocked ones do.
     pub fn try_send(&mut self, msg: &[u8]) -> Result<(), SendError> {
-        let r = self.try_send_once(msg);
+        let r = self.try_send_once(msg, ring::KIND_PUBLISHED);
         self.name_late_if_full(r)
     }
 
     /// One attempt: `WouldBlock` when full.
-    fn try_send_once(&mut self, msg: &[u8]) -> Result<(), SendError> {
+    fn try_send_once(&mut self, msg: &[u8], kind: u64) -> Result<(), SendError> {
         let seq = self.try_claim_armed(msg.len())?;
         // SAFETY: this sender holds `seq`, so slot `seq % R` of its own
         // region is written by nobody else and read by nobody until the
@@ -165,18 +180,18 @@ impl Sender {
         // (If the keeper voids the claim meanwhile, receivers skip the slot
         // and never read these bytes.)
         unsafe { std::ptr::copy_nonoverlapping(msg.as_ptr(), self.region.payload(seq, msg.len()), msg.len()) };
-        self.publish(seq, msg.len() as u32, ring::KIND_PUBLISHED)
+        self.publish(seq, msg.len() as u32, kind)
     }
 
     /// Sends a copy of `msg`, waiting at most `timeout` for ring space.
     pub fn send_timeout(&mut self, msg: &[u8], timeout: Duration) -> Result<(), SendError> {
-        self.send_until(msg, Some(Instant::now() + timeout))
+        self.send_until(msg, Some(Instant::now() + timeout), ring::KIND_PUBLISHED)
     }
 
-    fn send_until(&mut self, msg: &[u8], deadline: Option<Instant>) -> Result<(), SendError> {
+    fn send_until(&mut self, msg: &[u8], deadline: Option<Instant>, kind: u64) -> Result<(), SendError> {
         let mut backoff = Backoff::new(self.wait);
         loop {
-            match self.try_send_once(msg) {
+            match self.try_send_once(msg, kind) {
                 Err(SendError::WouldBlock) => {}
                 other => {
                     self.room.stalls.iter_mut().for_each(|s| *s = None);
