@@ -6,6 +6,7 @@
 
 mod args;
 mod bench;
+mod bridge;
 mod channel;
 mod compare;
 mod machine;
@@ -43,6 +44,10 @@ enum Command {
     /// clean, destroy.
     #[command(subcommand)]
     Channel(channel::ChannelCmd),
+    /// A channel's receivers on other hosts, over Zenoh: `forward` on the
+    /// sending host, `deliver` on each receiving host.
+    #[command(subcommand)]
+    Bridge(bridge::BridgeCmd),
     /// Fault injection: random channels, kills, stalls and hostile writers;
     /// checks nothing is lost, duplicated, reordered, hung or leaked.
     Torture(torture::Args),
@@ -65,6 +70,7 @@ fn main() -> std::process::ExitCode {
         Command::Report(a) => report::run(a),
         Command::Channel(c) => channel::run(c),
         Command::Torture(a) => torture::run(a),
+        Command::Bridge(c) => bridge::run(c),
         #[cfg(feature = "mpi")]
         Command::InternalMpiRank { spec } => {
             let code =

@@ -35,6 +35,12 @@ pub fn install() -> std::io::Result<()> {
     Ok(())
 }
 
+/// The stop flag itself, for loops that take one (raised by Ctrl-C once
+/// [`install`]ed).
+pub fn flag() -> &'static std::sync::atomic::AtomicBool {
+    &REQUESTED
+}
+
 /// Whether Ctrl-C was pressed since the program started.
 pub fn requested() -> bool {
     REQUESTED.load(Ordering::Relaxed)

@@ -1,0 +1,101 @@
+//! The sending host's side: the channel read as one of its receivers, each
+//! message published on the key with its number.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use corecast::{Channel, RecvError};
+use zenoh::bytes::ZBytes;
+use zenoh::qos::CongestionControl;
+use zenoh::Wait;
+
+use crate::wire::{Header, NONE};
+use crate::{BridgeError, Net};
+
+/// How often an idle forwarding bridge says it is alive ([`Header::Beat`]).
+pub const BEAT: Duration = Duration::from_millis(250);
+
+/// What a forwarding run did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Forwarded {
+    /// Messages published.
+    pub messages: u64,
+    /// Gap reports relayed (this channel itself relays another host's).
+    pub gaps: u64,
+    /// Times this bridge was evicted (or overrun) and attached again.
+    pub reattached: u64,
+}
+
+/// Reads channel `name` (on this host) as a receiver and publishes every
+/// message on Zenoh key `key`, until `stop` is set or the channel ends
+/// (destroyed, or its keeper gone: `Ok`). Like any receiver it gets the
+/// messages sent after it attached: a sender that must not start before
+/// the bridge waits for it among the channel's live receivers.
+pub fn forward(name: &str, key: &str, net: &Net, stop: &AtomicBool) -> Result<Forwarded, BridgeError> {
+    let chan = Channel::open(name).map_err(BridgeError::Channel)?;
+    let mut rx = chan.receiver().map_err(BridgeError::Channel)?;
+    let session = net.open()?;
+    let publisher = session
+        .declare_publisher(key.to_string())
+        .congestion_control(CongestionControl::Block)
+        .express(true)
+        .wait()
+        .map_err(|e| BridgeError::Zenoh(format!("declare a publisher on {key}: {e}")))?;
+    let put = |payload: &[u8], h: Header| {
+        publisher
+            .put(ZBytes::from(payload))
+            .attachment(ZBytes::from(&h.encode()[..]))
+            .wait()
+            .map_err(|e| BridgeError::Zenoh(format!("publish on {key}: {e}")))
+    };
+    let epoch = epoch();
+    // Every number strictly between `prev` and the next message's is known
+    // to be a void; NONE when that is not known (start, re-attach).
+    let mut prev = NONE;
+    let mut done = Forwarded::default();
+    let mut last_put = Instant::now();
+    while !stop.load(Ordering::Relaxed) {
+        let failed = match rx.recv_in_place_timeout(BEAT / 2) {
+            Ok(msg) => {
+                put(&msg, Header::Message { epoch, seq: msg.sequence(), prev })?;
+                prev = msg.sequence();
+                done.messages += 1;
+                last_put = Instant::now();
+                continue;
+            }
+            Err(e) => e,
+        };
+        if last_put.elapsed() >= BEAT {
+            put(&[], Header::Beat { epoch, last: prev })?;
+            last_put = Instant::now();
+        }
+        match failed {
+            RecvError::Gap { first, last } => {
+                put(&[], Header::Gap { epoch, first, last })?;
+                prev = last;
+                done.gaps += 1;
+                last_put = Instant::now();
+            }
+            RecvError::Timeout => {}
+            // Senders may come back: keep the place.
+            RecvError::AllSendersGone => std::thread::sleep(Duration::from_millis(10)),
+            // Held the channel back past its deadline: attach again; the
+            // next message says nothing is known since `prev`.
+            RecvError::Evicted | RecvError::Overrun { .. } => {
+                rx = chan.receiver().map_err(BridgeError::Channel)?;
+                prev = NONE;
+                done.reattached += 1;
+            }
+            RecvError::Destroyed | RecvError::KeeperGone => return Ok(done),
+            e => return Err(BridgeError::Recv(e)),
+        }
+    }
+    Ok(done)
+}
+
+/// A number naming this run: the clock and the process id, so a restarted
+/// bridge never reuses its predecessor's.
+fn epoch() -> u64 {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    nanos ^ (u64::from(std::process::id()) << 40)
+}
