@@ -399,6 +399,8 @@ pub fn clean() -> Vec<String> {
     let mut removed: Vec<String> = dir
         .flatten()
         .filter_map(|e| e.file_name().into_string().ok())
+        // A socket being created is not a leftover.
+        .filter(|n| !n.starts_with(crate::sys::sock::BINDING_PREFIX))
         // Feeds too: `connect_at` takes a name a user could not give.
         .filter(|n| matches!(Link::connect_at(n, &channel_dir().join(n)), Err(ChannelError::NotFound(_))))
         .collect();

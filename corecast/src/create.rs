@@ -36,23 +36,22 @@ pub(crate) fn bind_and_start(
     // Whoever made it, it must be safe now (it may have been made by
     // another user a moment ago).
     check_dir(&dir)?;
-    let listener = match sock::listen(&path) {
+    let listener = match sock::listen_new(&path, mode) {
         Ok(l) => l,
-        Err(rustix::io::Errno::ADDRINUSE) => {
+        Err(rustix::io::Errno::EXIST) => {
             match Link::connect_at(name, &path) {
                 Ok(_) => return Err(ChannelError::AlreadyExists(name.into())),
                 // A leftover of a dead channel: `connect` removed it.
-                Err(ChannelError::NotFound(_)) => {
-                    sock::listen(&path).map_err(ChannelError::io("bind the channel name"))?
-                }
+                Err(ChannelError::NotFound(_)) => match sock::listen_new(&path, mode) {
+                    Err(rustix::io::Errno::EXIST) => return Err(ChannelError::AlreadyExists(name.into())),
+                    other => other.map_err(ChannelError::io("bind the channel name"))?,
+                },
                 Err(e) => return Err(e),
             }
         }
         Err(rustix::io::Errno::ACCESS) => return Err(ChannelError::PermissionDenied(name.into())),
         Err(e) => return Err(ChannelError::Io { op: "bind the channel name", source: e.into() }),
     };
-    rustix::fs::chmod(&path, rustix::fs::Mode::from_raw_mode(mode))
-        .map_err(ChannelError::io("set the channel's mode"))?;
     // The keeper touches the name only while it is still this socket
     // file: after a destroy, the name may belong to a new channel.
     let Some(id) = identity(&path) else {

@@ -25,12 +25,27 @@ fn socket() -> Result<OwnedFd, Errno> {
     rustix::net::socket_with(AddressFamily::UNIX, SocketType::SEQPACKET, SocketFlags::CLOEXEC, None)
 }
 
-/// Binds and listens at `path`.
-pub(crate) fn listen(path: &Path) -> Result<OwnedFd, Errno> {
+/// Names a socket has while it is bound but not yet listening (in the
+/// channel directory, never a channel's name: those cannot start with a dot).
+pub(crate) const BINDING_PREFIX: &str = ".binding-";
+
+/// Binds and listens at `path` with permissions `mode`; `EEXIST` if `path`
+/// exists. The socket is made under a private name and linked to `path`
+/// only once it listens, with its mode set: whoever connects to `path`
+/// never meets a socket that is bound but not listening (refused, it would
+/// be taken for a dead channel's leftover and removed).
+pub(crate) fn listen_new(path: &Path, mode: u32) -> Result<OwnedFd, Errno> {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let private = path.with_file_name(format!("{BINDING_PREFIX}{}-{n}", rustix::process::getpid().as_raw_nonzero()));
     let fd = socket()?;
-    rustix::net::bind(&fd, &SocketAddrUnix::new(path)?)?;
-    rustix::net::listen(&fd, 64)?;
-    Ok(fd)
+    rustix::net::bind(&fd, &SocketAddrUnix::new(&private)?)?;
+    let published = rustix::net::listen(&fd, 64)
+        .and_then(|()| rustix::fs::chmod(&private, rustix::fs::Mode::from_raw_mode(mode)))
+        // A hard link fails if `path` exists, whatever the file system.
+        .and_then(|()| rustix::fs::link(&private, path));
+    let _ = rustix::fs::unlink(&private);
+    published.map(|()| fd)
 }
 
 /// Connects to the socket at `path`.
@@ -93,4 +108,28 @@ pub(crate) fn recv(sock: impl AsFd) -> Result<(Vec<u8>, Vec<OwnedFd>), Errno> {
 pub(crate) fn peer(sock: impl AsFd) -> Result<(u32, u32, u32), Errno> {
     let c = rustix::net::sockopt::socket_peercred(sock)?;
     Ok((c.pid.as_raw_nonzero().get() as u32, c.uid.as_raw(), c.gid.as_raw()))
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_name_appears_listening_with_its_mode_and_an_existing_one_is_refused() {
+        let dir = std::env::temp_dir().join(format!("corecast-sock-{}", rustix::process::getpid().as_raw_nonzero()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("chan");
+        let _ = std::fs::remove_file(&path);
+        let listener = listen_new(&path, 0o600).unwrap();
+        // Listening the moment the name exists: a connection is queued.
+        let _client = connect(&path).unwrap();
+        let _server = accept(&listener).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(listen_new(&path, 0o600).unwrap_err(), Errno::EXIST);
+        // No private name is left behind, in success or failure.
+        let names: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.file_name()).collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("chan")]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
