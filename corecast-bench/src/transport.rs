@@ -177,12 +177,43 @@ pub trait Mechanism: Send + Sync {
     fn launcher(&self) -> Option<&dyn Launcher> {
         None
     }
+    /// Whether its processes can run on different hosts (network
+    /// namespaces, [`NetHost`]): it moves messages over the network from
+    /// each process's own address. `false` (the default): it needs one
+    /// machine's shared memory, pipes or sockets made before the fork.
+    fn crosses_hosts(&self) -> bool {
+        false
+    }
     /// Whether its endpoints implement the in-place verbs natively: a
     /// sender writes into the memory receivers read, nothing is copied on
     /// the way. `false` (the default): they copy through a buffer.
     fn lends_memory(&self) -> bool {
         false
     }
+}
+
+/// A "host" a process runs in: a network namespace (made by
+/// `scripts/hosts.sh`) and the address it has there.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NetHost {
+    /// The namespace's name (`ip netns`).
+    pub netns: String,
+    /// This host's address in it.
+    pub addr: std::net::Ipv4Addr,
+}
+
+static THIS_HOST: std::sync::OnceLock<std::net::Ipv4Addr> = std::sync::OnceLock::new();
+
+/// Records the address of the host this process was moved into (called
+/// once, by the harness, in a forked process before its endpoint is made).
+pub fn set_this_host(addr: std::net::Ipv4Addr) {
+    let _ = THIS_HOST.set(addr);
+}
+
+/// The address a mechanism that crosses hosts listens on in this process:
+/// its host's, or loopback when the run is on one host.
+pub fn this_host() -> std::net::Ipv4Addr {
+    THIS_HOST.get().copied().unwrap_or(std::net::Ipv4Addr::LOCALHOST)
 }
 
 /// How a launcher runs the processes of one run.

@@ -66,6 +66,8 @@ conformance_tests! {
     limit_futex => "limit-futex",
     limit_adaptive => "limit-adaptive",
     corecast_copying => "corecast+copy",
+    #[cfg(feature = "zenoh")]
+    zenoh => "zenoh",
 }
 
 /// A mechanism that delivers one wrong byte through the in-place receive

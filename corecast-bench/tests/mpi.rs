@@ -10,7 +10,7 @@ use corecast_bench::mechanisms::by_name;
 use corecast_bench::mechanisms::open_mpi::run_rank_if_asked;
 use corecast_bench::transport::{Availability, Mechanism, Topology};
 use corecast_bench::workloads::conformance::{self, check_mechanism};
-use corecast_bench::workloads::{bandwidth, fanout, logp, pingpong};
+use corecast_bench::workloads::{bandwidth, fanout, logp, paxos, pi, pingpong, snapshot};
 
 const SHORT: Duration = Duration::from_millis(5);
 
@@ -65,11 +65,34 @@ fn workloads_run_over_mpi() {
     assert!(r.bidirectional[0] > 0.0 && r.unidirectional[0] > 0.0);
 }
 
+/// The macro workloads (PaxosInside, snapshot gather, Pi) over MPI, each
+/// checked by the workload itself (decisions against the client's digest,
+/// every checkpoint's bytes, every round's π).
+fn macro_workloads_run_over_mpi() {
+    let opts = RunOptions::default();
+    for name in ["mpi", "mpi-bcast"] {
+        let m = mechanism(name);
+        let r = pi::run(&*m, &pi::PiParams::new(3, 20, 3000, 2), &opts).unwrap_or_else(|e| panic!("{name} pi: {e}"));
+        assert_eq!(r.wall_ms.len(), 2);
+        assert!((r.pi - std::f64::consts::PI).abs() <= r.tolerance);
+        let p = snapshot::SnapshotParams::new(4, 4096, SHORT, 2);
+        let r = snapshot::run(&*m, &p, &opts).unwrap_or_else(|e| panic!("{name} snapshot: {e}"));
+        assert!(r.snapshots > 0 && r.completion_us.median > 0.0);
+    }
+    let m = mechanism("mpi");
+    let r = paxos::run(&*m, &paxos::PaxosParams::new(64, SHORT, 2), &opts).unwrap_or_else(|e| panic!("mpi paxos: {e}"));
+    assert!(r.client.decisions > 0);
+    let mut p = paxos::PaxosParams::new(64, SHORT, 1);
+    p.kill_after = Some(10);
+    let e = paxos::run(&*m, &p, &opts).unwrap_err().to_string();
+    assert!(e.contains("its own launcher"), "{e}");
+}
+
 fn main() {
     if let Some(code) = run_rank_if_asked(&corecast_bench::workloads::jobs::run_encoded) {
         std::process::exit(code);
     }
-    let tests: [(&str, fn()); 4] = [
+    let tests: [(&str, fn()); 5] = [
         ("conformance_mpi", conformance_mpi),
         ("conformance_mpi_bcast", conformance_mpi_bcast),
         (
@@ -77,6 +100,7 @@ fn main() {
             bcast_refuses_members_that_also_receive_point_to_point,
         ),
         ("workloads_run_over_mpi", workloads_run_over_mpi),
+        ("macro_workloads_run_over_mpi", macro_workloads_run_over_mpi),
     ];
     let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     let mut failed = 0;

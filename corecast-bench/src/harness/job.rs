@@ -56,6 +56,7 @@ pub fn run_job(
     match mechanism.launcher() {
         Some(launcher) => {
             topology.validate().map_err(RunFailure::Setup)?;
+            super::spawn::check_hosts(mechanism, topology, &options.hosts)?;
             let launch = LaunchOptions { watchdog: options.watchdog, cpus: options.cpus.clone() };
             Ok(launcher.launch(topology, &launch, &job.encode())?)
         }

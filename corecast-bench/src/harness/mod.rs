@@ -5,6 +5,7 @@
 pub mod busy;
 pub mod error;
 pub mod job;
+mod netns;
 pub mod payload;
 pub mod spawn;
 

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use corecast_process::{fork, Child, ForkOptions, Signal};
 
 use super::BenchError;
-use crate::transport::{Endpoint, Mechanism, PeerId, Prepared, RunFailure, Topology, TransportError};
+use crate::transport::{Endpoint, Mechanism, NetHost, PeerId, Prepared, RunFailure, Topology, TransportError};
 
 /// How to run the processes.
 #[derive(Clone, Debug)]
@@ -28,11 +28,14 @@ pub struct RunOptions {
     /// Processes that may be killed with SIGKILL mid-run; such a process
     /// reports an empty byte string. Dying any other way still fails.
     pub expendable: Vec<PeerId>,
+    /// The host of process `i`: `hosts[i]`; empty means all run here.
+    /// Only mechanisms that cross hosts take a run on several.
+    pub hosts: Vec<NetHost>,
 }
 
 impl Default for RunOptions {
     fn default() -> Self {
-        RunOptions { watchdog: Duration::from_secs(120), cpus: Vec::new(), expendable: Vec::new() }
+        RunOptions { watchdog: Duration::from_secs(120), cpus: Vec::new(), expendable: Vec::new(), hosts: Vec::new() }
     }
 }
 
@@ -60,13 +63,15 @@ pub fn run_processes(
         )))
         .into());
     }
+    check_hosts(mechanism, topology, &options.hosts)?;
     let mut prepared = mechanism.prepare(topology).map_err(RunFailure::Setup)?;
     let mut children: Vec<Child> = Vec::new();
     let mut forked = Ok(());
     for me in 0..topology.processes {
         let cpu = (!options.cpus.is_empty()).then(|| options.cpus[me % options.cpus.len()]);
         let prepared: &mut dyn Prepared = &mut *prepared;
-        match fork(ForkOptions { cpu, ..ForkOptions::default() }, |out| child(me, prepared, body, out)) {
+        let host = options.hosts.get(me);
+        match fork(ForkOptions { cpu, ..ForkOptions::default() }, |out| child(me, host, prepared, body, out)) {
             Ok(c) => children.push(c),
             Err(source) => {
                 forked = Err(RunFailure::Os { op: "fork", source });
@@ -90,8 +95,17 @@ pub fn run_processes(
 
 /// A child's whole life: endpoint, body, report. Its exit code says whether
 /// the report is a success.
-fn child(me: PeerId, prepared: &mut dyn Prepared, body: &Body<'_>, mut out: std::fs::File) -> i32 {
+fn child(
+    me: PeerId,
+    host: Option<&NetHost>,
+    prepared: &mut dyn Prepared,
+    body: &Body<'_>,
+    mut out: std::fs::File,
+) -> i32 {
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        if let Some(h) = host {
+            super::netns::enter(h).map_err(RunFailure::Setup)?;
+        }
         let mut ep = prepared.endpoint(me)?;
         body(me, &mut *ep)
     }))
@@ -102,6 +116,22 @@ fn child(me: PeerId, prepared: &mut dyn Prepared, body: &Body<'_>, mut out: std:
     };
     let ok = out.write_all(&[tag]).and_then(|_| out.write_all(&bytes)).is_ok();
     i32::from(!(ok && tag == OK))
+}
+
+/// A run spread over hosts needs a mechanism that crosses them, and a host
+/// for every process.
+pub(crate) fn check_hosts(mechanism: &dyn Mechanism, topology: &Topology, hosts: &[NetHost]) -> Result<(), RunFailure> {
+    if hosts.is_empty() {
+        return Ok(());
+    }
+    let fail = |why: String| Err(RunFailure::Setup(TransportError::Topology(why)));
+    if hosts.len() != topology.processes {
+        return fail(format!("{} hosts given for {} processes", hosts.len(), topology.processes));
+    }
+    if !mechanism.crosses_hosts() || mechanism.launcher().is_some() {
+        return fail(format!("{}: its processes cannot run on different hosts", mechanism.name()));
+    }
+    Ok(())
 }
 
 fn collect(children: &mut [Child], options: &RunOptions, name: &'static str) -> Result<Vec<Vec<u8>>, RunFailure> {

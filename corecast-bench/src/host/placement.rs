@@ -1,7 +1,9 @@
 //! Where the processes of a run are placed (SPEC B5): pinned to chosen CPUs
 //! (`--cpus`: process `i` on `cpus[i % cpus.len()]`), or spread by the kernel
-//! scheduler over the online CPUs (no pinning, the default). Every record
-//! carries the placement that was asked for.
+//! scheduler over the online CPUs (no pinning, the default); and, for the
+//! mechanisms that cross hosts, spread over "hosts" (network namespaces on
+//! this machine, `--hosts`). Every record carries the placement that was
+//! asked for.
 
 use serde::{Deserialize, Serialize};
 
@@ -28,12 +30,46 @@ pub struct Placement {
     /// is the sender). Empty when spread or not yet known.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub process_cpus: Vec<usize>,
+    /// The hosts the processes were spread over; `None`: this machine only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hosts: Option<Hosts>,
+}
+
+/// "Hosts" on this machine: network namespaces `<prefix>-h1..h<count>` made
+/// by `scripts/hosts.sh`, host `k` at 10.213.0.`k`, joined by a bridge.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hosts {
+    /// How many (at least 2).
+    pub count: usize,
+    /// The namespaces' common prefix.
+    pub prefix: String,
+    /// The netem delay on every host's link, in milliseconds (0: none).
+    pub delay_ms: u32,
+    /// The host (1-based) of each process of the point, by process id:
+    /// process 0 (the sender, master or initiator) alone on host 1, the
+    /// others round-robin over hosts 2..=count. Empty until applied to a
+    /// point.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub process_hosts: Vec<usize>,
+}
+
+impl Hosts {
+    /// Host `k`'s namespace and address.
+    pub fn host(&self, k: usize) -> (String, std::net::Ipv4Addr) {
+        (format!("{}-h{k}", self.prefix), std::net::Ipv4Addr::new(10, 213, 0, k as u8))
+    }
+
+    fn for_processes(&self, processes: usize) -> Hosts {
+        let others = self.count.saturating_sub(1).max(1);
+        let process_hosts = (0..processes).map(|i| if i == 0 { 1 } else { 2 + (i - 1) % others }).collect();
+        Hosts { process_hosts, ..self.clone() }
+    }
 }
 
 impl Placement {
     /// The default: no pinning over the given online CPUs.
     pub fn spread(online: &[usize]) -> Placement {
-        Placement { mode: PlacementMode::Spread, cpus: online.to_vec(), process_cpus: Vec::new() }
+        Placement { mode: PlacementMode::Spread, cpus: online.to_vec(), process_cpus: Vec::new(), hosts: None }
     }
 
     /// Pinning to `cpus`, each of which must be online.
@@ -44,7 +80,7 @@ impl Placement {
         if let Some(bad) = cpus.iter().find(|c| !online.contains(c)) {
             return Err(format!("CPU {bad} is not online here (online: {})", format_cpu_list(online)));
         }
-        Ok(Placement { mode: PlacementMode::Pinned, cpus, process_cpus: Vec::new() })
+        Ok(Placement { mode: PlacementMode::Pinned, cpus, process_cpus: Vec::new(), hosts: None })
     }
 
     /// This placement applied to a point with `processes` processes.
@@ -53,7 +89,8 @@ impl Placement {
             PlacementMode::Spread => Vec::new(),
             PlacementMode::Pinned => (0..processes).map(|i| self.cpus[i % self.cpus.len()]).collect(),
         };
-        Placement { process_cpus, ..self.clone() }
+        let hosts = self.hosts.as_ref().map(|h| h.for_processes(processes));
+        Placement { process_cpus, hosts, ..self.clone() }
     }
 
     /// The CPU list to hand to the harness's run options (`cpus`); empty
@@ -67,6 +104,17 @@ impl Placement {
 
     /// One line for humans, e.g. `pinned to 0,1` or `spread over 0-3`.
     pub fn describe(&self) -> String {
+        let cpus = self.describe_cpus();
+        match &self.hosts {
+            None => cpus,
+            Some(h) => format!(
+                "over {} hosts (network namespaces {}-h1..h{}, netem delay {} ms), {cpus}",
+                h.count, h.prefix, h.count, h.delay_ms
+            ),
+        }
+    }
+
+    fn describe_cpus(&self) -> String {
         match self.mode {
             PlacementMode::Spread => {
                 format!("spread by the scheduler over CPUs {}", format_cpu_list(&self.cpus))

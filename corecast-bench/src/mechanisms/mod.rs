@@ -22,6 +22,8 @@ pub mod ump;
 pub mod unix_dgram;
 pub mod unix_stream;
 pub mod vmsplice;
+#[cfg(feature = "zenoh")]
+pub mod zenoh_pubsub;
 pub mod zimp;
 
 /// Every mechanism the suite knows, available here or not, in table order.
@@ -56,6 +58,8 @@ pub fn all() -> Vec<Box<dyn crate::transport::Mechanism>> {
         Box::new(limit::Limit::SPIN),
         Box::new(limit::Limit::FUTEX),
         Box::new(limit::Limit::ADAPTIVE),
+        #[cfg(feature = "zenoh")]
+        Box::new(zenoh_pubsub::Zenoh),
     ]
 }
 

@@ -10,7 +10,7 @@ use corecast_process::interrupt;
 
 use crate::harness::RunOptions;
 use crate::record::{DataPath, Outcome, Point, Provenance, Status};
-use crate::transport::{Availability, Mechanism};
+use crate::transport::{Availability, Mechanism, NetHost};
 use crate::workloads::{registry, Context, Settings, Workload};
 
 /// Where a run is, for a progress line.
@@ -85,7 +85,10 @@ pub fn run_point(mechanism: Option<&dyn Mechanism>, point: &Point, settings: &Se
     // Each run of a point (LogP and bandwidth make several) gets the whole
     // point's estimate, with room for a loaded machine.
     let watchdog = workload.estimate(point, settings) * 4 + Duration::from_secs(20);
-    let options = RunOptions { watchdog, cpus: placement.run_cpus(), ..RunOptions::default() };
+    let hosts = placement.hosts.as_ref().map_or_else(Vec::new, |h| {
+        h.process_hosts.iter().map(|&k| h.host(k)).map(|(netns, addr)| NetHost { netns, addr }).collect()
+    });
+    let options = RunOptions { watchdog, cpus: placement.run_cpus(), hosts, ..RunOptions::default() };
     let _deferred = interrupt::Deferred::new();
     let ctx = Context { mechanism, point, settings, provenance: prov, placement: &placement, options: &options };
     match workload.run(&ctx) {
@@ -116,6 +119,9 @@ fn unrunnable(
     }
     if let Some(why) = workload.unsuitable(m) {
         return Some(why);
+    }
+    if settings.placement.hosts.is_some() && !m.crosses_hosts() {
+        return Some("runs on one host only (shared memory, or channels made before the fork)".to_string());
     }
     let bytes = workload.message_bytes(point, settings);
     m.max_message_bytes()

@@ -5,7 +5,7 @@
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
-use super::{bandwidth, conformance, fanout, logp, pingpong, plain};
+use super::{bandwidth, conformance, fanout, logp, paxos, pi, pingpong, plain, snapshot};
 use crate::harness::{BenchError, EncodableJob, Job};
 use crate::transport::{Endpoint, PeerId};
 
@@ -24,6 +24,9 @@ const DECODERS: &[(&str, Decoder)] = &[
     (logp::ReceiverSweep::KIND, decoder::<logp::ReceiverSweep>),
     (conformance::Check::KIND, decoder::<conformance::Check>),
     (plain::PlainJob::KIND, decoder::<plain::PlainJob>),
+    (pi::PiJob::KIND, decoder::<pi::PiJob>),
+    (snapshot::SnapshotJob::KIND, decoder::<snapshot::SnapshotJob>),
+    (paxos::PaxosJob::KIND, decoder::<paxos::PaxosJob>),
 ];
 
 /// Decodes a job encoded by [`crate::harness::job::encode`].

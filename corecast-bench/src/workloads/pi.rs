@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::wire::{parse, report, Header};
 use super::{params, Context, Settings, Workload};
-use crate::harness::{run_processes, BenchError, RunOptions};
+use crate::harness::{run_job, BenchError, EncodableJob, RunOptions};
 use crate::record::assemble::{base, summary_record};
 use crate::record::{Metric, Point, Record, Unit};
 use crate::transport::{Endpoint, Mechanism, PeerId, Topology};
@@ -24,7 +24,7 @@ const PARTIAL: u32 = 2;
 const STOP: u32 = 3;
 
 /// What to run.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct PiParams {
     /// Worker processes (at least 1).
     pub workers: usize,
@@ -86,14 +86,7 @@ pub fn run(mechanism: &dyn Mechanism, p: &PiParams, opts: &RunOptions) -> Result
         )));
     }
     let topo = Topology::fan_out(p.workers, MESSAGE_BYTES);
-    let body = |me: PeerId, ep: &mut dyn Endpoint| -> Result<Vec<u8>, BenchError> {
-        if me == 0 {
-            report(&master(ep, p)?)
-        } else {
-            report(&worker(ep, me)?)
-        }
-    };
-    let reports = run_processes(mechanism, &topo, opts, &body)?;
+    let reports = run_job(mechanism, &topo, opts, &PiJob(p.clone()))?;
     let result: PiResult = parse(&reports[0], "master")?;
     let rounds = p.warmup + p.rounds * p.repetitions as u64;
     for (w, r) in reports.iter().enumerate().skip(1) {
@@ -106,6 +99,23 @@ pub fn run(mechanism: &dyn Mechanism, p: &PiParams, opts: &RunOptions) -> Result
         }
     }
     Ok(result)
+}
+
+/// The Pi job: process 0 is the master, the others are workers. Sent as
+/// bytes, so launched ranks (MPI) run it too.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PiJob(pub PiParams);
+
+impl EncodableJob for PiJob {
+    const KIND: &'static str = "pi";
+
+    fn run(&self, me: PeerId, ep: &mut dyn Endpoint) -> Result<Vec<u8>, BenchError> {
+        if me == 0 {
+            report(&master(ep, &self.0)?)
+        } else {
+            report(&worker(ep, me)?)
+        }
+    }
 }
 
 fn master(ep: &mut dyn Endpoint, p: &PiParams) -> Result<PiResult, BenchError> {

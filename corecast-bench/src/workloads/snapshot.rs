@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::wire::{parse, report, Header};
 use super::{params, Context, Settings, Workload};
-use crate::harness::{payload, run_processes, BenchError, RunOptions};
+use crate::harness::{payload, run_job, BenchError, EncodableJob, RunOptions};
 use crate::record::assemble::base;
 use crate::record::summary::Summary;
 use crate::record::{Metric, Point, Record, Unit};
@@ -30,7 +30,7 @@ const REQUEST: u32 = 1;
 const STOP: u32 = 2;
 
 /// What to run.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SnapshotParams {
     /// Nodes taking part, the initiator included (at least 2).
     pub nodes: usize,
@@ -78,14 +78,7 @@ pub fn run(mechanism: &dyn Mechanism, p: &SnapshotParams, opts: &RunOptions) -> 
             p.nodes, p.checkpoint, p.repetitions
         )));
     }
-    let body = |me: PeerId, ep: &mut dyn Endpoint| -> Result<Vec<u8>, BenchError> {
-        if me == 0 {
-            report(&initiate(ep, p)?)
-        } else {
-            report(&node(ep, me, p)?)
-        }
-    };
-    let reports = run_processes(mechanism, &p.topology(), opts, &body)?;
+    let reports = run_job(mechanism, &p.topology(), opts, &SnapshotJob(p.clone()))?;
     let result: SnapshotResult = parse(&reports[0], "initiator")?;
     let requests = p.warmup + result.snapshots;
     for (n, r) in reports.iter().enumerate().skip(1) {
@@ -98,6 +91,23 @@ pub fn run(mechanism: &dyn Mechanism, p: &SnapshotParams, opts: &RunOptions) -> 
         }
     }
     Ok(result)
+}
+
+/// The snapshot job: process 0 initiates, the others are nodes. Sent as
+/// bytes, so launched ranks (MPI) run it too.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SnapshotJob(pub SnapshotParams);
+
+impl EncodableJob for SnapshotJob {
+    const KIND: &'static str = "snapshot";
+
+    fn run(&self, me: PeerId, ep: &mut dyn Endpoint) -> Result<Vec<u8>, BenchError> {
+        if me == 0 {
+            report(&initiate(ep, &self.0)?)
+        } else {
+            report(&node(ep, me, &self.0)?)
+        }
+    }
 }
 
 /// The initiator: one timed snapshot per request, checked reply by reply.

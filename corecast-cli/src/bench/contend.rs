@@ -58,7 +58,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         };
         plan.extend(grid(w, &names(&mechs), &[pairs], &a.sizes));
     }
-    let common = Common { cpus: None, out: a.out };
+    let common = Common { cpus: None, out: a.out, hosts: None, netem_delay_ms: 0 };
     let settings = Settings {
         duration: a.timing.duration,
         repetitions: a.timing.repetitions,

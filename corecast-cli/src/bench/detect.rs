@@ -29,7 +29,7 @@ pub struct Args {
 /// Runs the trials and prints median, p99 and max of each kind.
 pub fn run(a: Args) -> Result<ExitCode> {
     let Some(m) = corecast_bench::mechanisms::by_name(MECHANISM) else { bail!("{MECHANISM} is not registered") };
-    let common = Common { cpus: None, out: a.out };
+    let common = Common { cpus: None, out: a.out, hosts: None, netem_delay_ms: 0 };
     let options = WorkloadOptions { detect_deadline: a.deadline, ..WorkloadOptions::default() };
     let settings = common.settings(Duration::ZERO, 1, options)?;
     let plan = grid(&Detect, &[MECHANISM.to_string()], &[a.trials], &[SIZE]);

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Result;
-use corecast_bench::host::placement::Placement;
+use corecast_bench::host::placement::{Hosts, Placement};
 use corecast_bench::host::topology::{parse_cpu_list, CpuTopology};
 use corecast_bench::record::time;
 use corecast_bench::suite::{Settings, WorkloadOptions};
@@ -69,19 +69,36 @@ pub struct Common {
     /// Results file (JSON lines, appended); default results/<time>-<command>.jsonl.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Spread the processes over N "hosts": network namespaces on this
+    /// machine, made for the run by scripts/hosts.sh and removed after it
+    /// (needs root). Process 0 on host 1, the others round-robin on hosts
+    /// 2..N. Only mechanisms that cross hosts run; the others are skipped.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(2..=16))]
+    pub hosts: Option<u32>,
+    /// With --hosts: netem delay on every host's link, in milliseconds
+    /// (needs the kernel's sch_netem).
+    #[arg(long, default_value_t = 0, requires = "hosts")]
+    pub netem_delay_ms: u32,
 }
 
 impl Common {
     /// The placement asked for, checked against the online CPUs.
     pub fn placement(&self) -> Result<Placement> {
         let online = CpuTopology::read().online_cpus;
-        match &self.cpus {
-            None => Ok(Placement::spread(&online)),
+        let mut placement = match &self.cpus {
+            None => Placement::spread(&online),
             Some(list) => {
                 let cpus = parse_cpu_list(list).map_err(anyhow::Error::msg)?;
-                Placement::pinned(cpus, &online).map_err(anyhow::Error::msg)
+                Placement::pinned(cpus, &online).map_err(anyhow::Error::msg)?
             }
-        }
+        };
+        placement.hosts = self.hosts.map(|n| Hosts {
+            count: n as usize,
+            prefix: super::hosts::PREFIX.to_string(),
+            delay_ms: self.netem_delay_ms,
+            process_hosts: Vec::new(),
+        });
+        Ok(placement)
     }
 
     /// Settings for a grid: timing, this placement, workload options.

@@ -6,6 +6,7 @@ mod detect;
 mod fanout;
 mod grid;
 mod heatmap;
+mod hosts;
 mod logp;
 mod overhead;
 mod paxos;

@@ -35,6 +35,7 @@ pub fn execute_quietly(
     out: &Path,
 ) -> Result<(ExitCode, Vec<Outcome>)> {
     interrupt::install().context("installing the Ctrl-C handler")?;
+    let _hosts = settings.placement.hosts.as_ref().map(super::hosts::HostsUp::up).transpose()?;
     let prov = Provenance::collect(std::env::args().collect());
     let mut writer = Writer::append(out)?;
     eprintln!(

@@ -20,7 +20,7 @@ pub const MIN_REQUEST_BYTES: usize = HEADER_BYTES + 8;
 pub const TICK: Duration = Duration::from_millis(1);
 
 /// What to run.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct PaxosParams {
     /// Request size in bytes (at least [`MIN_REQUEST_BYTES`]).
     pub size: usize,

@@ -32,7 +32,7 @@ mod roles;
 
 use super::wire::{digest, parse, report, Header, HEADER_BYTES};
 use super::{params, Context, Settings, Workload};
-use crate::harness::{payload, run_processes, BenchError, RunOptions};
+use crate::harness::{payload, run_job, BenchError, EncodableJob, RunOptions};
 use crate::record::assemble::{base, summary_record};
 use crate::record::{Metric, Point, Record, Unit};
 use crate::transport::{Endpoint, Mechanism, PeerId};
@@ -78,14 +78,16 @@ pub struct PaxosResult {
     pub takeover: Option<Takeover>,
 }
 
-/// Runs one PaxosInside point of `mechanism` and checks it.
-pub fn run(mechanism: &dyn Mechanism, p: &PaxosParams, opts: &RunOptions) -> Result<PaxosResult, BenchError> {
-    if p.size < MIN_REQUEST_BYTES || p.window == 0 || p.repetitions == 0 || p.kill_after == Some(0) {
-        return Err(BenchError::mismatch(format!(
-            "paxos needs requests of at least {MIN_REQUEST_BYTES} B, a window, a repetition and kill_after >= 1"
-        )));
-    }
-    let body = |me: PeerId, ep: &mut dyn Endpoint| -> Result<Vec<u8>, BenchError> {
+/// The PaxosInside job: one role per process. Sent as bytes, so launched
+/// ranks (MPI) run it too.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PaxosJob(pub PaxosParams);
+
+impl EncodableJob for PaxosJob {
+    const KIND: &'static str = "paxos";
+
+    fn run(&self, me: PeerId, ep: &mut dyn Endpoint) -> Result<Vec<u8>, BenchError> {
+        let p = &self.0;
         match me {
             CLIENT => report(&client(ep, p)?),
             LEADER => report(&roles::leader(ep, p)?),
@@ -93,12 +95,28 @@ pub fn run(mechanism: &dyn Mechanism, p: &PaxosParams, opts: &RunOptions) -> Res
             TICKER => report(&roles::ticker(ep, TICK, p.size)?),
             _ => report(&roles::learner(ep, p)?),
         }
-    };
+    }
+}
+
+/// Runs one PaxosInside point of `mechanism` and checks it.
+pub fn run(mechanism: &dyn Mechanism, p: &PaxosParams, opts: &RunOptions) -> Result<PaxosResult, BenchError> {
+    if p.size < MIN_REQUEST_BYTES || p.window == 0 || p.repetitions == 0 || p.kill_after == Some(0) {
+        return Err(BenchError::mismatch(format!(
+            "paxos needs requests of at least {MIN_REQUEST_BYTES} B, a window, a repetition and kill_after >= 1"
+        )));
+    }
     let mut opts = opts.clone();
     if p.kill_after.is_some() {
+        if mechanism.launcher().is_some() {
+            return Err(BenchError::params(format!(
+                "{}: killing the acceptor needs processes the suite forks; this mechanism's are started by its \
+                 own launcher, which ends the whole run when one dies",
+                mechanism.name()
+            )));
+        }
         opts.expendable = vec![PRIMARY];
     }
-    let reports = run_processes(mechanism, &p.topology(), &opts, &body)?;
+    let reports = run_job(mechanism, &p.topology(), &opts, &PaxosJob(p.clone()))?;
     let name = mechanism.name();
     let client: ClientReport = parse(&reports[CLIENT], "client")?;
     let leader: LeaderReport = parse(&reports[LEADER], "leader")?;

@@ -1,0 +1,307 @@
+//! `zenoh`: plain Zenoh 1.x publish/subscribe, the engine `corecast
+//! bridge` runs on, measured on its own and the one mechanism here that
+//! crosses hosts.
+//!
+//! As its users run it: every process opens its own session in peer mode
+//! after the fork (a session's runtime threads must not cross a fork), TCP
+//! on its host's address (loopback on one host), multicast and gossip
+//! scouting off, and connects to every lower-numbered process: a full mesh,
+//! since peers do not route for each other. A process learns the others'
+//! endpoints through pipes made before the fork, so the order is fixed and
+//! nothing is guessed. One key per group (`<run>/g/<i>`) and per link
+//! (`<run>/l/<from>/<to>`), so a sample's key names its sender.
+//! Publications use congestion control `Block` (a slow subscriber holds its
+//! publisher back and nothing is dropped, as every mechanism of the suite
+//! must) and `express` (no batching delay), as the bridge does.
+//!
+//! No endpoint is handed out before every process has seen every other's
+//! subscriptions: a barrier on a control key, each process announcing
+//! itself (and, once it has heard everyone, saying so) until it has heard
+//! everyone say so. A subscriber's declarations travel before its
+//! announcements on the same link, so whoever hears a process also routes
+//! to its data keys.
+//!
+//! Each process listens on a port it found free by binding port 0 and
+//! closing it: another program taking that port in between fails the run
+//! with Zenoh's error, never silently.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, TcpListener};
+use std::os::fd::OwnedFd;
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
+use std::time::{Duration, Instant};
+
+use zenoh::bytes::ZBytes;
+use zenoh::pubsub::{Publisher, Subscriber};
+use zenoh::qos::CongestionControl;
+use zenoh::{Session, Wait};
+
+use crate::transport::{
+    group_members, this_host, Endpoint, Mechanism, PeerId, Prepared, Received, Topology, TransportError,
+};
+
+const NAME: &str = "zenoh";
+/// How long the barrier waits for every process before the run fails.
+const BARRIER: Duration = Duration::from_secs(60);
+/// Samples a process holds before its subscribers block (backpressure).
+const INBOX: usize = 256;
+
+/// Plain Zenoh publish/subscribe over TCP.
+pub struct Zenoh;
+
+impl Mechanism for Zenoh {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn describe(&self) -> &'static str {
+        "Zenoh 1.x pub/sub, peer mode, TCP full mesh, a key per group and link, Block congestion control, express"
+    }
+
+    fn crosses_hosts(&self) -> bool {
+        true
+    }
+
+    fn prepare(&self, topology: &Topology) -> Result<Box<dyn Prepared>, TransportError> {
+        let io =
+            |op: &'static str| move |e: rustix::io::Errno| TransportError::Io { mechanism: NAME, op, source: e.into() };
+        let mut inboxes = Vec::new();
+        for _ in 0..topology.processes {
+            let (r, w) = rustix::pipe::pipe().map_err(io("pipe"))?;
+            inboxes.push((r, w));
+        }
+        // Unique among concurrent runs on this machine (and its hosts).
+        let run = format!("corecast-bench/{}-{}", std::process::id(), corecast_process::clock::now_ns());
+        Ok(Box::new(ZenohPrepared { topology: topology.clone(), run, inboxes }))
+    }
+}
+
+/// Made before the fork: each process's pipe of the others' endpoints.
+struct ZenohPrepared {
+    topology: Topology,
+    run: String,
+    /// Process `k` reads the endpoints of processes `0..k` from `inboxes[k].0`.
+    inboxes: Vec<(OwnedFd, OwnedFd)>,
+}
+
+impl Prepared for ZenohPrepared {
+    fn endpoint(&mut self, me: PeerId) -> Result<Box<dyn Endpoint>, TransportError> {
+        let mut lower = Vec::with_capacity(me);
+        let mut inbox = File::from(self.inboxes[me].0.try_clone().map_err(io_err("dup"))?);
+        for _ in 0..me {
+            lower.push(read_endpoint(&mut inbox)?);
+        }
+        let listen = free_endpoint(this_host())?;
+        let session = open(&listen, &lower)?;
+        for k in me + 1..self.topology.processes {
+            let mut out = File::from(self.inboxes[k].1.try_clone().map_err(io_err("dup"))?);
+            // One write below PIPE_BUF: atomic among the writers.
+            let mut record = (listen.len() as u32).to_le_bytes().to_vec();
+            record.extend_from_slice(listen.as_bytes());
+            out.write_all(&record).map_err(io_err("write"))?;
+        }
+        let ep = ZenohEndpoint::declare(session, me, &self.topology, &self.run)?;
+        barrier(&ep.session, me, self.topology.processes, &self.run)?;
+        Ok(Box::new(ep))
+    }
+}
+
+fn io_err(op: &'static str) -> impl Fn(std::io::Error) -> TransportError {
+    move |source| TransportError::Io { mechanism: NAME, op, source }
+}
+
+fn zenoh_err(what: &str) -> impl Fn(zenoh::Error) -> TransportError + '_ {
+    move |e| TransportError::Protocol { mechanism: NAME, detail: format!("{what}: {e}") }
+}
+
+fn read_endpoint(inbox: &mut File) -> Result<String, TransportError> {
+    let mut len = [0u8; 4];
+    inbox.read_exact(&mut len).map_err(io_err("read"))?;
+    let mut bytes = vec![0u8; u32::from_le_bytes(len) as usize];
+    inbox.read_exact(&mut bytes).map_err(io_err("read"))?;
+    String::from_utf8(bytes)
+        .map_err(|_| TransportError::Protocol { mechanism: NAME, detail: "an endpoint that is not text".into() })
+}
+
+/// `tcp/<addr>:<port>` with a port that was free a moment ago.
+fn free_endpoint(addr: Ipv4Addr) -> Result<String, TransportError> {
+    let port = TcpListener::bind((addr, 0)).and_then(|l| l.local_addr()).map_err(io_err("bind"))?.port();
+    Ok(format!("tcp/{addr}:{port}"))
+}
+
+fn open(listen: &str, connect: &[String]) -> Result<Session, TransportError> {
+    let mut c = zenoh::Config::default();
+    let list = |v: &[String]| format!("[{}]", v.iter().map(|e| format!("\"{e}\"")).collect::<Vec<_>>().join(","));
+    let settings = [
+        ("mode", "\"peer\"".to_string()),
+        ("scouting/multicast/enabled", "false".into()),
+        ("scouting/gossip/enabled", "false".into()),
+        ("listen/endpoints", list(&[listen.to_string()])),
+        ("connect/endpoints", list(connect)),
+        ("connect/timeout_ms", "30000".into()),
+        ("connect/exit_on_failure", "true".into()),
+    ];
+    for (key, value) in settings {
+        c.insert_json5(key, &value).map_err(|e| TransportError::Protocol {
+            mechanism: NAME,
+            detail: format!("configuration {key} = {value}: {e}"),
+        })?;
+    }
+    zenoh::open(c).wait().map_err(zenoh_err("open a session"))
+}
+
+/// Every process announces itself on `<run>/ctl` until it has heard every
+/// process say it has heard everyone.
+fn barrier(session: &Session, me: PeerId, processes: usize, run: &str) -> Result<(), TransportError> {
+    let key = format!("{run}/ctl");
+    let (tx, rx) = sync_channel::<(usize, bool)>(4096);
+    let _sub = session
+        .declare_subscriber(key.clone())
+        .callback(move |s| {
+            let b = s.payload().to_bytes();
+            if b.len() == 5 {
+                let id = u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;
+                let _ = tx.try_send((id, b[4] == 1));
+            }
+        })
+        .wait()
+        .map_err(zenoh_err("subscribe to the control key"))?;
+    let publisher = session.declare_publisher(key).wait().map_err(zenoh_err("declare the control publisher"))?;
+    let mut heard = vec![false; processes];
+    let mut done = vec![false; processes];
+    heard[me] = true;
+    let start = Instant::now();
+    while !done.iter().all(|&d| d) {
+        if start.elapsed() > BARRIER {
+            let missing: Vec<usize> = (0..processes).filter(|&k| !done[k]).collect();
+            return Err(TransportError::Protocol {
+                mechanism: NAME,
+                detail: format!("process {me}: processes {missing:?} not all seen within {BARRIER:?}"),
+            });
+        }
+        let all = heard.iter().all(|&h| h);
+        let mut hello = (me as u32).to_le_bytes().to_vec();
+        hello.push(u8::from(all));
+        publisher.put(hello).wait().map_err(zenoh_err("publish on the control key"))?;
+        // Said "heard everyone" at least once: the others will hear it.
+        done[me] = all;
+        let until = Instant::now() + Duration::from_millis(5);
+        loop {
+            match rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
+                Ok((id, all)) if id < processes => {
+                    heard[id] = true;
+                    done[id] |= all;
+                }
+                Ok(_) => {}
+                Err(RecvTimeoutError::Timeout) => break,
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One process's publishers and its subscribers' common inbox.
+struct ZenohEndpoint {
+    me: PeerId,
+    groups: Vec<Option<Publisher<'static>>>,
+    links: Vec<Option<Publisher<'static>>>,
+    group_members: Vec<crate::transport::Group>,
+    inbox: Receiver<(PeerId, ZBytes)>,
+    _subscribers: Vec<Subscriber<()>>,
+    max: usize,
+    session: Session,
+}
+
+impl ZenohEndpoint {
+    fn declare(session: Session, me: PeerId, t: &Topology, run: &str) -> Result<ZenohEndpoint, TransportError> {
+        let (tx, inbox) = sync_channel(INBOX);
+        let mut subscribers = Vec::new();
+        let mut subscribe = |key: String, from: PeerId, tx: SyncSender<(PeerId, ZBytes)>| {
+            let sub = session
+                .declare_subscriber(key)
+                .callback(move |s| {
+                    // Blocks when the process is behind: Zenoh's own
+                    // channel handlers hold the link back the same way.
+                    let _ = tx.send((from, s.payload().clone()));
+                })
+                .wait()
+                .map_err(zenoh_err("subscribe"))?;
+            subscribers.push(sub);
+            Ok::<(), TransportError>(())
+        };
+        for (i, g) in t.groups.iter().enumerate() {
+            if g.members.contains(&me) {
+                subscribe(format!("{run}/g/{i}"), g.from, tx.clone())?;
+            }
+        }
+        for &(from, to) in &t.links {
+            if to == me {
+                subscribe(format!("{run}/l/{from}/{to}"), from, tx.clone())?;
+            }
+        }
+        let publisher = |key: String| {
+            session
+                .declare_publisher(key)
+                .congestion_control(CongestionControl::Block)
+                .express(true)
+                .wait()
+                .map_err(zenoh_err("declare a publisher"))
+        };
+        let mut groups = Vec::new();
+        for (i, g) in t.groups.iter().enumerate() {
+            groups.push(if g.from == me { Some(publisher(format!("{run}/g/{i}"))?) } else { None });
+        }
+        let mut links: Vec<Option<Publisher<'static>>> = (0..t.processes).map(|_| None).collect();
+        for &(from, to) in &t.links {
+            if from == me {
+                links[to] = Some(publisher(format!("{run}/l/{from}/{to}"))?);
+            }
+        }
+        Ok(ZenohEndpoint {
+            me,
+            groups,
+            links,
+            group_members: t.groups.clone(),
+            inbox,
+            _subscribers: subscribers,
+            max: t.max_message_bytes,
+            session,
+        })
+    }
+
+    fn put(&self, publisher: &Publisher<'static>, msg: &[u8]) -> Result<(), TransportError> {
+        if msg.len() > self.max {
+            return Err(TransportError::TooLarge { mechanism: NAME, bytes: msg.len(), max_bytes: self.max });
+        }
+        publisher.put(ZBytes::from(msg)).wait().map_err(zenoh_err("publish"))
+    }
+}
+
+impl Endpoint for ZenohEndpoint {
+    fn send_to(&mut self, to: PeerId, msg: &[u8]) -> Result<(), TransportError> {
+        let p = self.links.get(to).and_then(Option::as_ref);
+        let p = p.ok_or_else(|| TransportError::Topology(format!("no link ({}, {to})", self.me)))?;
+        self.put(p, msg)
+    }
+
+    fn send_group(&mut self, group: usize, msg: &[u8]) -> Result<(), TransportError> {
+        group_members(&self.group_members, self.me, group)?;
+        let p = self.groups[group].as_ref().expect("a group this process sends to has a publisher");
+        self.put(p, msg)
+    }
+
+    fn recv_any(&mut self, buf: &mut [u8]) -> Result<Received, TransportError> {
+        let (from, payload) =
+            self.inbox.recv().map_err(|_| TransportError::PeerGone { mechanism: NAME, peer: None })?;
+        let bytes = payload.to_bytes();
+        let room = buf.len();
+        let dst = buf.get_mut(..bytes.len()).ok_or_else(|| TransportError::Protocol {
+            mechanism: NAME,
+            detail: format!("a {}-byte message for a {room}-byte buffer", bytes.len()),
+        })?;
+        dst.copy_from_slice(&bytes);
+        Ok(Received { from, len: bytes.len() })
+    }
+}
