@@ -347,6 +347,7 @@ mod loom_model {
                             return v;
                         }
                         Probe::Newer(n) => panic!("{seq} overwritten by {n} before it was read"),
+                        Probe::Gap => panic!("{seq}: a gap report, and this model sends none"),
                         Probe::Void | Probe::Absent => {}
                     }
                 }
