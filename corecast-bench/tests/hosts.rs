@@ -10,10 +10,12 @@ use std::process::Command;
 use std::time::Duration;
 
 use corecast_bench::harness::RunOptions;
+use corecast_bench::host::placement::Hosts as Placed;
 use corecast_bench::mechanisms::by_name;
 use corecast_bench::transport::NetHost;
 use corecast_bench::workloads::{fanout, pi};
 
+/// Hosts made for the test, removed when dropped.
 struct Hosts(String);
 
 impl Hosts {
@@ -24,12 +26,13 @@ impl Hosts {
         Hosts(prefix)
     }
 
-    /// Process 0 on host 1, the others round-robin over hosts 2..=n.
+    /// The suite's placement over `n` hosts: process 0 on host 1, the
+    /// others round-robin over hosts 2..=n.
     fn options(&self, processes: usize, n: usize) -> RunOptions {
-        let hosts = (0..processes)
-            .map(|i| if i == 0 { 1 } else { 2 + (i - 1) % (n - 1) })
-            .map(|k| NetHost { netns: format!("{}-h{k}", self.0), addr: std::net::Ipv4Addr::new(10, 213, 0, k as u8) })
-            .collect();
+        let placed = Placed { count: n, prefix: self.0.clone(), delay_ms: 0, process_hosts: Vec::new() }
+            .for_processes(processes);
+        let hosts =
+            placed.process_hosts.iter().map(|&k| placed.host(k)).map(|(netns, addr)| NetHost { netns, addr }).collect();
         RunOptions { hosts, ..RunOptions::default() }
     }
 }

@@ -59,7 +59,8 @@ impl Hosts {
         (format!("{}-h{k}", self.prefix), std::net::Ipv4Addr::new(10, 213, 0, k as u8))
     }
 
-    fn for_processes(&self, processes: usize) -> Hosts {
+    /// These hosts applied to a point with `processes` processes.
+    pub fn for_processes(&self, processes: usize) -> Hosts {
         let others = self.count.saturating_sub(1).max(1);
         let process_hosts = (0..processes).map(|i| if i == 0 { 1 } else { 2 + (i - 1) % others }).collect();
         Hosts { process_hosts, ..self.clone() }
