@@ -24,6 +24,7 @@
 //! same mechanism can be measured both ways.
 
 mod copying;
+pub mod netns;
 
 pub use copying::{Copying, COPY_SUFFIX};
 
@@ -171,6 +172,13 @@ pub trait Mechanism: Send + Sync {
     /// Creates whatever the processes of `topology` need, in the parent,
     /// before they are forked.
     fn prepare(&self, topology: &Topology) -> Result<Box<dyn Prepared>, TransportError>;
+    /// [`Mechanism::prepare`] for a run whose process `i` runs on host
+    /// `hosts[i]` (empty: all here). A mechanism that must know where each
+    /// process is (a bridge per host) overrides it; the default ignores it.
+    fn prepare_placed(&self, topology: &Topology, hosts: &[NetHost]) -> Result<Box<dyn Prepared>, TransportError> {
+        let _ = hosts;
+        self.prepare(topology)
+    }
     /// `Some` when this mechanism's processes are not forked by the suite
     /// but started by an outside launcher (MPI ranks by `mpirun`); such a
     /// mechanism runs only jobs that can be sent as bytes.
@@ -182,6 +190,12 @@ pub trait Mechanism: Send + Sync {
     /// each process's own address. `false` (the default): it needs one
     /// machine's shared memory, pipes or sockets made before the fork.
     fn crosses_hosts(&self) -> bool {
+        false
+    }
+    /// Whether it is meant only for runs across hosts: on one host it
+    /// would be another mechanism of the table under a second name, so the
+    /// suite skips it there.
+    fn needs_hosts(&self) -> bool {
         false
     }
     /// Whether its endpoints implement the in-place verbs natively: a
@@ -223,6 +237,8 @@ pub struct LaunchOptions {
     pub watchdog: Duration,
     /// CPU to pin process `i` to: `cpus[i % cpus.len()]`; empty means no pinning.
     pub cpus: Vec<usize>,
+    /// The host of process `i`: `hosts[i]`; empty means all run here.
+    pub hosts: Vec<NetHost>,
 }
 
 /// Runs one process's part of an encoded job over its endpoint and returns

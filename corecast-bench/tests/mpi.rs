@@ -12,6 +12,11 @@ use corecast_bench::transport::{Availability, Mechanism, Topology};
 use corecast_bench::workloads::conformance::{self, check_mechanism};
 use corecast_bench::workloads::{bandwidth, fanout, logp, paxos, pi, pingpong, snapshot};
 
+mod support {
+    pub mod netns_hosts;
+}
+use support::netns_hosts::{is_root, Hosts};
+
 const SHORT: Duration = Duration::from_millis(5);
 
 fn mechanism(name: &str) -> Box<dyn Mechanism> {
@@ -88,11 +93,35 @@ fn macro_workloads_run_over_mpi() {
     assert!(e.contains("its own launcher"), "{e}");
 }
 
+/// Ranks across three hosts (network namespaces): `mpirun` starts them
+/// there through its launch agent, each rank checks it runs in its host's
+/// namespace, and the workloads check every payload.
+fn mpi_runs_across_hosts() {
+    if !is_root() {
+        eprintln!("skipped: network namespaces need root");
+        return;
+    }
+    let hosts = Hosts::up('m', 3);
+    for name in ["mpi", "mpi-bcast"] {
+        let m = mechanism(name);
+        for (n, size) in [(3usize, 64usize), (2, 65536)] {
+            let mut p = fanout::FanoutParams::new(n, size, SHORT, 1);
+            p.warmup_messages = 4;
+            let r = fanout::run(&*m, &p, &hosts.options(n + 1, 3))
+                .unwrap_or_else(|e| panic!("{name} fan-out N={n} {size} B across hosts: {e}"));
+            assert!(r.slowest_msgs_per_s().iter().all(|&x| x > 0.0));
+        }
+    }
+    let r = pi::run(&*mechanism("mpi"), &pi::PiParams::new(4, 10, 1000, 1), &hosts.options(5, 3))
+        .unwrap_or_else(|e| panic!("mpi pi across hosts: {e}"));
+    assert!((r.pi - std::f64::consts::PI).abs() <= r.tolerance);
+}
+
 fn main() {
     if let Some(code) = run_rank_if_asked(&corecast_bench::workloads::jobs::run_encoded) {
         std::process::exit(code);
     }
-    let tests: [(&str, fn()); 5] = [
+    let tests: [(&str, fn()); 6] = [
         ("conformance_mpi", conformance_mpi),
         ("conformance_mpi_bcast", conformance_mpi_bcast),
         (
@@ -101,6 +130,7 @@ fn main() {
         ),
         ("workloads_run_over_mpi", workloads_run_over_mpi),
         ("macro_workloads_run_over_mpi", macro_workloads_run_over_mpi),
+        ("mpi_runs_across_hosts", mpi_runs_across_hosts),
     ];
     let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     let mut failed = 0;

@@ -6,13 +6,14 @@ use std::time::{Duration, Instant};
 
 use corecast::{Channel, ChannelConfig, ChannelError, Sender};
 use zenoh::handlers::FifoChannelHandler;
+use zenoh::liveliness::LivelinessToken;
 use zenoh::pubsub::Subscriber;
 use zenoh::sample::Sample;
 use zenoh::Wait;
 
 use crate::state::State;
 use crate::wire::{Header, NONE};
-use crate::{net, BridgeError, Net};
+use crate::{net, ready, BridgeError, Net};
 
 /// What a delivering run did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -38,6 +39,10 @@ struct Progress {
 /// host (created with `config` if it does not exist), until `stop` is set
 /// or the local channel is destroyed (`Ok`).
 ///
+/// Once subscribed and with at least `receivers` receivers attached to the
+/// local channel, it says it is ready (a Zenoh liveliness token on the
+/// key, what a [`forward`](crate::forward) told to wait for hosts counts).
+///
 /// A forwarding bridge that has nothing to send says so every
 /// [`BEAT`](crate::BEAT); when nothing at all is heard for longer than a
 /// forwarder can be held back plus a Zenoh lease, this bridge takes its
@@ -48,6 +53,7 @@ pub fn deliver(
     key: &str,
     net: &Net,
     config: &ChannelConfig,
+    receivers: usize,
     stop: &AtomicBool,
 ) -> Result<Delivered, BridgeError> {
     let chan = match Channel::create(name, config) {
@@ -60,6 +66,13 @@ pub fn deliver(
     let mut progress = state.last().map(|last| Progress { epoch: None, last });
     let silence = net.hold_back + net::LEASE + Duration::from_secs(1);
     let mut link = Link::open(net, key)?;
+    while tx.live_receivers() < receivers {
+        if stop.load(Ordering::Relaxed) {
+            return Ok(Delivered::default());
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    link.announce(key)?;
     let mut heard = Instant::now();
     let mut done = Delivered::default();
     while !stop.load(Ordering::Relaxed) {
@@ -68,6 +81,7 @@ pub fn deliver(
             Ok(None) if heard.elapsed() > silence => {
                 drop(link);
                 link = Link::open(net, key)?;
+                link.announce(key)?;
                 heard = Instant::now();
                 done.reopened += 1;
                 continue;
@@ -113,10 +127,11 @@ pub fn deliver(
     Ok(done)
 }
 
-/// A Zenoh session subscribed to the key.
+/// A Zenoh session subscribed to the key, and once ready its token.
 struct Link {
     subscriber: Subscriber<FifoChannelHandler<Sample>>,
-    _session: zenoh::Session,
+    ready: Option<LivelinessToken>,
+    session: zenoh::Session,
 }
 
 impl Link {
@@ -126,7 +141,13 @@ impl Link {
             .declare_subscriber(key.to_string())
             .wait()
             .map_err(|e| BridgeError::Zenoh(format!("subscribe to {key}: {e}")))?;
-        Ok(Link { subscriber, _session: session })
+        Ok(Link { subscriber, ready: None, session })
+    }
+
+    /// Says this bridge is ready (after its subscription, on the same session).
+    fn announce(&mut self, key: &str) -> Result<(), BridgeError> {
+        self.ready = Some(ready::declare(&self.session, key)?);
+        Ok(())
     }
 }
 

@@ -10,7 +10,7 @@ use zenoh::qos::CongestionControl;
 use zenoh::Wait;
 
 use crate::wire::{Header, NONE};
-use crate::{BridgeError, Net};
+use crate::{ready, BridgeError, Net};
 
 /// How often an idle forwarding bridge says it is alive ([`Header::Beat`]).
 pub const BEAT: Duration = Duration::from_millis(250);
@@ -28,12 +28,15 @@ pub struct Forwarded {
 
 /// Reads channel `name` (on this host) as a receiver and publishes every
 /// message on Zenoh key `key`, until `stop` is set or the channel ends
-/// (destroyed, or its keeper gone: `Ok`). Like any receiver it gets the
-/// messages sent after it attached: a sender that must not start before
-/// the bridge waits for it among the channel's live receivers.
-pub fn forward(name: &str, key: &str, net: &Net, stop: &AtomicBool) -> Result<Forwarded, BridgeError> {
+/// (destroyed, or its keeper gone: `Ok`).
+///
+/// It attaches to the channel only once `hosts` delivering bridges on the
+/// key are ready ([`deliver`](crate::deliver)'s `receivers`; 0: at once).
+/// Like any receiver it gets the messages sent after it attached: a sender
+/// that must not start before the other hosts can hear it waits for the
+/// bridge among the channel's live receivers.
+pub fn forward(name: &str, key: &str, net: &Net, hosts: usize, stop: &AtomicBool) -> Result<Forwarded, BridgeError> {
     let chan = Channel::open(name).map_err(BridgeError::Channel)?;
-    let mut rx = chan.receiver().map_err(BridgeError::Channel)?;
     let session = net.open()?;
     let publisher = session
         .declare_publisher(key.to_string())
@@ -41,6 +44,10 @@ pub fn forward(name: &str, key: &str, net: &Net, stop: &AtomicBool) -> Result<Fo
         .express(true)
         .wait()
         .map_err(|e| BridgeError::Zenoh(format!("declare a publisher on {key}: {e}")))?;
+    if !ready::wait_for(&session, key, hosts, stop)? {
+        return Ok(Forwarded::default());
+    }
+    let mut rx = chan.receiver().map_err(BridgeError::Channel)?;
     let put = |payload: &[u8], h: Header| {
         publisher
             .put(ZBytes::from(payload))

@@ -37,10 +37,17 @@
 //!   (it gets `Evicted`), so it cannot stop the others.
 //! - Numbers on a receiving host are its local channel's own; the origin's
 //!   numbers appear in gap reports only.
+//!
+//! Starting: a delivering bridge says it is ready once subscribed and with
+//! the local receivers it was told to expect; a forwarding bridge can wait
+//! for a number of ready hosts before it attaches to its channel, so a
+//! sender that waits for its receivers loses nothing to a host still
+//! starting (a Zenoh liveliness token per ready host).
 
 mod deliver;
 mod forward;
 pub mod net;
+mod ready;
 pub mod state;
 pub mod wire;
 

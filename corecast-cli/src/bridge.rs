@@ -13,7 +13,7 @@ use corecast_process::interrupt;
 pub enum BridgeCmd {
     /// On the sending host: read a channel as one of its receivers and
     /// publish every message on a Zenoh key (until Ctrl-C).
-    Forward(Side),
+    Forward(ForwardArgs),
     /// On a receiving host: subscribe to the key and send every message
     /// into a local channel of the same name, created if need be (until
     /// Ctrl-C); losses reach its receivers as gap reports.
@@ -42,6 +42,18 @@ pub struct Side {
     hold_back: std::time::Duration,
 }
 
+/// `forward`'s arguments.
+#[derive(clap::Args, Debug)]
+pub struct ForwardArgs {
+    #[command(flatten)]
+    side: Side,
+    /// Attach to the channel only once this many delivering bridges on the
+    /// key are ready (each with its `--wait-receivers`), so a sender that
+    /// waits for its receivers loses nothing to a host still starting.
+    #[arg(long, default_value_t = 0)]
+    wait_hosts: usize,
+}
+
 /// `deliver`'s arguments: the local channel's properties if it is created.
 #[derive(clap::Args, Debug)]
 pub struct DeliverArgs {
@@ -56,6 +68,10 @@ pub struct DeliverArgs {
     /// Most receivers of the local channel.
     #[arg(long, default_value_t = ChannelConfig::default().max_receivers)]
     receivers: u32,
+    /// Say this host is ready (what `forward --wait-hosts` counts) only
+    /// once this many receivers are attached to the local channel.
+    #[arg(long, default_value_t = 0)]
+    wait_receivers: usize,
 }
 
 impl Side {
@@ -68,8 +84,9 @@ impl Side {
 pub fn run(c: BridgeCmd) -> Result<ExitCode> {
     interrupt::install().context("installing the Ctrl-C handler")?;
     match c {
-        BridgeCmd::Forward(s) => {
-            let done = corecast_bridge::forward(&s.channel, &s.key, &s.net(), interrupt::flag())
+        BridgeCmd::Forward(a) => {
+            let s = &a.side;
+            let done = corecast_bridge::forward(&s.channel, &s.key, &s.net(), a.wait_hosts, interrupt::flag())
                 .with_context(|| format!("forwarding channel {:?} to {:?}", s.channel, s.key))?;
             eprintln!(
                 "forwarded {} messages and {} gap reports (attached again {} times)",
@@ -87,8 +104,9 @@ pub fn run(c: BridgeCmd) -> Result<ExitCode> {
                 ..ChannelConfig::default()
             };
             let s = &a.side;
-            let done = corecast_bridge::deliver(&s.channel, &s.key, &s.net(), &config, interrupt::flag())
-                .with_context(|| format!("delivering {:?} into channel {:?}", s.key, s.channel))?;
+            let done =
+                corecast_bridge::deliver(&s.channel, &s.key, &s.net(), &config, a.wait_receivers, interrupt::flag())
+                    .with_context(|| format!("delivering {:?} into channel {:?}", s.key, s.channel))?;
             eprintln!(
                 "delivered {} messages and {} gap reports ({} samples dropped, session opened again {} times)",
                 done.messages, done.gaps, done.dropped, done.reopened

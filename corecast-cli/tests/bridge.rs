@@ -2,7 +2,9 @@
 //! `scripts/hosts.sh` (root only, like CI), one channel directory per host.
 //! A sender on host 1, bridges forwarding from host 1 and delivering on
 //! hosts 2 and 3, receivers on hosts 2 and 3; every payload checked, every
-//! loss reported as a gap naming exactly the missing numbers.
+//! loss reported as a gap naming exactly the missing numbers. The
+//! forwarding bridge waits for both hosts to be ready, so every receiver
+//! hears of the stream from its first message on.
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -67,13 +69,16 @@ impl Hosts {
     }
 
     fn forward(&self) -> Child {
-        self.bridge(1, &["forward", "--channel", NAME, "--key", KEY, "--listen", "tcp/10.213.0.1:7447"])
+        // Attaches once both receiving hosts have their two receivers.
+        let args = ["forward", "--channel", NAME, "--key", KEY, "--listen", "tcp/10.213.0.1:7447", "--wait-hosts", "2"];
+        self.bridge(1, &args)
     }
 
     fn deliver(&self, k: usize) -> Child {
         let max = MAX.to_string();
         let args = ["deliver", "--channel", NAME, "--key", KEY, "--connect", "tcp/10.213.0.1:7447"];
-        self.bridge(k, &[&args[..], &["--max-message", &max, "--slots", "64"]].concat())
+        let local = ["--max-message", &max, "--slots", "64", "--wait-receivers", "2"];
+        self.bridge(k, &[&args[..], &local[..]].concat())
     }
 }
 
@@ -198,7 +203,8 @@ fn message(seq: u64, sizes: &[usize]) -> Vec<u8> {
 
 /// The sender on host 1: creates the channel, waits for the forwarding
 /// bridge, sends warm-up messages (size 8, numbered) until told "go", then
-/// `count` more, one every `pace`, then says "sent FIRST LAST".
+/// `count` more, one every `pace`, then says "sent FIRST LAST START"
+/// (START: the number of its very first message).
 fn sender(dir: &Path, sizes: &'static [usize], count: u64, pace: Duration) -> Proc {
     spawn(dir, move |w, go| {
         let cfg = ChannelConfig { slots: 64, max_message_bytes: MAX, deadline: None, ..ChannelConfig::default() };
@@ -223,6 +229,7 @@ fn sender(dir: &Path, sizes: &'static [usize], count: u64, pace: Duration) -> Pr
             loan.commit(m.len()).expect("commit");
             seq
         };
+        let start = send(&mut tx, &[8]);
         while rx_go.try_recv().is_err() {
             send(&mut tx, &[8]);
             std::thread::sleep(Duration::from_millis(5));
@@ -233,7 +240,7 @@ fn sender(dir: &Path, sizes: &'static [usize], count: u64, pace: Duration) -> Pr
             last = send(&mut tx, sizes);
             std::thread::sleep(pace);
         }
-        writeln!(w, "sent {first} {last}").unwrap();
+        writeln!(w, "sent {first} {last} {start}").unwrap();
         // Trailers (like warm-ups) until killed: a host that lost the end of
         // the stream learns of it with the next message.
         loop {
@@ -246,9 +253,9 @@ fn sender(dir: &Path, sizes: &'static [usize], count: u64, pace: Duration) -> Pr
 /// A receiver on a receiving host: waits for the channel, attaches, says
 /// "ready", then receives until it has seen number `until` (told later on
 /// its go pipe as "FIRST UNTIL"), checking each message (warm-ups: size 8),
-/// and reports "got N gaps G missing M": N messages from FIRST on, G gap
-/// reports naming M numbers. Every number is delivered or named by a gap,
-/// in order, exactly once.
+/// and reports "got N gaps G missing M first F": N messages from FIRST on,
+/// G gap reports naming M numbers, F the first number it heard of. Every
+/// number is delivered or named by a gap, in order, exactly once.
 fn receiver(dir: &Path, sizes: &'static [usize]) -> Proc {
     spawn(dir, move |w, go| {
         let chan = loop {
@@ -271,6 +278,7 @@ fn receiver(dir: &Path, sizes: &'static [usize]) -> Proc {
         let (mut gaps, mut missing) = (0u64, 0u64);
         let mut seen: Vec<u64> = Vec::new();
         let mut next: Option<u64> = None;
+        let mut first_seen: Option<u64> = None;
         let mut buf = vec![0u8; MAX as usize];
         let t0 = Instant::now();
         loop {
@@ -295,6 +303,7 @@ fn receiver(dir: &Path, sizes: &'static [usize]) -> Proc {
                     let warm_up = bytes == message(seq, &[8]).as_slice();
                     assert!(warm_up || bytes == message(seq, sizes).as_slice(), "message {seq}: wrong bytes");
                     next = Some(seq + 1);
+                    first_seen.get_or_insert(seq);
                     if !warm_up {
                         seen.push(seq);
                     }
@@ -306,6 +315,7 @@ fn receiver(dir: &Path, sizes: &'static [usize]) -> Proc {
                         assert_eq!(a, want, "a gap that does not start where delivery stopped");
                     }
                     next = Some(b + 1);
+                    first_seen.get_or_insert(a);
                     gaps += 1;
                     missing += b - a + 1;
                 }
@@ -314,15 +324,17 @@ fn receiver(dir: &Path, sizes: &'static [usize]) -> Proc {
         }
         let first = told.lock().unwrap().expect("told").0;
         let got = seen.iter().filter(|&&s| s >= first).count();
-        writeln!(w, "got {got} gaps {gaps} missing {missing}").unwrap();
+        let first_seen = first_seen.expect("heard of something");
+        writeln!(w, "got {got} gaps {gaps} missing {missing} first {first_seen}").unwrap();
         0
     })
 }
 
-fn parse(report: &str) -> (u64, u64, u64) {
+/// (got, gap reports, numbers they named) and the first number heard of.
+fn parse(report: &str) -> ((u64, u64, u64), u64) {
     let f: Vec<u64> = report.split_whitespace().filter_map(|x| x.parse().ok()).collect();
-    assert_eq!(f.len(), 3, "report {report:?}");
-    (f[0], f[1], f[2])
+    assert_eq!(f.len(), 4, "report {report:?}");
+    ((f[0], f[1], f[2]), f[3])
 }
 
 fn kill(child: &mut Child, sig: i32) {
@@ -355,19 +367,20 @@ fn run(
     let mut tx = sender(&hosts.dirs[0], sizes, count, pace);
     assert_eq!(tx.line(), "created");
     let mut bridges = Bridges(vec![hosts.forward()]);
-    assert_eq!(tx.line(), "bridged");
     bridges.0.extend((2..=3).map(|k| hosts.deliver(k)));
     let mut rxs: Vec<(usize, Proc)> =
         (2..=3).flat_map(|k| (0..2).map(move |_| k)).map(|k| (k, receiver(&hosts.dirs[k - 1], sizes))).collect();
     for (_, r) in &mut rxs {
         assert_eq!(r.line(), "ready");
     }
-    // Give the receiving bridges time to be delivering warm-ups.
-    std::thread::sleep(Duration::from_millis(1500));
+    // The forwarding bridge attaches only once both hosts are ready, and
+    // the sender waits for it: from here on nothing may be lost.
+    assert_eq!(tx.line(), "bridged");
     tx.tell("go");
     during(&hosts, &mut bridges);
     let sent = tx.line();
     let f: Vec<u64> = sent.split_whitespace().skip(1).map(|x| x.parse().unwrap()).collect();
+    let start = f[2];
     for (_, r) in &mut rxs {
         r.tell(&format!("{} {}", f[0], f[1]));
     }
@@ -375,7 +388,9 @@ fn run(
     for (k, mut r) in rxs {
         let report = r.line();
         assert_eq!(r.wait(), 0, "receiver on host {k}: {report}");
-        out.push((k, parse(&report)));
+        let (seen, first) = parse(&report);
+        assert_eq!(first, start, "receiver on host {k} missed the start of the stream: {report}");
+        out.push((k, seen));
     }
     drop((tx, bridges));
     for d in &hosts.dirs {

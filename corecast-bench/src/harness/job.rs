@@ -57,7 +57,8 @@ pub fn run_job(
         Some(launcher) => {
             topology.validate().map_err(RunFailure::Setup)?;
             super::spawn::check_hosts(mechanism, topology, &options.hosts)?;
-            let launch = LaunchOptions { watchdog: options.watchdog, cpus: options.cpus.clone() };
+            let launch =
+                LaunchOptions { watchdog: options.watchdog, cpus: options.cpus.clone(), hosts: options.hosts.clone() };
             Ok(launcher.launch(topology, &launch, &job.encode())?)
         }
         None => run_processes(mechanism, topology, options, &|me, ep| job.body(me, ep)),

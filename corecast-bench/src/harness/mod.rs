@@ -5,7 +5,6 @@
 pub mod busy;
 pub mod error;
 pub mod job;
-mod netns;
 pub mod payload;
 pub mod spawn;
 

@@ -64,7 +64,7 @@ pub fn run_processes(
         .into());
     }
     check_hosts(mechanism, topology, &options.hosts)?;
-    let mut prepared = mechanism.prepare(topology).map_err(RunFailure::Setup)?;
+    let mut prepared = mechanism.prepare_placed(topology, &options.hosts).map_err(RunFailure::Setup)?;
     let mut children: Vec<Child> = Vec::new();
     let mut forked = Ok(());
     for me in 0..topology.processes {
@@ -104,7 +104,7 @@ fn child(
 ) -> i32 {
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         if let Some(h) = host {
-            super::netns::enter(h).map_err(RunFailure::Setup)?;
+            crate::transport::netns::enter(h).map_err(RunFailure::Setup)?;
         }
         let mut ep = prepared.endpoint(me)?;
         body(me, &mut *ep)
@@ -128,7 +128,7 @@ pub(crate) fn check_hosts(mechanism: &dyn Mechanism, topology: &Topology, hosts:
     if hosts.len() != topology.processes {
         return fail(format!("{} hosts given for {} processes", hosts.len(), topology.processes));
     }
-    if !mechanism.crosses_hosts() || mechanism.launcher().is_some() {
+    if !mechanism.crosses_hosts() {
         return fail(format!("{}: its processes cannot run on different hosts", mechanism.name()));
     }
     Ok(())

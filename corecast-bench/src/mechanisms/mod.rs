@@ -23,6 +23,8 @@ pub mod unix_dgram;
 pub mod unix_stream;
 pub mod vmsplice;
 #[cfg(feature = "zenoh")]
+mod zenoh_endpoints;
+#[cfg(feature = "zenoh")]
 pub mod zenoh_pubsub;
 pub mod zimp;
 
@@ -60,6 +62,8 @@ pub fn all() -> Vec<Box<dyn crate::transport::Mechanism>> {
         Box::new(limit::Limit::ADAPTIVE),
         #[cfg(feature = "zenoh")]
         Box::new(zenoh_pubsub::Zenoh),
+        #[cfg(feature = "zenoh")]
+        Box::new(corecast_channel::Corecast::BRIDGE),
     ]
 }
 

@@ -8,7 +8,7 @@
 //! scouting off, and connects to every lower-numbered process: a full mesh,
 //! since peers do not route for each other. A process learns the others'
 //! endpoints through pipes made before the fork, so the order is fixed and
-//! nothing is guessed. One key per group (`<run>/g/<i>`) and per link
+//! nothing is guessed ([`super::zenoh_endpoints`]). One key per group (`<run>/g/<i>`) and per link
 //! (`<run>/l/<from>/<to>`), so a sample's key names its sender.
 //! Publications use congestion control `Block` (a slow subscriber holds its
 //! publisher back and nothing is dropped, as every mechanism of the suite
@@ -20,14 +20,8 @@
 //! everyone say so. A subscriber's declarations travel before its
 //! announcements on the same link, so whoever hears a process also routes
 //! to its data keys.
-//!
-//! Each process listens on a port it found free by binding port 0 and
-//! closing it: another program taking that port in between fails the run
-//! with Zenoh's error, never silently.
 
 use std::fs::File;
-use std::io::{Read, Write};
-use std::net::{Ipv4Addr, TcpListener};
 use std::os::fd::OwnedFd;
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
 use std::time::{Duration, Instant};
@@ -37,6 +31,7 @@ use zenoh::pubsub::{Publisher, Subscriber};
 use zenoh::qos::CongestionControl;
 use zenoh::{Session, Wait};
 
+use super::zenoh_endpoints;
 use crate::transport::{
     group_members, this_host, Endpoint, Mechanism, PeerId, Prepared, Received, Topology, TransportError,
 };
@@ -90,16 +85,12 @@ impl Prepared for ZenohPrepared {
         let mut lower = Vec::with_capacity(me);
         let mut inbox = File::from(self.inboxes[me].0.try_clone().map_err(io_err("dup"))?);
         for _ in 0..me {
-            lower.push(read_endpoint(&mut inbox)?);
+            lower.push(zenoh_endpoints::take(&mut inbox, NAME)?);
         }
-        let listen = free_endpoint(this_host())?;
+        let listen = zenoh_endpoints::free(this_host(), NAME)?;
         let session = open(&listen, &lower)?;
         for k in me + 1..self.topology.processes {
-            let mut out = File::from(self.inboxes[k].1.try_clone().map_err(io_err("dup"))?);
-            // One write below PIPE_BUF: atomic among the writers.
-            let mut record = (listen.len() as u32).to_le_bytes().to_vec();
-            record.extend_from_slice(listen.as_bytes());
-            out.write_all(&record).map_err(io_err("write"))?;
+            zenoh_endpoints::post(&self.inboxes[k].1, &listen, NAME)?;
         }
         let ep = ZenohEndpoint::declare(session, me, &self.topology, &self.run)?;
         barrier(&ep.session, me, self.topology.processes, &self.run)?;
@@ -113,21 +104,6 @@ fn io_err(op: &'static str) -> impl Fn(std::io::Error) -> TransportError {
 
 fn zenoh_err(what: &str) -> impl Fn(zenoh::Error) -> TransportError + '_ {
     move |e| TransportError::Protocol { mechanism: NAME, detail: format!("{what}: {e}") }
-}
-
-fn read_endpoint(inbox: &mut File) -> Result<String, TransportError> {
-    let mut len = [0u8; 4];
-    inbox.read_exact(&mut len).map_err(io_err("read"))?;
-    let mut bytes = vec![0u8; u32::from_le_bytes(len) as usize];
-    inbox.read_exact(&mut bytes).map_err(io_err("read"))?;
-    String::from_utf8(bytes)
-        .map_err(|_| TransportError::Protocol { mechanism: NAME, detail: "an endpoint that is not text".into() })
-}
-
-/// `tcp/<addr>:<port>` with a port that was free a moment ago.
-fn free_endpoint(addr: Ipv4Addr) -> Result<String, TransportError> {
-    let port = TcpListener::bind((addr, 0)).and_then(|l| l.local_addr()).map_err(io_err("bind"))?.port();
-    Ok(format!("tcp/{addr}:{port}"))
 }
 
 fn open(listen: &str, connect: &[String]) -> Result<Session, TransportError> {

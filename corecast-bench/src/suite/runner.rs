@@ -123,6 +123,9 @@ fn unrunnable(
     if settings.placement.hosts.is_some() && !m.crosses_hosts() {
         return Some("runs on one host only (shared memory, or channels made before the fork)".to_string());
     }
+    if settings.placement.hosts.is_none() && m.needs_hosts() {
+        return Some("runs across hosts only (`--hosts N`); on one host it is another row of the table".to_string());
+    }
     let bytes = workload.message_bytes(point, settings);
     m.max_message_bytes()
         .filter(|&max| bytes > max)

@@ -4,7 +4,9 @@
 
 use std::sync::Mutex;
 
-use super::{Availability, Endpoint, Launcher, Mechanism, PeerId, Prepared, Received, Topology, TransportError};
+use super::{
+    Availability, Endpoint, Launcher, Mechanism, NetHost, PeerId, Prepared, Received, Topology, TransportError,
+};
 
 /// What a mechanism's name ends with when it is forced to copy.
 pub const COPY_SUFFIX: &str = "+copy";
@@ -59,6 +61,18 @@ impl Mechanism for Copying {
 
     fn prepare(&self, topology: &Topology) -> Result<Box<dyn Prepared>, TransportError> {
         Ok(Box::new(CopyingPrepared(self.inner.prepare(topology)?)))
+    }
+
+    fn prepare_placed(&self, topology: &Topology, hosts: &[NetHost]) -> Result<Box<dyn Prepared>, TransportError> {
+        Ok(Box::new(CopyingPrepared(self.inner.prepare_placed(topology, hosts)?)))
+    }
+
+    fn crosses_hosts(&self) -> bool {
+        self.inner.crosses_hosts()
+    }
+
+    fn needs_hosts(&self) -> bool {
+        self.inner.needs_hosts()
     }
 
     /// A launched mechanism builds its endpoints in programs of its own;

@@ -19,15 +19,20 @@
 //! `corecast-c`, calling the very functions a C program calls), so the
 //! tables show what the C boundary costs.
 
+#[cfg(feature = "zenoh")]
+mod bridged;
 mod c_api;
 mod native;
+pub mod plan;
 
 use std::marker::PhantomData;
 use std::time::{Duration, Instant};
 
 use corecast::{Channel, ChannelConfig, Delivery, WaitStrategy};
 
-use crate::transport::{Endpoint, Mechanism, PeerId, Prepared, Reader, Received, Topology, TransportError, Writer};
+use crate::transport::{
+    Endpoint, Mechanism, NetHost, PeerId, Prepared, Reader, Received, Topology, TransportError, Writer,
+};
 
 pub use c_api::CApi;
 pub use native::Native;
@@ -74,6 +79,9 @@ pub struct Corecast<A> {
     describe: &'static str,
     wait: WaitStrategy,
     delivery: Delivery,
+    /// Whether processes on other hosts are reached through `corecast
+    /// bridge` (on one host such a run is plain corecast).
+    bridged: bool,
     api: PhantomData<fn() -> A>,
 }
 
@@ -84,6 +92,7 @@ impl Corecast<Native> {
         describe: "corecast channels, default adaptive waiting (spin, yield, futex sleep)",
         wait: DEFAULT_WAIT,
         delivery: Delivery::Direct,
+        bridged: false,
         api: PhantomData,
     };
     /// Busy-polling endpoints.
@@ -92,6 +101,7 @@ impl Corecast<Native> {
         describe: "corecast channels, busy-polling endpoints",
         wait: WaitStrategy::Spin,
         delivery: Delivery::Direct,
+        bridged: false,
         api: PhantomData,
     };
     /// Endpoints that sleep on a futex at once.
@@ -100,6 +110,7 @@ impl Corecast<Native> {
         describe: "corecast channels, endpoints sleep on a futex at once",
         wait: WaitStrategy::Sleep,
         delivery: Delivery::Direct,
+        bridged: false,
         api: PhantomData,
     };
     /// Non-equivocating channels (a trusted copier between senders and
@@ -109,6 +120,20 @@ impl Corecast<Native> {
         describe: "corecast non-equivocating channels (the keeper's copier copies each message once), default waiting",
         wait: DEFAULT_WAIT,
         delivery: Delivery::NonEquivocating,
+        bridged: false,
+        api: PhantomData,
+    };
+}
+
+impl Corecast<Native> {
+    /// corecast across hosts: each host's processes on channels of that
+    /// host, joined by `corecast bridge` over Zenoh (default waits).
+    pub const BRIDGE: Corecast<Native> = Corecast {
+        name: "corecast-bridge",
+        describe: "corecast channels on each host joined by corecast bridge (Zenoh, TCP) across hosts, default waiting",
+        wait: DEFAULT_WAIT,
+        delivery: Delivery::Direct,
+        bridged: true,
         api: PhantomData,
     };
 }
@@ -120,6 +145,7 @@ impl Corecast<CApi> {
         describe: "corecast channels through the C API (corecast.h, loan/commit and borrow/release), default waiting",
         wait: DEFAULT_WAIT,
         delivery: Delivery::Direct,
+        bridged: false,
         api: PhantomData,
     };
 }
@@ -155,64 +181,96 @@ impl<A: Api> Mechanism for Corecast<A> {
         true
     }
 
+    fn crosses_hosts(&self) -> bool {
+        self.bridged
+    }
+
+    fn needs_hosts(&self) -> bool {
+        self.bridged
+    }
+
     fn prepare(&self, topology: &Topology) -> Result<Box<dyn Prepared>, TransportError> {
+        self.prepare_placed(topology, &[])
+    }
+
+    fn prepare_placed(&self, topology: &Topology, hosts: &[NetHost]) -> Result<Box<dyn Prepared>, TransportError> {
         static RUN: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let run = RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let base = format!("bench-{}-{run}", std::process::id());
-        let bytes = topology.max_message_bytes + HEADER;
-        let config = |senders: usize, receivers: usize| ChannelConfig {
-            slots: slots_for(bytes),
-            max_message_bytes: bytes as u32,
-            max_senders: senders as u32,
-            max_receivers: receivers as u32,
-            mode: 0o600,
-            // The suite measures; a slow receiver is not a fault here.
-            deadline: None,
-            delivery: self.delivery,
-        };
-        let mut channels = Vec::new();
-        let mut plan = Plan { base: base.clone(), groups: Vec::new(), inbound: vec![Vec::new(); topology.processes] };
-        for (g, group) in topology.groups.iter().enumerate() {
-            let name = format!("{base}-g{g}");
-            channels.push(Channel::create(&name, &config(1, group.members.len())).map_err(|e| err("create", e))?);
-            plan.groups.push((name.clone(), group.from, group.members.len()));
-            for &m in &group.members {
-                plan.inbound[m].push(name.clone());
-            }
+        let keys = format!("corecast-bench/{}-{}", std::process::id(), corecast_process::clock::now_ns());
+        let host_of = host_indices(hosts);
+        let plan = plan::build(&base, &keys, topology, &host_of);
+        if !plan.forwards.is_empty() && !self.bridged {
+            return Err(TransportError::Topology(format!(
+                "{}: its processes cannot run on different hosts",
+                self.name
+            )));
         }
-        for to in 0..topology.processes {
-            let senders: Vec<PeerId> = topology.links.iter().filter(|l| l.1 == to).map(|l| l.0).collect();
-            if !senders.is_empty() {
-                let name = format!("{base}-to{to}");
-                channels.push(Channel::create(&name, &config(senders.len(), 1)).map_err(|e| err("create", e))?);
-                plan.inbound[to].push(name);
-            }
+        let config = self.config(topology);
+        let mut channels = Vec::new();
+        for c in &plan.channels {
+            let config = ChannelConfig { max_senders: c.senders as u32, max_receivers: c.receivers as u32, ..config };
+            channels.push(Channel::create(&c.name, &config).map_err(|e| err("create", e))?);
+        }
+        #[cfg(feature = "zenoh")]
+        let bridges = bridged::Bridges::start(&plan, hosts, &host_of, &config)?;
+        #[cfg(not(feature = "zenoh"))]
+        if !plan.forwards.is_empty() {
+            return Err(TransportError::Topology(format!("{}: this build has no Zenoh (feature `zenoh`)", self.name)));
         }
         Ok(Box::new(PreparedCorecast::<A> {
             plan,
             wait: self.wait,
             channels,
-            topology: topology.clone(),
+            #[cfg(feature = "zenoh")]
+            bridges,
+            max: topology.max_message_bytes,
             api: PhantomData,
         }))
     }
 }
 
-#[derive(Clone, Debug)]
-struct Plan {
-    base: String,
-    /// (channel, sender, receivers) per group index.
-    groups: Vec<(String, PeerId, usize)>,
-    /// Channels each process receives from.
-    inbound: Vec<Vec<String>>,
+impl<A> Corecast<A> {
+    /// Every channel's properties but its member counts.
+    fn config(&self, topology: &Topology) -> ChannelConfig {
+        let bytes = topology.max_message_bytes + HEADER;
+        ChannelConfig {
+            slots: slots_for(bytes),
+            max_message_bytes: bytes as u32,
+            mode: 0o600,
+            // The suite measures; a slow receiver is not a fault here.
+            deadline: None,
+            delivery: self.delivery,
+            ..ChannelConfig::default()
+        }
+    }
+}
+
+/// Each process's host as an index (1-based, in order of first
+/// appearance); empty when all run here.
+fn host_indices(hosts: &[NetHost]) -> Vec<usize> {
+    let mut seen: Vec<&str> = Vec::new();
+    hosts
+        .iter()
+        .map(|h| match seen.iter().position(|&n| n == h.netns) {
+            Some(k) => k + 1,
+            None => {
+                seen.push(&h.netns);
+                seen.len()
+            }
+        })
+        .collect()
 }
 
 struct PreparedCorecast<A> {
-    plan: Plan,
+    plan: plan::Plan,
     wait: WaitStrategy,
     /// The parent's handles keep the channels alive until cleanup.
     channels: Vec<Channel>,
-    topology: Topology,
+    /// The bridges' processes, one per host, while the run lasts.
+    #[cfg(feature = "zenoh")]
+    bridges: bridged::Bridges,
+    max: usize,
     api: PhantomData<fn() -> A>,
 }
 
@@ -230,17 +288,21 @@ impl<A: Api> Prepared for PreparedCorecast<A> {
             groups.push(if *from == me { Some(attach_sender::<A>(name, *n, self.wait)?) } else { None });
         }
         let mut links = Vec::new();
-        for to in 0..self.topology.processes {
-            let linked = self.topology.links.contains(&(me, to));
-            let name = format!("{}-to{to}", self.plan.base);
-            links.push(if linked { Some(attach_sender::<A>(&name, 1, self.wait)?) } else { None });
+        for to in 0..self.plan.inbound.len() {
+            let name = self.plan.links.get(&(me, to));
+            links.push(match name {
+                Some(name) => Some(attach_sender::<A>(name, 1, self.wait)?),
+                None => None,
+            });
         }
-        let max = self.topology.max_message_bytes;
+        let max = self.max;
         let gone = vec![false; receivers.len()];
         Ok(Box::new(CorecastEndpoint::<A> { me, receivers, gone, groups, links, next_rx: 0, max }))
     }
 
     fn cleanup(&mut self) {
+        #[cfg(feature = "zenoh")]
+        self.bridges.stop();
         self.channels.clear();
     }
 }

@@ -1,5 +1,13 @@
 //! The parent's side: start the ranks with `mpirun`, wait under the
 //! watchdog, collect the reports.
+//!
+//! Across hosts (network namespaces), as Open MPI runs on a cluster:
+//! `mpirun` runs in the first process's host and starts an `orted` on
+//! every host through its rsh launch agent, here a script that runs the
+//! command in the host's namespace (`ip netns exec`) where a cluster would
+//! use ssh; a rankfile puts each rank on its host; the out-of-band channel
+//! and the TCP transport stay on the hosts' network. Ranks on one host may
+//! still use shared memory between them, as on a cluster.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -9,7 +17,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::RANK_SUBCOMMAND;
-use crate::transport::{Availability, LaunchOptions, Launcher, PeerId, RunFailure, Topology, TransportError};
+use crate::transport::{Availability, LaunchOptions, Launcher, NetHost, PeerId, RunFailure, Topology, TransportError};
 
 /// Everything a rank needs, written by the parent for `mpirun`'s ranks.
 #[derive(Debug, Serialize, Deserialize)]
@@ -24,6 +32,9 @@ pub struct RankSpec {
     pub cpus: Vec<usize>,
     /// Where rank `i` writes `rank-i`: a status byte (0 ok) and its report.
     pub out_dir: PathBuf,
+    /// The host rank `i` runs on (it checks it is there); empty: all here.
+    #[serde(default)]
+    pub hosts: Vec<NetHost>,
 }
 
 /// The `mpirun` to use: `$CORECAST_MPIRUN` or `mpirun` on the PATH.
@@ -102,6 +113,7 @@ impl Mpirun {
             job: job.to_vec(),
             cpus: options.cpus.clone(),
             out_dir: dir.to_path_buf(),
+            hosts: options.hosts.clone(),
         };
         let spec_path = dir.join("spec.json");
         let json = serde_json::to_vec(&spec).map_err(|e| os("mpi: encoding the run")(e.into()))?;
@@ -110,8 +122,9 @@ impl Mpirun {
         let log_path = dir.join("mpirun.log");
         let log = std::fs::File::create(&log_path).map_err(os("mpi: creating the mpirun log"))?;
         let log2 = log.try_clone().map_err(os("mpi: creating the mpirun log"))?;
+        let mut command = across_hosts(dir, &options.hosts).map_err(os("mpi: writing the hosts' files"))?;
         let mut child = std::os::unix::process::CommandExt::process_group(
-            Command::new(mpirun())
+            command
                 // Ranks may outnumber cores; corecast pins (or not) itself.
                 .args(["--oversubscribe", "--bind-to", "none", "-np"])
                 .arg(topology.processes.to_string())
@@ -160,6 +173,46 @@ impl Mpirun {
         }
         Ok(reports)
     }
+}
+
+/// `mpirun`, run here, or across `hosts` (rank `i` on `hosts[i]`): in the
+/// first rank's host, with a launch agent, a hostfile and a rankfile
+/// written to `dir`.
+fn across_hosts(dir: &Path, hosts: &[NetHost]) -> std::io::Result<Command> {
+    let Some(first) = hosts.first() else { return Ok(Command::new(mpirun())) };
+    let agent = dir.join("netns-agent");
+    // Open MPI calls its rsh agent as `<agent> <host> <command words>`, as
+    // it would call ssh; the words are one shell command, as ssh joins them.
+    std::fs::write(
+        &agent,
+        "#!/bin/sh
+host=$1
+shift
+exec ip netns exec \"$host\" sh -c \"$*\"\n",
+    )?;
+    std::fs::set_permissions(&agent, std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
+    let mut names: Vec<&str> = Vec::new();
+    let mut rankfile = String::new();
+    for (rank, h) in hosts.iter().enumerate() {
+        if !names.contains(&h.netns.as_str()) {
+            names.push(&h.netns);
+        }
+        // No binding: the suite pins (or not) each rank itself.
+        rankfile.push_str(&format!("rank {rank}={} slot=0\n", h.netns));
+    }
+    let hostfile: String = names.iter().map(|n| format!("{n} slots={}\n", hosts.len())).collect();
+    std::fs::write(dir.join("hostfile"), hostfile)?;
+    std::fs::write(dir.join("rankfile"), rankfile)?;
+    // The hosts' network: host k at a.b.c.k/24 (host::placement::Hosts).
+    let [a, b, c, _] = first.addr.octets();
+    let net = format!("{a}.{b}.{c}.0/24");
+    let mut command = Command::new("ip");
+    command.args(["netns", "exec", &first.netns, &mpirun()]);
+    command.args(["--mca", "plm_rsh_agent"]).arg(&agent);
+    command.args(["--mca", "plm_rsh_no_tree_spawn", "1"]);
+    command.args(["--mca", "oob_tcp_if_include", &net, "--mca", "btl_tcp_if_include", &net]);
+    command.arg("--hostfile").arg(dir.join("hostfile")).arg("--rankfile").arg(dir.join("rankfile"));
+    Ok(command)
 }
 
 fn read_report(dir: &Path, rank: PeerId) -> Option<Result<Vec<u8>, String>> {

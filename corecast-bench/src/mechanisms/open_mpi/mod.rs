@@ -91,6 +91,12 @@ impl Mechanism for Mpi {
         )))
     }
 
+    /// Its ranks reach each other over TCP between hosts (`mpirun` starts
+    /// them there through its launch agent).
+    fn crosses_hosts(&self) -> bool {
+        cfg!(feature = "mpi")
+    }
+
     fn launcher(&self) -> Option<&dyn Launcher> {
         #[cfg(feature = "mpi")]
         return Some(&self.launcher);

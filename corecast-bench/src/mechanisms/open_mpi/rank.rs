@@ -9,7 +9,7 @@ use mpi::traits::Communicator;
 use super::endpoint::MpiEndpoint;
 use super::launch::RankSpec;
 use super::RANK_SUBCOMMAND;
-use crate::transport::JobRunner;
+use crate::transport::{set_this_host, JobRunner, NetHost};
 
 /// Runs a rank when this program was started as one (`argv[1]` is the rank
 /// subcommand); returns its exit status, or `None` for a normal start.
@@ -52,6 +52,8 @@ pub fn rank_main(spec_path: &Path, runner: &JobRunner) -> i32 {
     let me = world.rank() as usize;
     let outcome = if world.size() as usize != spec.topology.processes {
         Err(format!("started with {} ranks, the run has {} processes", world.size(), spec.topology.processes))
+    } else if let Err(e) = spec.hosts.get(me).map_or(Ok(()), check_host) {
+        Err(e)
     } else {
         if !spec.cpus.is_empty() {
             // A failed pin is not fatal: the record's placement says what was asked.
@@ -73,4 +75,16 @@ pub fn rank_main(spec_path: &Path, runner: &JobRunner) -> i32 {
         world.abort(1);
     }
     0
+}
+
+/// Checks that this rank runs in `host`'s network namespace (the launch
+/// agent put it there) and records the host's address.
+fn check_host(host: &NetHost) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let ns = |path: &str| std::fs::metadata(path).map(|m| (m.dev(), m.ino())).map_err(|e| format!("{path}: {e}"));
+    if ns("/proc/self/ns/net")? != ns(&format!("/var/run/netns/{}", host.netns))? {
+        return Err(format!("this rank should run in network namespace {} and does not", host.netns));
+    }
+    set_this_host(host.addr);
+    Ok(())
 }

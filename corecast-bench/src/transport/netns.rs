@@ -5,10 +5,11 @@ use std::io;
 
 use rustix::thread::{move_into_link_name_space, LinkNameSpaceType};
 
-use crate::transport::{set_this_host, NetHost, TransportError};
+use super::{set_this_host, NetHost, TransportError};
 
 /// Moves this process into `host`'s network namespace and records its
-/// address for the mechanism. Called in a forked child with one thread.
+/// address for the mechanism. Called in a forked child with one thread
+/// (the harness's processes, a mechanism's helpers).
 pub fn enter(host: &NetHost) -> Result<(), TransportError> {
     let fail = |what: &str, e: io::Error| {
         TransportError::Topology(format!("entering network namespace {:?}: {what}: {e}", host.netns))
