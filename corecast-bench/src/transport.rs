@@ -204,6 +204,14 @@ pub trait Mechanism: Send + Sync {
     fn lends_memory(&self) -> bool {
         false
     }
+    /// The length in slots of the rings it makes for messages of up to
+    /// `message_bytes` bytes, when the suite chooses it (records carry it:
+    /// a ring's size against the cache changes what is measured). `None`:
+    /// not a ring, or sized by the mechanism's own library.
+    fn ring_slots(&self, message_bytes: usize) -> Option<usize> {
+        let _ = message_bytes;
+        None
+    }
 }
 
 /// A "host" a process runs in: a network namespace (made by

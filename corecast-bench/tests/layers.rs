@@ -15,7 +15,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("transport", &[]),
     ("host", &[]),
     ("record", &["host"]),
-    ("mechanisms", &["transport"]),
+    ("mechanisms", &["transport", "host"]),
     ("harness", &["transport"]),
     ("workloads", &["transport", "host", "record", "harness"]),
     ("suite", &["workloads", "harness", "record", "transport", "host"]),

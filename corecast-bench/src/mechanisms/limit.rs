@@ -31,11 +31,10 @@
 
 use std::sync::atomic::{fence, AtomicU32, Ordering};
 
+use super::ring_size;
 use super::shared_memory::{futex_wait, futex_wake_all, line_round, Backoff, SharedMapping, CACHE_LINE};
 use crate::transport::{Endpoint, Mechanism, PeerId, Prepared, Reader, Received, Topology, TransportError, Writer};
 
-/// Ring memory per ring, as corecast's benchmark channels get.
-const RING_BUDGET_BYTES: usize = 32 << 20;
 /// Largest message.
 const MAX_MESSAGE: usize = 64 << 20;
 
@@ -143,6 +142,10 @@ impl Mechanism for Limit {
         Some(MAX_MESSAGE)
     }
 
+    fn ring_slots(&self, message_bytes: usize) -> Option<usize> {
+        Some(ring_size::slots(CACHE_LINE + line_round(message_bytes.max(1))))
+    }
+
     fn lends_memory(&self) -> bool {
         true
     }
@@ -168,13 +171,6 @@ impl Mechanism for Limit {
         let groups = topology.groups.len();
         Ok(Box::new(LimitPrepared { name: self.label(), wait: self.wait, max, groups, rings: layouts, map: Some(map) }))
     }
-}
-
-/// Slots of a ring carrying `bytes`-byte slots: the budget, 4 to 256, a
-/// power of two.
-fn slots(slot_bytes: usize) -> usize {
-    let fit = (RING_BUDGET_BYTES / slot_bytes.max(64)).clamp(4, 256);
-    1 << (usize::BITS - 1 - fit.leading_zeros())
 }
 
 /// Where one ring lies in the mapping.
@@ -203,7 +199,7 @@ impl RingLayout {
             cursors,
             receivers,
             slots: cursors + receivers * CACHE_LINE,
-            slot_count: slots(slot_stride),
+            slot_count: ring_size::slots(slot_stride),
             slot_stride,
         }
     }
@@ -492,12 +488,5 @@ mod tests {
         let b = RingLayout::new(128 + a.bytes(), 1, 100);
         assert_eq!(a.stamp(a.slot_count as u64 - 1) + a.slot_stride, b.sleepers);
         assert_eq!(a.stamp(a.slot_count as u64), a.stamp(0));
-    }
-
-    #[test]
-    fn slot_counts_fit_the_budget() {
-        assert_eq!(slots(128), 256);
-        assert_eq!(slots(1 << 20), 32);
-        assert_eq!(slots(64 << 20), 4);
     }
 }

@@ -13,6 +13,7 @@ pub mod mempipe;
 pub mod open_mpi;
 pub mod pipe;
 pub mod posix_mq;
+pub mod ring_size;
 pub mod shared_memory;
 pub mod shmem_pipe;
 pub mod sysv_mq;

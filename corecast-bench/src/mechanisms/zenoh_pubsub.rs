@@ -8,7 +8,7 @@
 //! scouting off, and connects to every lower-numbered process: a full mesh,
 //! since peers do not route for each other. A process learns the others'
 //! endpoints through pipes made before the fork, so the order is fixed and
-//! nothing is guessed ([`super::zenoh_endpoints`]). One key per group (`<run>/g/<i>`) and per link
+//! nothing is guessed (module `zenoh_endpoints`). One key per group (`<run>/g/<i>`) and per link
 //! (`<run>/l/<from>/<to>`), so a sample's key names its sender.
 //! Publications use congestion control `Block` (a slow subscriber holds its
 //! publisher back and nothing is dropped, as every mechanism of the suite

@@ -71,6 +71,9 @@ pub fn run_plan<E>(
     Ok(if interrupt::requested() { Ending::Interrupted(plan.len()) } else { Ending::Completed })
 }
 
+/// The least hang guard of a point run across hosts.
+const CROSS_HOST_WATCHDOG: Duration = Duration::from_secs(300);
+
 /// Runs one point over `mechanism` (`None`: the point names a reference
 /// its workload measures alone, or nothing known), or says why it cannot;
 /// SIGINT is held back until the point is over.
@@ -84,7 +87,13 @@ pub fn run_point(mechanism: Option<&dyn Mechanism>, point: &Point, settings: &Se
     let placement = settings.placement.for_processes(workload.processes(point, settings));
     // Each run of a point (LogP and bandwidth make several) gets the whole
     // point's estimate, with room for a loaded machine.
-    let watchdog = workload.estimate(point, settings) * 4 + Duration::from_secs(20);
+    let mut watchdog = workload.estimate(point, settings) * 4 + Duration::from_secs(20);
+    if placement.hosts.is_some() {
+        // Across hosts a round trip costs what no estimate knows (4 ms each
+        // way for Open MPI between namespaces here); this only guards
+        // against a hang.
+        watchdog = watchdog.max(CROSS_HOST_WATCHDOG);
+    }
     let hosts = placement.hosts.as_ref().map_or_else(Vec::new, |h| {
         h.process_hosts.iter().map(|&k| h.host(k)).map(|(netns, addr)| NetHost { netns, addr }).collect()
     });
@@ -96,7 +105,13 @@ pub fn run_point(mechanism: Option<&dyn Mechanism>, point: &Point, settings: &Se
             if let Some(m) = mechanism {
                 let path =
                     if workload.moves_in_place() && m.lends_memory() { DataPath::InPlace } else { DataPath::Copy };
-                records.iter_mut().for_each(|r| r.path = Some(path));
+                let slots = m.ring_slots(workload.message_bytes(point, settings));
+                for r in &mut records {
+                    r.path = Some(path);
+                    if let Some(n) = slots {
+                        r.params.insert("ring_slots".to_string(), n as u64);
+                    }
+                }
             }
             Status::Measured(records)
         }

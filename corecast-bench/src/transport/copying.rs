@@ -75,6 +75,10 @@ impl Mechanism for Copying {
         self.inner.needs_hosts()
     }
 
+    fn ring_slots(&self, message_bytes: usize) -> Option<usize> {
+        self.inner.ring_slots(message_bytes)
+    }
+
     /// A launched mechanism builds its endpoints in programs of its own;
     /// none of those lends memory, so they copy already.
     fn launcher(&self) -> Option<&dyn Launcher> {

@@ -69,8 +69,6 @@ pub trait Api: 'static {
 }
 
 const HEADER: usize = 8;
-/// Ring memory per sender region the suite allows itself.
-const RING_BUDGET_BYTES: usize = 32 << 20;
 
 /// corecast with one wait strategy, through API `A`.
 #[derive(Debug)]
@@ -158,10 +156,9 @@ pub(crate) fn err(op: &'static str, e: impl std::fmt::Display) -> TransportError
     TransportError::Protocol { mechanism: "corecast", detail: format!("{op}: {e}") }
 }
 
-/// Ring length for `bytes`-byte messages within the memory budget.
+/// Ring length for `bytes`-byte messages (the suite's rule for its rings).
 fn slots_for(bytes: usize) -> u32 {
-    let fit = (RING_BUDGET_BYTES / bytes.max(64)).clamp(4, 256);
-    1 << (usize::BITS - 1 - fit.leading_zeros())
+    crate::mechanisms::ring_size::slots(bytes) as u32
 }
 
 impl<A: Api> Mechanism for Corecast<A> {
@@ -183,6 +180,10 @@ impl<A: Api> Mechanism for Corecast<A> {
 
     fn crosses_hosts(&self) -> bool {
         self.bridged
+    }
+
+    fn ring_slots(&self, message_bytes: usize) -> Option<usize> {
+        Some(slots_for(message_bytes + HEADER) as usize)
     }
 
     fn needs_hosts(&self) -> bool {
