@@ -192,6 +192,37 @@ fn bench_paxos_kills_the_acceptor_and_records_the_takeover() {
 }
 
 #[test]
+fn bench_rounds_spread_each_points_repetitions_over_the_run() {
+    if !pipe_ready() {
+        return;
+    }
+    let out = tmp("rounds");
+    let args = ["bench", "pingpong", "--mechanisms", "pipe", "--sizes", "64,128", "--duration", "20ms"];
+    let o = corecast(&[&args[..], &["--repetitions", "2", "--rounds", "3", "--out", out.to_str().unwrap()]].concat());
+    assert!(o.status.success(), "stderr: {}", text(&o.stderr));
+    let progress = text(&o.stderr);
+    assert!(progress.contains("2 points x 3 rounds"), "{progress}");
+    let order: Vec<&str> = progress.lines().filter_map(|l| l.strip_prefix("round ")).collect();
+    assert_eq!(order.len(), 6, "{progress}");
+    assert!(order[0].starts_with("1/3") && order[1].starts_with("1/3") && order[2].starts_with("2/3"), "{progress}");
+    let rs = records(&out);
+    assert_eq!(rs.len(), 2, "one record per point, written after its last round");
+    for r in &rs {
+        assert_eq!((r["workload"].as_str(), r["mechanism"].as_str()), (Some("pingpong"), Some("pipe")));
+        let (value, min, median, max) = (f(r, "value"), f(r, "min"), f(r, "median"), f(r, "max"));
+        assert!(value > 0.0 && min <= median && median <= max && value == median, "{r}");
+        assert_eq!(r["params"]["rounds"], 3, "{r}");
+        assert_eq!(r["repetitions"], 6, "{r}");
+        assert_eq!(r["samples"].as_array().unwrap().len(), 6, "{r}");
+        let notes = r["notes"].as_array().unwrap();
+        assert!(notes.iter().any(|n| n.as_str().unwrap().contains("3 rounds")), "{r}");
+    }
+    let bad = corecast(&["bench", "pingpong", "--rounds", "0"]);
+    assert!(!bad.status.success() && text(&bad.stderr).contains("--rounds"), "{}", text(&bad.stderr));
+    std::fs::remove_dir_all(out.parent().unwrap()).unwrap();
+}
+
+#[test]
 fn bench_logp_and_bandwidth_write_their_records() {
     if !pipe_ready() {
         return;

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::schema::{Metric, Record, Unit};
+use super::schema::{Metric, Record, RecordKey, Unit};
 
 /// The verdict on one point.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,7 +49,7 @@ pub struct Change {
     pub verdict: Verdict,
 }
 
-type Key = (String, String, usize, usize, Metric, Unit);
+type Key = RecordKey;
 
 /// Compares two result sets; `threshold` is the relative change under which a
 /// point counts as the same (0.05 = 5%).

@@ -259,9 +259,13 @@ impl DataPath {
     }
 }
 
+/// What identifies a record's point and metric across runs: workload,
+/// mechanism, size, receivers, metric, unit.
+pub type RecordKey = (String, String, usize, usize, Metric, Unit);
+
 impl Record {
     /// The identity of the point and metric, for matching records across runs.
-    pub fn key(&self) -> (String, String, usize, usize, Metric, Unit) {
+    pub fn key(&self) -> RecordKey {
         (self.workload.clone(), self.mechanism.clone(), self.size, self.receivers, self.metric, self.unit)
     }
 }

@@ -79,6 +79,12 @@ pub struct Common {
     /// (needs the kernel's sch_netem).
     #[arg(long, default_value_t = 0, requires = "hosts")]
     pub netem_delay_ms: u32,
+    /// Run the whole plan this many times over and report each point over
+    /// all of its rounds: every mechanism's repetitions are then spread over
+    /// the run, so a slow spell of a shared machine hits them alike instead
+    /// of spoiling whole points. Records are written after the last round.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub rounds: u32,
 }
 
 impl Common {

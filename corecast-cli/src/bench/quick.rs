@@ -66,7 +66,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         options: Default::default(),
     };
     let out = a.common.out_path("quick");
-    let code = execute(&plan, &mechs, &settings, &out)?;
+    let code = execute(&plan, &mechs, &settings, a.common.rounds, &out)?;
     // The page is a view of the records: a failure to draw it loses nothing.
     match crate::report::beside(&out) {
         Ok(page) => eprintln!("corecast: report -> {}", page.display()),

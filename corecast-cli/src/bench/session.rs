@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use corecast_bench::record::{Provenance, Writer};
+use corecast_bench::record::{rounds, Provenance, Writer};
 use corecast_bench::report::format::human;
 use corecast_bench::report::table;
 use corecast_bench::suite::runner::estimate;
@@ -18,10 +18,17 @@ use corecast_process::interrupt;
 
 use super::grid::Grid;
 
-/// Runs `plan`, writing each record as soon as it is measured, showing
-/// progress, and printing the comparison table at the end.
-pub fn execute(plan: &[Point], mechanisms: &[Box<dyn Mechanism>], settings: &Settings, out: &Path) -> Result<ExitCode> {
-    let (code, outcomes) = execute_quietly(plan, mechanisms, settings, out)?;
+/// Runs `plan` `rounds` times over, writing each point's records as soon as
+/// its last round is measured, showing progress, and printing the
+/// comparison table at the end.
+pub fn execute(
+    plan: &[Point],
+    mechanisms: &[Box<dyn Mechanism>],
+    settings: &Settings,
+    rounds: u32,
+    out: &Path,
+) -> Result<ExitCode> {
+    let (code, outcomes) = execute_quietly(plan, mechanisms, settings, rounds, out)?;
     println!("{}", table::render(&outcomes));
     Ok(code)
 }
@@ -32,35 +39,67 @@ pub fn execute_quietly(
     plan: &[Point],
     mechanisms: &[Box<dyn Mechanism>],
     settings: &Settings,
+    rounds: u32,
     out: &Path,
 ) -> Result<(ExitCode, Vec<Outcome>)> {
     interrupt::install().context("installing the Ctrl-C handler")?;
     let _hosts = settings.placement.hosts.as_ref().map(super::hosts::HostsUp::up).transpose()?;
     let prov = Provenance::collect(std::env::args().collect());
     let mut writer = Writer::append(out)?;
+    let rounds = rounds.max(1) as usize;
+    let in_rounds = if rounds > 1 { format!(" x {rounds} rounds") } else { String::new() };
     eprintln!(
-        "corecast: {} points, about {} (Ctrl-C stops after the current point); {}; records -> {}",
+        "corecast: {} points{in_rounds}, about {} (Ctrl-C stops after the current point); {}; records -> {}",
         plan.len(),
-        clock(plan.iter().map(|p| estimate(p, settings)).sum()),
+        clock(plan.iter().map(|p| estimate(p, settings)).sum::<Duration>() * rounds as u32),
         settings.placement.describe(),
         out.display()
     );
+    let full: Vec<Point> = (0..rounds).flat_map(|_| plan.iter().cloned()).collect();
+    // Per point of `plan`, what each round so far gave.
+    let mut so_far: Vec<Vec<Status>> = vec![Vec::new(); plan.len()];
     let mut outcomes: Vec<Outcome> = Vec::new();
-    let ending = run_plan(plan, mechanisms, settings, &prov, |o, p| -> Result<()> {
-        if let Status::Measured(records) = &o.status {
+    let mut finish = |i: usize, statuses: &[Status], writer: &mut Writer| -> Result<()> {
+        let status = rounds::merge_statuses(statuses);
+        if let Status::Measured(records) = &status {
             for r in records {
                 writer.write(r)?;
             }
         }
-        eprintln!("{}", progress_line(o, p));
-        outcomes.push(o.clone());
+        outcomes.push(Outcome { point: plan[i].clone(), status });
+        Ok(())
+    };
+    let ending = run_plan(&full, mechanisms, settings, &prov, |o, p| -> Result<()> {
+        let (round, i) = ((p.done - 1) / plan.len(), (p.done - 1) % plan.len());
+        let line = progress_line(o, p);
+        if rounds > 1 {
+            eprintln!("round {}/{rounds} {line}", round + 1);
+        } else {
+            eprintln!("{line}");
+        }
+        so_far[i].push(o.status.clone());
+        if round + 1 == rounds {
+            finish(i, &so_far[i], &mut writer)?;
+        }
         Ok(())
     })?;
+    if let Ending::Interrupted(done) = ending {
+        // Points whose last round did not come: keep what their rounds gave.
+        if done < full.len() && rounds > 1 {
+            let last_round_start = (rounds - 1) * plan.len();
+            let first_unfinished = done.saturating_sub(last_round_start);
+            for (i, statuses) in so_far.iter().enumerate().skip(first_unfinished) {
+                if !statuses.is_empty() {
+                    finish(i, statuses, &mut writer)?;
+                }
+            }
+        }
+    }
     let failed = outcomes.iter().filter(|o| matches!(o.status, Status::Failed(_))).count();
     eprintln!("corecast: {} records written to {}", writer.written(), writer.path().display());
     let code = match ending {
         Ending::Interrupted(done) => {
-            eprintln!("corecast: interrupted after {done} of {} points; what was measured is kept", plan.len());
+            eprintln!("corecast: interrupted after {done} of {} points; what was measured is kept", full.len());
             ExitCode::from(130)
         }
         Ending::Completed if failed > 0 => {
@@ -115,5 +154,5 @@ pub fn run_grid(
     let mechs = g.mechanisms()?;
     let settings = g.common.settings(timing.0, timing.1, options)?;
     let plan = grid(workload, &names(&mechs), counts, sizes);
-    execute(&plan, &mechs, &settings, &g.common.out_path(workload.name()))
+    execute(&plan, &mechs, &settings, g.common.rounds, &g.common.out_path(workload.name()))
 }

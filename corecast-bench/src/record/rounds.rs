@@ -1,0 +1,195 @@
+//! One record per point from a run made in rounds: the whole plan run K
+//! times over, so that every mechanism's repetitions are spread over the
+//! run. A slow spell of a shared machine (the host moving a VM's CPUs, a
+//! neighbour's burst) then lands on every mechanism a little instead of on
+//! whole points, and the ratios between mechanisms stay meaningful.
+
+use super::outcome::Status;
+use super::schema::{Record, RecordKey};
+use super::summary::Summary;
+
+/// Merges the records one point produced in each round (`rounds[k]` holds
+/// round k's records, in the order the workload made them) into one record
+/// per metric. Records are matched on their key and their rank among
+/// records of the same key; one measured in some rounds only is merged
+/// over those.
+///
+/// The merged record keeps the first round's fields and takes:
+/// - `value` and `median`: the median of all rounds' samples when each
+///   round's value is the median of its samples (throughput, bandwidth),
+///   otherwise (latencies, whose samples are per-phase medians of raw
+///   latencies) the median of the rounds' values;
+/// - `samples`: every round's samples in order; `min`, `max` over them and
+///   the rounds' own extremes; `p99`: the median of the rounds' p99s;
+/// - `repetitions` and `count`: their sums; `params.rounds`: the number of
+///   rounds merged; a note saying how the value was formed.
+pub fn merge(rounds: &[Vec<Record>]) -> Vec<Record> {
+    let mut groups: Vec<(RecordKey, usize, Vec<&Record>)> = Vec::new();
+    for round in rounds {
+        let mut seen: Vec<RecordKey> = Vec::new();
+        for r in round {
+            let key = r.key();
+            let rank = seen.iter().filter(|k| **k == key).count();
+            seen.push(key.clone());
+            match groups.iter_mut().find(|(k, n, _)| *k == key && *n == rank) {
+                Some((_, _, g)) => g.push(r),
+                None => groups.push((key, rank, vec![r])),
+            }
+        }
+    }
+    groups.iter().map(|(_, _, g)| merge_one(g)).collect()
+}
+
+/// What happened to one point over its rounds, as one status: the rounds
+/// that measured it merged by [`merge`] (a note on each record names the
+/// rounds that failed, if any); failed if no round measured it (the last
+/// error); skipped if every round skipped it. A single status is returned
+/// as it is (a run in one round writes what it always wrote).
+pub fn merge_statuses(statuses: &[Status]) -> Status {
+    if let [only] = statuses {
+        return only.clone();
+    }
+    let measured: Vec<Vec<Record>> = statuses
+        .iter()
+        .filter_map(|s| match s {
+            Status::Measured(rs) => Some(rs.clone()),
+            _ => None,
+        })
+        .collect();
+    let failures: Vec<&str> = statuses
+        .iter()
+        .filter_map(|s| match s {
+            Status::Failed(e) => Some(e.as_str()),
+            _ => None,
+        })
+        .collect();
+    if !measured.is_empty() {
+        let mut records = merge(&measured);
+        if let Some(last) = failures.last() {
+            let note = format!("failed in {} of {} rounds, last: {last}", failures.len(), statuses.len());
+            records.iter_mut().for_each(|r| r.notes.push(note.clone()));
+        }
+        return Status::Measured(records);
+    }
+    if let Some(last) = failures.last() {
+        return Status::Failed((*last).to_string());
+    }
+    statuses.first().cloned().unwrap_or_else(|| Status::Skipped("not run".to_string()))
+}
+
+fn merge_one(group: &[&Record]) -> Record {
+    let first = group[0];
+    let mut out = first.clone();
+    if group.len() == 1 {
+        out.params.insert("rounds".to_string(), 1);
+        return out;
+    }
+    let samples: Vec<f64> = group.iter().flat_map(|r| r.samples.iter().copied()).collect();
+    let values: Vec<f64> = group.iter().map(|r| r.value).collect();
+    let value_is_sample_median =
+        group.iter().all(|r| Summary::of(&r.samples).is_some_and(|s| close(s.median, r.value)));
+    let value = if value_is_sample_median {
+        Summary::of(&samples).map_or(first.value, |s| s.median)
+    } else {
+        Summary::of(&values).map_or(first.value, |s| s.median)
+    };
+    let p99s: Vec<f64> = group.iter().filter_map(|r| r.p99).collect();
+    out.value = value;
+    out.median = value;
+    out.min = group.iter().map(|r| r.min).chain(samples.iter().copied()).fold(f64::INFINITY, f64::min);
+    out.max = group.iter().map(|r| r.max).chain(samples.iter().copied()).fold(f64::NEG_INFINITY, f64::max);
+    out.p99 = Summary::of(&p99s).map(|s| s.median);
+    out.repetitions = group.iter().map(|r| r.repetitions).sum();
+    out.count = group.iter().map(|r| r.count).sum();
+    out.samples = samples;
+    out.params.insert("rounds".to_string(), group.len() as u64);
+    out.notes.push(if value_is_sample_median {
+        format!("median of {} samples from {} rounds of the whole run", out.samples.len(), group.len())
+    } else {
+        format!("median of the values of {} rounds of the whole run (samples are per-round phase medians)", group.len())
+    });
+    out
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::schema::tests::sample;
+    use crate::record::{Metric, Unit};
+
+    fn throughput(samples: &[f64]) -> Record {
+        let mut r = sample();
+        let s = Summary::of(samples).unwrap();
+        (r.value, r.median, r.min, r.max) = (s.median, s.median, s.min, s.max);
+        r.samples = samples.to_vec();
+        r.repetitions = samples.len();
+        r.count = 1000;
+        r
+    }
+
+    #[test]
+    fn throughput_rounds_give_the_median_of_every_sample() {
+        let rounds = vec![vec![throughput(&[10.0, 11.0])], vec![throughput(&[30.0, 31.0])], vec![throughput(&[12.0])]];
+        let merged = merge(&rounds);
+        assert_eq!(merged.len(), 1);
+        let m = &merged[0];
+        assert_eq!(m.samples, vec![10.0, 11.0, 30.0, 31.0, 12.0]);
+        assert_eq!((m.value, m.median, m.min, m.max), (12.0, 12.0, 10.0, 31.0));
+        assert_eq!((m.repetitions, m.count), (5, 3000));
+        assert_eq!(m.params.get("rounds"), Some(&3));
+        assert!(m.notes.iter().any(|n| n.contains("5 samples from 3 rounds")), "{:?}", m.notes);
+    }
+
+    #[test]
+    fn latency_rounds_give_the_median_of_the_rounds_values() {
+        // A latency record's value is the median of every raw latency, its
+        // samples only per-phase medians: the rounds' values are merged.
+        let latency = |value: f64, p99: f64| {
+            let mut r = throughput(&[value - 1.0, value + 5.0]);
+            (r.metric, r.unit, r.value, r.median, r.p99) = (Metric::RttHalf, Unit::Micros, value, value, Some(p99));
+            r
+        };
+        let merged = merge(&[vec![latency(2.0, 9.0)], vec![latency(4.0, 7.0)], vec![latency(3.0, 8.0)]]);
+        let m = &merged[0];
+        assert_eq!((m.value, m.p99), (3.0, Some(8.0)));
+        assert_eq!((m.min, m.max), (1.0, 9.0));
+        assert!(m.notes.iter().any(|n| n.contains("values of 3 rounds")), "{:?}", m.notes);
+    }
+
+    #[test]
+    fn a_point_failed_in_some_rounds_keeps_the_measured_ones_and_says_so() {
+        let statuses = [
+            Status::Measured(vec![throughput(&[1.0])]),
+            Status::Failed("watchdog".into()),
+            Status::Measured(vec![throughput(&[3.0])]),
+        ];
+        let Status::Measured(rs) = merge_statuses(&statuses) else { panic!("measured") };
+        assert_eq!(rs[0].samples, vec![1.0, 3.0]);
+        assert!(rs[0].notes.iter().any(|n| n == "failed in 1 of 3 rounds, last: watchdog"), "{:?}", rs[0].notes);
+        let failed = [Status::Failed("a".into()), Status::Failed("b".into())];
+        assert!(matches!(merge_statuses(&failed), Status::Failed(e) if e == "b"));
+        let skipped = [Status::Skipped("no".into()), Status::Skipped("no".into())];
+        assert!(matches!(merge_statuses(&skipped), Status::Skipped(w) if w == "no"));
+    }
+
+    #[test]
+    fn metrics_are_matched_by_key_and_rank_and_a_lone_record_is_kept() {
+        let mut other = throughput(&[5.0]);
+        other.metric = Metric::SenderCpu;
+        other.unit = Unit::NanosPerMsg;
+        let rounds = vec![
+            vec![throughput(&[1.0]), other.clone(), throughput(&[100.0])],
+            vec![throughput(&[3.0]), throughput(&[300.0])],
+        ];
+        let merged = merge(&rounds);
+        assert_eq!(merged.len(), 3);
+        assert_eq!(merged[0].samples, vec![1.0, 3.0], "first of its key in each round");
+        assert_eq!(merged[1].samples, vec![5.0]);
+        assert_eq!(merged[1].params.get("rounds"), Some(&1));
+        assert_eq!(merged[2].samples, vec![100.0, 300.0], "second of its key in each round");
+    }
+}
