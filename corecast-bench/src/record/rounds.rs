@@ -10,9 +10,9 @@ use super::summary::Summary;
 
 /// Merges the records one point produced in each round (`rounds[k]` holds
 /// round k's records, in the order the workload made them) into one record
-/// per metric. Records are matched on their key and their rank among
-/// records of the same key; one measured in some rounds only is merged
-/// over those.
+/// per metric. Records are matched on their key and parameters, then their
+/// rank among records alike in both; one measured in some rounds only is
+/// merged over those.
 ///
 /// The merged record keeps the first round's fields and takes:
 /// - `value` and `median`: the median of all rounds' samples when each
@@ -24,21 +24,25 @@ use super::summary::Summary;
 /// - `repetitions` and `count`: their sums; `params.rounds`: the number of
 ///   rounds merged; a note saying how the value was formed.
 pub fn merge(rounds: &[Vec<Record>]) -> Vec<Record> {
-    let mut groups: Vec<(RecordKey, usize, Vec<&Record>)> = Vec::new();
+    let mut groups: Vec<(Identity, usize, Vec<&Record>)> = Vec::new();
     for round in rounds {
-        let mut seen: Vec<RecordKey> = Vec::new();
+        let mut seen: Vec<Identity> = Vec::new();
         for r in round {
-            let key = r.key();
-            let rank = seen.iter().filter(|k| **k == key).count();
-            seen.push(key.clone());
-            match groups.iter_mut().find(|(k, n, _)| *k == key && *n == rank) {
+            let id = (r.key(), r.params.clone());
+            let rank = seen.iter().filter(|k| **k == id).count();
+            seen.push(id.clone());
+            match groups.iter_mut().find(|(k, n, _)| *k == id && *n == rank) {
                 Some((_, _, g)) => g.push(r),
-                None => groups.push((key, rank, vec![r])),
+                None => groups.push((id, rank, vec![r])),
             }
         }
     }
     groups.iter().map(|(_, _, g)| merge_one(g)).collect()
 }
+
+/// What makes two rounds' records the same measurement: the key and the
+/// parameters (a heatmap's records differ only in their CPU pair).
+type Identity = (RecordKey, std::collections::BTreeMap<String, u64>);
 
 /// What happened to one point over its rounds, as one status: the rounds
 /// that measured it merged by [`merge`] (a note on each record names the
@@ -174,6 +178,21 @@ mod tests {
         assert!(matches!(merge_statuses(&failed), Status::Failed(e) if e == "b"));
         let skipped = [Status::Skipped("no".into()), Status::Skipped("no".into())];
         assert!(matches!(merge_statuses(&skipped), Status::Skipped(w) if w == "no"));
+    }
+
+    #[test]
+    fn records_alike_but_for_their_parameters_are_matched_by_them() {
+        let pair = |a: u64, b: u64, v: f64| {
+            let mut r = throughput(&[v]);
+            r.params.insert("cpu_a".into(), a);
+            r.params.insert("cpu_b".into(), b);
+            r
+        };
+        let rounds = vec![vec![pair(0, 1, 1.0), pair(1, 0, 10.0)], vec![pair(1, 0, 30.0), pair(0, 1, 3.0)]];
+        let merged = merge(&rounds);
+        assert_eq!(merged.len(), 2);
+        assert_eq!((merged[0].params["cpu_a"], merged[0].samples.clone()), (0, vec![1.0, 3.0]));
+        assert_eq!((merged[1].params["cpu_a"], merged[1].samples.clone()), (1, vec![10.0, 30.0]));
     }
 
     #[test]
