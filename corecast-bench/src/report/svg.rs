@@ -18,6 +18,58 @@ const COLORS: [&str; 12] = [
     "#393b79", "#637939",
 ];
 
+/// How a line chart tells apart series that share a color: each pass
+/// through [`COLORS`] gets its own point marker and line pattern (the
+/// suite has more mechanisms than there are colors that stay apart).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Look {
+    Circle,
+    Square,
+    Diamond,
+}
+
+impl Look {
+    fn of(color: usize) -> Look {
+        match (color / COLORS.len()) % 3 {
+            0 => Look::Circle,
+            1 => Look::Square,
+            _ => Look::Diamond,
+        }
+    }
+
+    /// The line's dash pattern; a dashed series (a reference) keeps its
+    /// dashes whatever its pass.
+    fn dash(self, dashed: bool) -> &'static str {
+        match (dashed, self) {
+            (true, _) => r#" stroke-dasharray="6 4""#,
+            (false, Look::Circle) => "",
+            (false, Look::Square) => r#" stroke-dasharray="2 3""#,
+            (false, Look::Diamond) => r#" stroke-dasharray="8 2 2 2""#,
+        }
+    }
+
+    /// A marker centred on `(x, y)`; `inner` goes inside the element.
+    fn marker(self, x: f64, y: f64, color: &str, class: &str, inner: &str) -> String {
+        match self {
+            Look::Circle => {
+                format!(r#"<circle class="{class}" cx="{x:.1}" cy="{y:.1}" r="3" fill="{color}">{inner}</circle>"#)
+            }
+            Look::Square => format!(
+                r#"<rect class="{class}" x="{:.1}" y="{:.1}" width="6" height="6" fill="{color}">{inner}</rect>"#,
+                x - 3.0,
+                y - 3.0
+            ),
+            Look::Diamond => format!(
+                r#"<polygon class="{class}" points="{x:.1},{:.1} {:.1},{y:.1} {x:.1},{:.1} {:.1},{y:.1}" fill="{color}">{inner}</polygon>"#,
+                y - 4.0,
+                x + 4.0,
+                y + 4.0,
+                x - 4.0
+            ),
+        }
+    }
+}
+
 /// One line of a [`LineChart`].
 #[derive(Clone, Debug)]
 pub struct Series {
@@ -148,12 +200,23 @@ impl Scale {
 }
 
 fn open(out: &mut String, title: &str) {
+    open_tall(out, title, HEIGHT);
+}
+
+/// Opens a chart `height` tall: the plot keeps its place and size, the
+/// extra room below it is for a legend longer than the plot.
+fn open_tall(out: &mut String, title: &str, height: f64) {
     let _ = write!(
         out,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="12"><title>{t}</title><rect width="100%" height="100%" fill="white"/><text x="{cx}" y="22" text-anchor="middle" font-size="15" font-weight="bold">{t}</text>"#,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="12"><title>{t}</title><rect width="100%" height="100%" fill="white"/><text x="{cx}" y="22" text-anchor="middle" font-size="15" font-weight="bold">{t}</text>"#,
         t = escape(title),
         cx = WIDTH / 2.0
     );
+}
+
+/// Where the legend entry of series `i` sits, from the top.
+fn legend_y(i: usize) -> f64 {
+    TOP + 14.0 + LEGEND_STEP * i as f64
 }
 
 fn axes(out: &mut String, xs: &Scale, ys: &Scale, x: Option<&Axis>, y_label: &str, y_format: fn(f64) -> String) {
@@ -210,10 +273,14 @@ impl LineChart {
         let xs = Scale::new(self.x.log, all().map(|p| p.0), LEFT, WIDTH - RIGHT);
         let ys = Scale::new(self.y.log, all().map(|p| p.1), HEIGHT - BOTTOM, TOP);
         let mut out = String::new();
-        open(&mut out, &self.title);
+        // Every legend entry is drawn: a chart of many mechanisms grows
+        // taller rather than cutting the last (often the ceilings) off.
+        let legend_end = legend_y(self.series.len()) + 4.0;
+        open_tall(&mut out, &self.title, HEIGHT.max(legend_end));
         axes(&mut out, &xs, &ys, Some(&self.x), self.y.label, self.y.format);
         for (i, s) in self.series.iter().enumerate() {
             let color = COLORS[s.color % COLORS.len()];
+            let look = Look::of(s.color);
             let mut pts: Vec<(f64, f64)> = s
                 .points
                 .iter()
@@ -222,7 +289,7 @@ impl LineChart {
                 .collect();
             pts.sort_by(|a, b| a.0.total_cmp(&b.0));
             let path: Vec<String> = pts.iter().map(|&(x, y)| format!("{:.1},{:.1}", xs.at(x), ys.at(y))).collect();
-            let dash = if s.dashed { r#" stroke-dasharray="6 4""# } else { "" };
+            let dash = look.dash(s.dashed);
             let _ = write!(
                 out,
                 r#"<g class="series" data-name="{n}"><polyline points="{p}" fill="none" stroke="{color}" stroke-width="2"{dash}/>"#,
@@ -230,21 +297,16 @@ impl LineChart {
                 p = path.join(" ")
             );
             for (x, y) in &pts {
-                let _ = write!(
-                    out,
-                    r#"<circle class="point" cx="{:.1}" cy="{:.1}" r="3" fill="{color}"><title>{}: {}</title></circle>"#,
-                    xs.at(*x),
-                    ys.at(*y),
-                    escape(&s.name),
-                    escape(&(self.y.format)(*y))
-                );
+                let title = format!("<title>{}: {}</title>", escape(&s.name), escape(&(self.y.format)(*y)));
+                out.push_str(&look.marker(xs.at(*x), ys.at(*y), color, "point", &title));
             }
-            let ly = TOP + 14.0 + LEGEND_STEP * i as f64;
+            let ly = legend_y(i);
             let lx = WIDTH - RIGHT + 14.0;
             let _ = write!(
                 out,
-                r#"<line x1="{lx}" x2="{lx2}" y1="{ly}" y2="{ly}" stroke="{color}" stroke-width="2"{dash}/><text x="{tx}" y="{ty}">{n}</text></g>"#,
+                r#"<line x1="{lx}" x2="{lx2}" y1="{ly}" y2="{ly}" stroke="{color}" stroke-width="2"{dash}/>{m}<text x="{tx}" y="{ty}">{n}</text></g>"#,
                 lx2 = lx + 22.0,
+                m = look.marker(lx + 11.0, ly, color, "key", ""),
                 tx = lx + 28.0,
                 ty = ly + 4.0,
                 n = escape(&s.name)
@@ -396,6 +458,40 @@ mod tests {
         let xs = Scale::new(true, [64.0, 65536.0].into_iter(), 0.0, 100.0);
         assert_eq!(xs.ticks(), vec![10.0, 100.0, 1000.0, 10000.0, 100000.0]);
         assert!(xs.at(64.0) > 0.0 && xs.at(65536.0) < 100.0);
+    }
+
+    #[test]
+    fn series_sharing_a_color_differ_in_marker_and_line() {
+        let series =
+            |color: usize| Series { name: format!("m{color}"), points: vec![(1.0, 1.0)], dashed: false, color };
+        let chart = |color: usize| {
+            let c = LineChart {
+                title: "t".into(),
+                x: Axis { label: "x", log: false, format: plain, ticks: &[] },
+                y: Axis { label: "y", log: false, format: plain, ticks: &[] },
+                series: vec![series(color)],
+            };
+            c.svg()
+        };
+        let (first, second, third) = (chart(1), chart(1 + COLORS.len()), chart(1 + 2 * COLORS.len()));
+        assert!(first.contains(COLORS[1]) && second.contains(COLORS[1]) && third.contains(COLORS[1]));
+        // The point and its legend key share the series' look.
+        assert!(first.contains("<circle class=\"point\"") && first.contains("<circle class=\"key\""));
+        assert!(second.contains("<rect class=\"point\"") && second.contains("<rect class=\"key\""));
+        assert!(third.contains("<polygon class=\"point\"") && third.contains("<polygon class=\"key\""));
+        assert!(!first.contains("stroke-dasharray"));
+        assert!(second.contains(r#"stroke-dasharray="2 3""#) && third.contains(r#"stroke-dasharray="8 2 2 2""#));
+        let reference = Series { dashed: true, ..series(1 + COLORS.len()) };
+        let many = LineChart {
+            title: "t".into(),
+            x: Axis { label: "x", log: false, format: plain, ticks: &[] },
+            y: Axis { label: "y", log: false, format: plain, ticks: &[] },
+            series: (0..40).map(series).collect(),
+        }
+        .svg();
+        let height = legend_y(40) + 4.0;
+        assert!(height > HEIGHT && many.contains(&format!(r#"height="{height}""#)), "the legend of 40 fits");
+        assert_eq!(Look::of(reference.color).dash(reference.dashed), r#" stroke-dasharray="6 4""#);
     }
 
     #[test]
