@@ -49,36 +49,31 @@ type Identity = (RecordKey, std::collections::BTreeMap<String, u64>);
 /// rounds that failed, if any); failed if no round measured it (the last
 /// error); skipped if every round skipped it. A single status is returned
 /// as it is (a run in one round writes what it always wrote).
-pub fn merge_statuses(statuses: &[Status]) -> Status {
-    if let [only] = statuses {
-        return only.clone();
+pub fn merge_statuses(mut statuses: Vec<Status>) -> Status {
+    let rounds = statuses.len();
+    if rounds == 1 {
+        return statuses.swap_remove(0);
     }
-    let measured: Vec<Vec<Record>> = statuses
-        .iter()
-        .filter_map(|s| match s {
-            Status::Measured(rs) => Some(rs.clone()),
-            _ => None,
-        })
-        .collect();
-    let failures: Vec<&str> = statuses
-        .iter()
-        .filter_map(|s| match s {
-            Status::Failed(e) => Some(e.as_str()),
-            _ => None,
-        })
-        .collect();
+    let (mut measured, mut failures, mut skipped) = (Vec::new(), Vec::new(), None);
+    for status in statuses {
+        match status {
+            Status::Measured(rs) => measured.push(rs),
+            Status::Failed(e) => failures.push(e),
+            Status::Skipped(why) => skipped = skipped.or(Some(why)),
+        }
+    }
     if !measured.is_empty() {
         let mut records = merge(&measured);
         if let Some(last) = failures.last() {
-            let note = format!("failed in {} of {} rounds, last: {last}", failures.len(), statuses.len());
+            let note = format!("failed in {} of {rounds} rounds, last: {last}", failures.len());
             records.iter_mut().for_each(|r| r.notes.push(note.clone()));
         }
         return Status::Measured(records);
     }
-    if let Some(last) = failures.last() {
-        return Status::Failed((*last).to_string());
+    match failures.pop() {
+        Some(last) => Status::Failed(last),
+        None => Status::Skipped(skipped.unwrap_or_else(|| "not run".to_string())),
     }
-    statuses.first().cloned().unwrap_or_else(|| Status::Skipped("not run".to_string()))
 }
 
 fn merge_one(group: &[&Record]) -> Record {
@@ -171,13 +166,13 @@ mod tests {
             Status::Failed("watchdog".into()),
             Status::Measured(vec![throughput(&[3.0])]),
         ];
-        let Status::Measured(rs) = merge_statuses(&statuses) else { panic!("measured") };
+        let Status::Measured(rs) = merge_statuses(statuses.to_vec()) else { panic!("measured") };
         assert_eq!(rs[0].samples, vec![1.0, 3.0]);
         assert!(rs[0].notes.iter().any(|n| n == "failed in 1 of 3 rounds, last: watchdog"), "{:?}", rs[0].notes);
         let failed = [Status::Failed("a".into()), Status::Failed("b".into())];
-        assert!(matches!(merge_statuses(&failed), Status::Failed(e) if e == "b"));
+        assert!(matches!(merge_statuses(failed.to_vec()), Status::Failed(e) if e == "b"));
         let skipped = [Status::Skipped("no".into()), Status::Skipped("no".into())];
-        assert!(matches!(merge_statuses(&skipped), Status::Skipped(w) if w == "no"));
+        assert!(matches!(merge_statuses(skipped.to_vec()), Status::Skipped(w) if w == "no"));
     }
 
     #[test]

@@ -59,7 +59,7 @@ pub fn execute_quietly(
     // Per point of `plan`, what each round so far gave.
     let mut so_far: Vec<Vec<Status>> = vec![Vec::new(); plan.len()];
     let mut outcomes: Vec<Outcome> = Vec::new();
-    let mut finish = |i: usize, statuses: &[Status], writer: &mut Writer| -> Result<()> {
+    let mut finish = |i: usize, statuses: Vec<Status>, writer: &mut Writer| -> Result<()> {
         let status = rounds::merge_statuses(statuses);
         if let Status::Measured(records) = &status {
             for r in records {
@@ -79,7 +79,7 @@ pub fn execute_quietly(
         }
         so_far[i].push(o.status.clone());
         if round + 1 == rounds {
-            finish(i, &so_far[i], &mut writer)?;
+            finish(i, std::mem::take(&mut so_far[i]), &mut writer)?;
         }
         Ok(())
     })?;
@@ -88,7 +88,7 @@ pub fn execute_quietly(
         if done < full.len() && rounds > 1 {
             let last_round_start = (rounds - 1) * plan.len();
             let first_unfinished = done.saturating_sub(last_round_start);
-            for (i, statuses) in so_far.iter().enumerate().skip(first_unfinished) {
+            for (i, statuses) in so_far.into_iter().enumerate().skip(first_unfinished) {
                 if !statuses.is_empty() {
                     finish(i, statuses, &mut writer)?;
                 }
