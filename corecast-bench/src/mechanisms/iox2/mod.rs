@@ -169,9 +169,22 @@ fn service_name(mechanism: &'static str, s: &str) -> Result<ServiceName, Transpo
 }
 
 /// The default configuration with the run's own file prefix and root
-/// directory, so the parent can find and remove everything afterwards.
+/// directory, so the parent can find and remove everything afterwards, and
+/// without iceoryx2's automatic clean-up of dead nodes.
+///
+/// That clean-up (on node creation, node drop and service open) recovers
+/// names reused after a crash; a run's root is new and the parent removes
+/// it whole. Left on, it misjudges peers that leave normally: a node's drop
+/// removes its state file before its context file, and a peer looking in
+/// between takes it for dead and starts cleaning up beside its own drop.
+/// Debug logs of passing runs showed such clean-ups every run, one of them
+/// reaching for a monitor file in iceoryx2's default root (`/tmp/iceoryx2`),
+/// outside the run's.
 fn run_config(run: &Run) -> Result<Config, TransportError> {
     let mut config = Config::default();
+    config.global.node.cleanup_dead_nodes_on_creation = false;
+    config.global.node.cleanup_dead_nodes_on_destruction = false;
+    config.global.service.cleanup_dead_nodes_on_open = false;
     config.global.prefix = FileName::new(run.tag.as_bytes()).map_err(fail(run.name, "file prefix"))?;
     let root = format!("{}/", run.root.display());
     config.global.set_root_path(&Path::new(root.as_bytes()).map_err(fail(run.name, "root path"))?);

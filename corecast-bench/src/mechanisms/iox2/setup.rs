@@ -10,9 +10,10 @@
 //! publisher therefore counts as subscribed well before it is connected,
 //! and a sender that starts then drops its buffer-plus-first message.
 //!
-//! So every subscriber is created only after its publisher is registered:
-//! its constructor connects it before it registers itself, and a sender that
-//! has seen all its subscribers registered has them all connected. The
+//! So every subscriber is created only after its publisher is registered
+//! (listed, see below): its constructor connects it before it registers
+//! itself, and a sender that has seen all its subscribers listed has them
+//! all connected. The
 //! stages keep that free of deadlock: stage 1 waits for nothing, stage 2
 //! waits only for stage 1 of peers, stage 3 only for stage 2 of peers.
 
@@ -128,7 +129,7 @@ impl<'r> Setup<'r> {
         let name = self.run.name;
         for i in (0..self.services.len()).filter(|&i| self.services[i].members.contains(&self.me)) {
             let factory = self.pubsub(i)?;
-            wait_until(name, self.deadline, || factory.dynamic_config().number_of_publishers() >= 1)?;
+            wait_until(name, self.deadline, || listed_publishers(&factory) >= 1)?;
             let sub = factory
                 .subscriber_builder()
                 .buffer_size(self.buffer)
@@ -154,14 +155,14 @@ impl<'r> Setup<'r> {
         let mut notifiers: Vec<Option<Notifier<ipc::Service>>> = (0..topo.processes).map(|_| None).collect();
         for out in &self.outbound {
             let want = out.members.len();
-            wait_until(name, self.deadline, || out.factory.dynamic_config().number_of_subscribers() >= want)?;
+            wait_until(name, self.deadline, || listed_subscribers(&out.factory) >= want)?;
             out.publisher.update_connections().map_err(fail(name, "connect publisher"))?;
             if self.run.wait == Wait::Event {
                 for &to in &out.members {
                     if notifiers[to].is_none() {
                         let ev = self.event(to)?;
                         let notifier = ev.notifier_builder().create().map_err(fail(name, "create notifier"))?;
-                        wait_until(name, self.deadline, || ev.dynamic_config().number_of_listeners() >= 1)?;
+                        wait_until(name, self.deadline, || listed_listeners(&ev) >= 1)?;
                         notifiers[to] = Some(notifier);
                     }
                 }
@@ -216,6 +217,40 @@ impl<'r> Setup<'r> {
             .open_or_create()
             .map_err(fail(name, "open event service"))
     }
+}
+
+// Peers are counted by listing them, never by `number_of_*`: those count a
+// port from the moment it reserves its entry in the service, before its
+// details are written and before the other side's `update_connections` can
+// see it. A publisher that trusted the count could send before it was
+// connected to a subscriber (preempted mid-registration on a loaded machine)
+// and reach no one; a listed port is one the other side connects to.
+
+fn listed_publishers(factory: &PubSub) -> usize {
+    let mut n = 0;
+    factory.dynamic_config().list_publishers(|_| {
+        n += 1;
+        CallbackProgression::Continue
+    });
+    n
+}
+
+fn listed_subscribers(factory: &PubSub) -> usize {
+    let mut n = 0;
+    factory.dynamic_config().list_subscribers(|_| {
+        n += 1;
+        CallbackProgression::Continue
+    });
+    n
+}
+
+fn listed_listeners(factory: &event::PortFactory<ipc::Service>) -> usize {
+    let mut n = 0;
+    factory.dynamic_config().list_listeners(|_| {
+        n += 1;
+        CallbackProgression::Continue
+    });
+    n
 }
 
 /// Opens (or creates, whoever comes first) every service `me` uses, creates
