@@ -276,6 +276,8 @@ pub enum RunFailure {
         mechanism: &'static str,
         /// The watchdog's length.
         after: Duration,
+        /// Who had not finished, and what else is known; may be empty.
+        detail: String,
     },
     /// A process reported a failure.
     Process {
@@ -295,6 +297,11 @@ pub enum RunFailure {
         /// What else is known (exit status, launcher output); may be empty.
         detail: String,
     },
+    /// More than one process failed at about the same time: the first one
+    /// judged, then the others that reported within a moment of it. The
+    /// first is not always the cause: a process that saw a peer go away
+    /// often reports before the peer says why it left.
+    Several(Vec<RunFailure>),
     /// Starting, watching or reaping the processes failed.
     Os {
         /// What was being done, e.g. `"fork"`.
@@ -308,8 +315,11 @@ impl fmt::Display for RunFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             RunFailure::Setup(e) => write!(f, "{e}"),
-            RunFailure::Watchdog { mechanism, after } => {
+            RunFailure::Watchdog { mechanism, after, detail } if detail.is_empty() => {
                 write!(f, "{mechanism}: watchdog expired after {after:?}; killed")
+            }
+            RunFailure::Watchdog { mechanism, after, detail } => {
+                write!(f, "{mechanism}: watchdog expired after {after:?}; killed ({detail})")
             }
             RunFailure::Process { mechanism, process, error } => {
                 write!(f, "{mechanism}: process {process} failed: {error}")
@@ -319,6 +329,15 @@ impl fmt::Display for RunFailure {
             }
             RunFailure::Died { mechanism, process, detail } => {
                 write!(f, "{mechanism}: process {process} died without a report ({detail})")
+            }
+            RunFailure::Several(all) => {
+                for (i, failure) in all.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str("; and ")?;
+                    }
+                    write!(f, "{failure}")?;
+                }
+                Ok(())
             }
             RunFailure::Os { op, source } => write!(f, "{op}: {source}"),
         }
@@ -330,6 +349,7 @@ impl std::error::Error for RunFailure {
         match self {
             RunFailure::Setup(e) => Some(e),
             RunFailure::Os { source, .. } => Some(source),
+            RunFailure::Several(all) => all.first().and_then(|f| f.source()),
             _ => None,
         }
     }

@@ -142,35 +142,19 @@ fn collect(children: &mut [Child], options: &RunOptions, name: &'static str) -> 
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             kill_all(children);
-            return Err(RunFailure::Watchdog { mechanism: name, after: options.watchdog });
+            let silent: Vec<String> = live.iter().map(|i| i.to_string()).collect();
+            let detail = format!("no report from process {}", silent.join(", "));
+            return Err(RunFailure::Watchdog { mechanism: name, after: options.watchdog, detail });
         }
-        let fds: Vec<_> = live.iter().filter_map(|&i| children[i].report_fd()).collect();
-        let ready = corecast_process::pipe::wait_readable(&fds, Some(left.min(Duration::from_secs(1))))
-            .map_err(|source| RunFailure::Os { op: "poll", source })?;
-        let ready: Vec<usize> = ready.into_iter().map(|k| live[k]).collect();
+        let ready = wait_for_reports(children, &live, left.min(Duration::from_secs(1)))?;
         for &me in &ready {
-            let c = &mut children[me];
-            // A read error is like an empty report: judged below.
-            let report = c.read_report().unwrap_or_default();
-            let failure = match report.split_first() {
-                Some((&OK, rest)) => {
-                    reports[me] = Some(rest.to_vec());
-                    None
+            match judge(&mut children[me], me, options, name) {
+                Ok(report) => reports[me] = Some(report),
+                Err(first) => {
+                    let failure = with_late_failures(children, first, options, name);
+                    kill_all(children);
+                    return Err(failure);
                 }
-                Some((_, rest)) => Some(RunFailure::Process {
-                    mechanism: name,
-                    process: me,
-                    error: String::from_utf8_lossy(rest).into_owned(),
-                }),
-                None if options.expendable.contains(&me) && c.wait().killed() => {
-                    reports[me] = Some(Vec::new());
-                    None
-                }
-                None => Some(RunFailure::Died { mechanism: name, process: me, detail: String::new() }),
-            };
-            if let Some(f) = failure {
-                kill_all(children);
-                return Err(f);
             }
         }
         live.retain(|i| !ready.contains(i));
@@ -178,8 +162,101 @@ fn collect(children: &mut [Child], options: &RunOptions, name: &'static str) -> 
     Ok(reports.into_iter().map(Option::unwrap_or_default).collect())
 }
 
+/// How long, after a first failure, the others still get to say theirs.
+const LATE_FAILURES: Duration = Duration::from_millis(300);
+
+/// The ids among `live` whose report pipes are readable (a report, or the
+/// end of one) within `timeout`.
+fn wait_for_reports(children: &[Child], live: &[usize], timeout: Duration) -> Result<Vec<usize>, RunFailure> {
+    let (ids, fds): (Vec<usize>, Vec<_>) =
+        live.iter().filter_map(|&i| children[i].report_fd().map(|fd| (i, fd))).unzip();
+    let ready = corecast_process::pipe::wait_readable(&fds, Some(timeout))
+        .map_err(|source| RunFailure::Os { op: "poll", source })?;
+    Ok(ready.into_iter().map(|k| ids[k]).collect())
+}
+
+/// Reads child `me`'s report: its bytes on success, or why it failed.
+fn judge(child: &mut Child, me: PeerId, options: &RunOptions, name: &'static str) -> Result<Vec<u8>, RunFailure> {
+    // A read error is like an empty report: judged below.
+    let report = child.read_report().unwrap_or_default();
+    match report.split_first() {
+        Some((&OK, rest)) => Ok(rest.to_vec()),
+        Some((_, rest)) => {
+            Err(RunFailure::Process { mechanism: name, process: me, error: String::from_utf8_lossy(rest).into_owned() })
+        }
+        None if options.expendable.contains(&me) && child.wait().killed() => Ok(Vec::new()),
+        None => Err(RunFailure::Died { mechanism: name, process: me, detail: String::new() }),
+    }
+}
+
+/// `first`, joined by the failures the processes not yet heard from report
+/// within [`LATE_FAILURES`]: the first failure is often only the echo of a
+/// peer's (it saw the peer go away), and the peer's own report says why.
+fn with_late_failures(
+    children: &mut [Child],
+    first: RunFailure,
+    options: &RunOptions,
+    name: &'static str,
+) -> RunFailure {
+    let mut all = vec![first];
+    let until = Instant::now() + LATE_FAILURES;
+    let mut live: Vec<usize> = (0..children.len()).filter(|&i| children[i].report_fd().is_some()).collect();
+    while !live.is_empty() {
+        let left = until.saturating_duration_since(Instant::now());
+        let Ok(ready) = wait_for_reports(children, &live, left) else { break };
+        for &me in &ready {
+            if let Err(f) = judge(&mut children[me], me, options, name) {
+                all.push(f);
+            }
+        }
+        live.retain(|i| !ready.contains(i));
+        if left.is_zero() {
+            break;
+        }
+    }
+    if all.len() == 1 {
+        all.swap_remove(0)
+    } else {
+        RunFailure::Several(all)
+    }
+}
+
 fn kill_all(children: &mut [Child]) {
     for c in children.iter() {
         c.signal(Signal::KILL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::BenchError;
+
+    /// Process 1 fails for a reason of its own and leaves; process 0, waiting
+    /// on it, fails only because it left. Whichever report the parent reads
+    /// first, the failure it returns names the cause.
+    #[test]
+    fn a_failure_names_the_peer_whose_failure_caused_it() {
+        let pipe = crate::mechanisms::by_name("pipe").expect("pipe is registered");
+        let body = |me: PeerId, ep: &mut dyn Endpoint| -> Result<Vec<u8>, BenchError> {
+            if me == 1 {
+                return Err(BenchError::mismatch("the cause, in process 1"));
+            }
+            let mut buf = [0u8; 8];
+            ep.recv_any(&mut buf)?;
+            Ok(Vec::new())
+        };
+        let err = run_processes(&*pipe, &Topology::pair(8), &RunOptions::default(), &body).unwrap_err();
+        let said = err.to_string();
+        assert!(said.contains("process 1 failed") && said.contains("the cause, in process 1"), "{said}");
+    }
+
+    /// A run whose every process succeeds still returns every report.
+    #[test]
+    fn reports_come_back_in_process_order() {
+        let pipe = crate::mechanisms::by_name("pipe").expect("pipe is registered");
+        let body = |me: PeerId, _: &mut dyn Endpoint| -> Result<Vec<u8>, BenchError> { Ok(vec![me as u8; me + 1]) };
+        let reports = run_processes(&*pipe, &Topology::fan_out(3, 8), &RunOptions::default(), &body).unwrap();
+        assert_eq!(reports, vec![vec![0], vec![1, 1], vec![2, 2, 2], vec![3, 3, 3, 3]]);
     }
 }

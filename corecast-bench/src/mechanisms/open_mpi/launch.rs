@@ -152,7 +152,13 @@ impl Mpirun {
                         let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
                     }
                     let _ = child.wait();
-                    return Err(RunFailure::Watchdog { mechanism: name, after: options.watchdog });
+                    let silent: Vec<String> = (0..topology.processes)
+                        .filter(|&rank| read_report(dir, rank).is_none())
+                        .map(|rank| rank.to_string())
+                        .collect();
+                    let detail =
+                        format!("no report from rank {}; mpirun said: {}", silent.join(", "), log_tail(&log_path));
+                    return Err(RunFailure::Watchdog { mechanism: name, after: options.watchdog, detail });
                 }
                 None => std::thread::sleep(Duration::from_millis(2)),
             }
@@ -163,15 +169,24 @@ impl Mpirun {
                 Some(Ok(r)) => reports.push(r),
                 Some(Err(error)) => return Err(RunFailure::Process { mechanism: name, process: rank, error }),
                 None => {
-                    let said = std::fs::read_to_string(&log_path).unwrap_or_default();
-                    let tail: Vec<&str> = said.lines().rev().take(8).collect();
-                    let tail: Vec<&str> = tail.into_iter().rev().collect();
-                    let detail = format!("mpirun {status}; mpirun said: {}", tail.join(" | "));
+                    let detail = format!("mpirun {status}; mpirun said: {}", log_tail(&log_path));
                     return Err(RunFailure::Died { mechanism: name, process: rank, detail });
                 }
             }
         }
         Ok(reports)
+    }
+}
+
+/// The last lines mpirun and its daemons wrote, on one line.
+fn log_tail(log_path: &Path) -> String {
+    let said = std::fs::read_to_string(log_path).unwrap_or_default();
+    let mut tail: Vec<&str> = said.lines().rev().take(8).collect();
+    tail.reverse();
+    if tail.is_empty() {
+        "nothing".to_string()
+    } else {
+        tail.join(" | ")
     }
 }
 
