@@ -35,13 +35,29 @@ pub fn fill(buf: &mut [u8], seq: u64, sender: u32) {
         }
     };
     let mut w = key(seq, sender);
-    let mut chunks = buf[body..].chunks_exact_mut(8);
+    let mut blocks = buf[body..].chunks_exact_mut(BLOCK);
+    for b in &mut blocks {
+        for (k, c) in b.chunks_exact_mut(8).enumerate() {
+            c.copy_from_slice(&w.wrapping_add((k as u64).wrapping_mul(STEP)).to_le_bytes());
+        }
+        w = w.wrapping_add(BLOCK_STEP);
+    }
+    let mut chunks = blocks.into_remainder().chunks_exact_mut(8);
     for c in &mut chunks {
         c.copy_from_slice(&w.to_le_bytes());
         w = w.wrapping_add(STEP);
     }
     chunks.into_remainder().iter_mut().zip(w.to_le_bytes()).for_each(|(b, x)| *b = x);
 }
+
+/// Bytes filled or checked per step of the inner loops: whole blocks have
+/// no carried dependency between words and no branch per word, so the
+/// compiler turns them into vector code, and neither side caps a large
+/// message's rate (a word-at-a-time check ran the receiver at half of
+/// memcpy's speed, and bound every mechanism's 1 MiB figure to it).
+const BLOCK: usize = 256;
+/// The pattern's advance over one block.
+const BLOCK_STEP: u64 = STEP.wrapping_mul((BLOCK / 8) as u64);
 
 /// The 12 header bytes of message `seq` from `sender`.
 fn head(seq: u64, sender: u32) -> [u8; 12] {
@@ -66,7 +82,20 @@ pub fn matches(buf: &[u8], seq: u64, sender: u32, inverted: bool) -> bool {
         return false;
     }
     let mut w = key(seq, sender);
-    let mut chunks = buf[12..].chunks_exact(8);
+    let mut blocks = buf[12..].chunks_exact(BLOCK);
+    for b in &mut blocks {
+        let mut diff = 0u64;
+        for (k, c) in b.chunks_exact(8).enumerate() {
+            diff |= u64::from_le_bytes(c.try_into().expect("8 bytes"))
+                ^ w.wrapping_add((k as u64).wrapping_mul(STEP))
+                ^ mask;
+        }
+        if diff != 0 {
+            return false;
+        }
+        w = w.wrapping_add(BLOCK_STEP);
+    }
+    let mut chunks = blocks.remainder().chunks_exact(8);
     for c in &mut chunks {
         if u64::from_le_bytes(c.try_into().expect("8 bytes")) != w ^ mask {
             return false;
@@ -84,6 +113,9 @@ pub fn check(buf: &[u8], expected_len: usize, seq: u64, sender: u32) -> Result<(
             "message {seq} from {sender}: {} bytes delivered, {expected_len} sent",
             buf.len()
         )));
+    }
+    if matches(buf, seq, sender, false) {
+        return Ok(());
     }
     let n = buf.len().min(12);
     let mut head = [0u8; 12];
@@ -166,9 +198,23 @@ mod tests {
         assert!(check(&b[..63], 64, 1, 0).is_err());
     }
 
+    /// The block-wise fill writes what one word after another would.
+    #[test]
+    fn fill_is_the_word_by_word_pattern() {
+        for len in [12usize, 20, 268, 269, 1000, 4099] {
+            let mut b = vec![0u8; len];
+            fill(&mut b, 5, 1);
+            let mut w = key(5, 1);
+            for (i, c) in b[12..].chunks(8).enumerate() {
+                assert_eq!(c, &w.to_le_bytes()[..c.len()], "len {len} word {i}");
+                w = w.wrapping_add(STEP);
+            }
+        }
+    }
+
     #[test]
     fn in_place_match_sees_every_byte() {
-        for len in [0usize, 1, 7, 12, 13, 20, 64, 4099] {
+        for len in [0usize, 1, 7, 12, 13, 20, 64, 267, 268, 269, 276, 4099] {
             let mut b = vec![0u8; len];
             fill(&mut b, 9, 2);
             assert!(matches(&b, 9, 2, false));
