@@ -418,15 +418,22 @@ impl Sender {
             let due = first + Duration::from_millis(u64::from(ms));
             budget = budget.min(due.saturating_duration_since(Instant::now()).max(Duration::from_millis(1)));
         }
-        // Sleep on the slowest receiver's cursor word and on the membership
-        // generation (a receiver leaving or dying frees room too).
+        // Sleep on the membership generation (a receiver leaving or dying
+        // frees room too), the keeper's word, and the wake word of the
+        // receiver still in the way after the re-check below.
         let m = &self.link.membership;
         let gen_word = &m.header().generation.0;
         // SeqCst: the futex value is read before arming and the room
         // re-checked after it; pairs with the keeper's SeqCst generation
         // bump (keeper::bump).
         let gen = gen_word.load(Ordering::SeqCst);
-        let slowest = self.room.slowest(m);
+        // Every receiver's wake word (its cursor's low half), read before
+        // arming. A receiver wakes a sender once per arming, so one that
+        // consumed after this read may have spent that wake already; one
+        // whose word still reads the same has not, and its next consume
+        // both changes the word and wakes this sender.
+        let before: Vec<Option<u32>> = self.room.receivers.iter().map(|p| p.as_ref().map(wake_word_value)).collect();
+        let receivers_known = self.room.generation;
         let flag = &self.region.header().space_waiting.0;
         self.armer.arm(flag, Arm::FUTEX);
         // Pairs with the receiver's fence in `Receiver::consume`: either it
@@ -437,23 +444,38 @@ impl Sender {
         self.room.limit = 0;
         let g = self.region.geometry;
         let room_now = self.room.check(&self.link, &g, next);
-        if !room_now && !self.room.pending {
+        // A receiver set refreshed by the check makes `before` stale: try again.
+        if !room_now && !self.room.pending && self.room.generation == receivers_known {
             let keeper = m.keeper_word();
             // Acquire pairs with the keeper's Release store of its robust word (sys::robust).
             let mut words = vec![(gen_word, gen), (keeper, keeper.load(Ordering::Acquire))];
-            if let Some((r, v)) = slowest.and_then(|i| self.room.receivers[i].as_ref()).map(|p| {
-                let w = &p.region.header().cursor.0.wake;
-                // Acquire pairs with the receiver's Release bump of its cursor's wake word.
-                (w, w.load(Ordering::Acquire))
-            }) {
-                words.push((r, v));
+            let sleep = match self.room.slowest(m) {
+                // No live receiver: only a membership change brings room.
+                None => true,
+                Some(i) => match (self.room.receivers[i].as_ref(), before[i]) {
+                    (Some(p), Some(v)) if wake_word_value(p) == v => {
+                        words.push((&p.region.header().cursor.0.wake, v));
+                        true
+                    }
+                    // It consumed since `before` and may have spent its wake
+                    // on this arming: no sleep; the caller tries again.
+                    _ => false,
+                },
+            };
+            if sleep {
+                futex::wait_any(&words, budget).map_err(|e| SendError::Io { op: "futex wait", source: e.into() })?;
+                robust::cascade(keeper);
             }
-            futex::wait_any(&words, budget).map_err(|e| SendError::Io { op: "futex wait", source: e.into() })?;
-            robust::cascade(keeper);
         }
         Armer::disarm(flag);
         Ok(())
     }
+}
+
+/// A receiver's wake word: the low half of its cursor, bumped with every
+/// consume (ring::advance). Acquire pairs with that Release store.
+fn wake_word_value(p: &crate::peers::Peer<crate::region::ReceiverRegion>) -> u32 {
+    p.region.header().cursor.0.wake.load(Ordering::Acquire)
 }
 
 impl Drop for Sender {
