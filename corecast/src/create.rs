@@ -36,7 +36,7 @@ pub(crate) fn bind_and_start(
     // Whoever made it, it must be safe now (it may have been made by
     // another user a moment ago).
     check_dir(&dir)?;
-    let listener = match sock::listen_new(&path, mode) {
+    let (listener, first) = match sock::listen_new(&path, mode) {
         Ok(l) => l,
         Err(rustix::io::Errno::EXIST) => {
             match Link::connect_at(name, &path) {
@@ -65,5 +65,7 @@ pub(crate) fn bind_and_start(
         unlink_if(&path, Some(id));
         return Err(ChannelError::Io { op: "start the channel keeper", source: e.into() });
     }
-    Link::connect_at(name, &path)
+    // The connection made before the name was published: the keeper's
+    // first, so it cannot end before this handle is there.
+    Link::over(name, &path, first)
 }

@@ -89,10 +89,16 @@ pub(crate) fn identity(path: &std::path::Path) -> Option<(u64, u64)> {
 }
 
 /// Removes `path` only if it is still the file `id` (see [`identity`]).
-/// There is a window between the check and the unlink, but only the name's
-/// owner can replace it in that window (the directory is sticky).
+/// The check and the unlink hold the user's name lock, which publishing a
+/// new socket under a name holds too, so a name reclaimed in between is
+/// never removed. Only the name's owner can replace or remove it (the
+/// directory is sticky), so the per-user lock covers every such race.
 pub(crate) fn unlink_if(path: &std::path::Path, id: Option<(u64, u64)>) {
-    if id.is_some() && identity(path) == id {
+    if id.is_none() {
+        return;
+    }
+    let _names = crate::sys::sock::NameLock::take(path);
+    if identity(path) == id {
         let _ = rustix::fs::unlink(path);
     }
 }
@@ -136,7 +142,13 @@ impl Link {
             Err(Errno::ACCESS) | Err(Errno::PERM) => return Err(ChannelError::PermissionDenied(name.into())),
             Err(e) => return Err(ChannelError::Io { op: "connect to the channel", source: e.into() }),
         };
-        check_keeper(name, &path, &conn)?;
+        Link::over(name, &path, conn)
+    }
+
+    /// Says hello over `conn`, a connection to the keeper of the channel
+    /// bound at `path`, and maps its membership region.
+    pub(crate) fn over(name: &str, path: &std::path::Path, conn: OwnedFd) -> Result<Link, ChannelError> {
+        check_keeper(name, path, &conn)?;
         let (reply, mut fds) = call_on(&conn, Op::Hello, 0, &[])?;
         match reply.status {
             proto::PERMISSION => return Err(ChannelError::PermissionDenied(name.into())),

@@ -34,18 +34,63 @@ pub(crate) const BINDING_PREFIX: &str = ".binding-";
 /// only once it listens, with its mode set: whoever connects to `path`
 /// never meets a socket that is bound but not listening (refused, it would
 /// be taken for a dead channel's leftover and removed).
-pub(crate) fn listen_new(path: &Path, mode: u32) -> Result<OwnedFd, Errno> {
+///
+/// Also returns a connection to it made before the name is published, the
+/// first in its queue: the creator's own. A keeper that ends when its last
+/// connection goes would otherwise end as soon as a prober (`list`,
+/// `clean`, an early `open`) came and went before the creator connected.
+pub(crate) fn listen_new(path: &Path, mode: u32) -> Result<(OwnedFd, OwnedFd), Errno> {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let private = path.with_file_name(format!("{BINDING_PREFIX}{}-{n}", rustix::process::getpid().as_raw_nonzero()));
     let fd = socket()?;
     rustix::net::bind(&fd, &SocketAddrUnix::new(&private)?)?;
-    let published = rustix::net::listen(&fd, 64)
-        .and_then(|()| rustix::fs::chmod(&private, rustix::fs::Mode::from_raw_mode(mode)))
+    let published = rustix::net::listen(&fd, 64).and_then(|()| connect(&private)).and_then(|first| {
+        rustix::fs::chmod(&private, rustix::fs::Mode::from_raw_mode(mode))?;
+        let _names = NameLock::take(path);
         // A hard link fails if `path` exists, whatever the file system.
-        .and_then(|()| rustix::fs::link(&private, path));
+        rustix::fs::link(&private, path)?;
+        Ok(first)
+    });
     let _ = rustix::fs::unlink(&private);
-    published.map(|()| fd)
+    published.map(|first| (fd, first))
+}
+
+/// Holds, among one user's processes, the changes of names in the channel
+/// directory that must not interleave: publishing a socket under a name
+/// (`listen_new`) and removing a leftover only if it is still the file
+/// found dead (`link::unlink_if`). Without it, a cleaner's check and unlink
+/// could straddle a creator's reclaim of the same dead name and remove the
+/// new channel's socket. Per user, because only a name's owner can remove
+/// it from the sticky directory. Released when dropped (closing the file
+/// releases the `flock`) or when the process dies.
+///
+/// Best effort: when the lock file cannot be had (the directory is
+/// read-only, or another user took its name), the change runs unlocked.
+pub(crate) struct NameLock {
+    _held: Option<OwnedFd>,
+}
+
+impl NameLock {
+    /// Takes the lock of the directory `name` is in, waiting for it.
+    pub(crate) fn take(name: &Path) -> NameLock {
+        let uid = rustix::process::getuid();
+        let path = name.with_file_name(format!("{BINDING_PREFIX}lock-{}", uid.as_raw()));
+        let flags = rustix::fs::OFlags::CREATE
+            | rustix::fs::OFlags::RDWR
+            | rustix::fs::OFlags::CLOEXEC
+            | rustix::fs::OFlags::NOFOLLOW;
+        let fd = retry(|| rustix::fs::open(&path, flags, rustix::fs::Mode::from_raw_mode(0o600))).ok().filter(|fd| {
+            // Only a regular file of this user's: another user's could be
+            // held forever to stop this one's channels.
+            rustix::fs::fstat(fd).is_ok_and(|st| {
+                st.st_uid == uid.as_raw()
+                    && rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::RegularFile
+            })
+        });
+        let fd = fd.filter(|fd| retry(|| rustix::fs::flock(fd, rustix::fs::FlockOperation::LockExclusive)).is_ok());
+        NameLock { _held: fd }
+    }
 }
 
 /// Connects to the socket at `path`.
@@ -120,15 +165,26 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("chan");
         let _ = std::fs::remove_file(&path);
-        let listener = listen_new(&path, 0o600).unwrap();
-        // Listening the moment the name exists: a connection is queued.
+        let (listener, first) = listen_new(&path, 0o600).unwrap();
+        // Listening the moment the name exists: a connection is queued,
+        // behind the one made before the name was published.
         let _client = connect(&path).unwrap();
+        let (creator, _, _) = peer(accept(&listener).unwrap()).unwrap();
+        assert_eq!(creator, rustix::process::getpid().as_raw_nonzero().get() as u32);
         let _server = accept(&listener).unwrap();
+        drop(first);
         use std::os::unix::fs::PermissionsExt;
         assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
         assert_eq!(listen_new(&path, 0o600).unwrap_err(), Errno::EXIST);
-        // No private name is left behind, in success or failure.
-        let names: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.file_name()).collect();
+        // No private name is left behind, in success or failure (the
+        // user's name lock stays, by design).
+        let lock = format!("{BINDING_PREFIX}lock-");
+        let names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .filter(|n| !n.to_string_lossy().starts_with(&lock))
+            .collect();
         assert_eq!(names, vec![std::ffi::OsString::from("chan")]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
