@@ -129,7 +129,7 @@ impl<'r> Setup<'r> {
         let name = self.run.name;
         for i in (0..self.services.len()).filter(|&i| self.services[i].members.contains(&self.me)) {
             let factory = self.pubsub(i)?;
-            wait_until(name, self.deadline, || listed_publishers(&factory) >= 1)?;
+            wait_until(name, self.deadline, || listed(|f| factory.dynamic_config().list_publishers(f)) >= 1)?;
             let sub = factory
                 .subscriber_builder()
                 .buffer_size(self.buffer)
@@ -155,14 +155,14 @@ impl<'r> Setup<'r> {
         let mut notifiers: Vec<Option<Notifier<ipc::Service>>> = (0..topo.processes).map(|_| None).collect();
         for out in &self.outbound {
             let want = out.members.len();
-            wait_until(name, self.deadline, || listed_subscribers(&out.factory) >= want)?;
+            wait_until(name, self.deadline, || listed(|f| out.factory.dynamic_config().list_subscribers(f)) >= want)?;
             out.publisher.update_connections().map_err(fail(name, "connect publisher"))?;
             if self.run.wait == Wait::Event {
                 for &to in &out.members {
                     if notifiers[to].is_none() {
                         let ev = self.event(to)?;
                         let notifier = ev.notifier_builder().create().map_err(fail(name, "create notifier"))?;
-                        wait_until(name, self.deadline, || listed_listeners(&ev) >= 1)?;
+                        wait_until(name, self.deadline, || listed(|f| ev.dynamic_config().list_listeners(f)) >= 1)?;
                         notifiers[to] = Some(notifier);
                     }
                 }
@@ -226,27 +226,10 @@ impl<'r> Setup<'r> {
 // connected to a subscriber (preempted mid-registration on a loaded machine)
 // and reach no one; a listed port is one the other side connects to.
 
-fn listed_publishers(factory: &PubSub) -> usize {
+/// How many ports `list` (one of a dynamic config's `list_*`) lists.
+fn listed<T>(list: impl FnOnce(&mut dyn FnMut(&T) -> CallbackProgression)) -> usize {
     let mut n = 0;
-    factory.dynamic_config().list_publishers(|_| {
-        n += 1;
-        CallbackProgression::Continue
-    });
-    n
-}
-
-fn listed_subscribers(factory: &PubSub) -> usize {
-    let mut n = 0;
-    factory.dynamic_config().list_subscribers(|_| {
-        n += 1;
-        CallbackProgression::Continue
-    });
-    n
-}
-
-fn listed_listeners(factory: &event::PortFactory<ipc::Service>) -> usize {
-    let mut n = 0;
-    factory.dynamic_config().list_listeners(|_| {
+    list(&mut |_| {
         n += 1;
         CallbackProgression::Continue
     });
