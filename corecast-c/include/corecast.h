@@ -96,7 +96,8 @@ typedef enum {
 // `corecast_sender_set_wait` and `corecast_receiver_set_wait`).
 typedef enum {
   // The default: spin for `spin_ns`, then yield for `yield_ns`, then sleep
-  // on a futex until woken (corecast's own default is 5 us and 200 us).
+  // on a futex until woken (corecast's own default is 5 us and 200 us). An
+  // endpoint whose last yields ran other processes skips the spin.
   CORECAST_WAIT_ADAPTIVE = 0,
   // Busy-poll, never sleep: lowest latency when every process has a core
   // of its own; collapses when processes outnumber cores.

@@ -99,7 +99,7 @@ pub use receiver::{wait_any, Message, Receiver};
 #[cfg(not(loom))]
 pub use sender::{Loan, Sender};
 #[cfg(not(loom))]
-pub use wait::{Backoff, WaitStrategy};
+pub use wait::{Backoff, Crowding, WaitStrategy};
 
 /// The README's examples, compiled and run as doctests so they stay true.
 #[cfg(doctest)]

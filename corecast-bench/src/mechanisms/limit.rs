@@ -21,7 +21,8 @@
 //!
 //! Waiting: `limit` polls with the suite's spin-then-yield back-off;
 //! `limit-futex` sleeps on a futex at once; `limit-adaptive` waits as
-//! corecast's default mode does (spin 5 us, yield 200 us, then the futex),
+//! corecast's default mode does (spin 5 us, yield 200 us, then the futex;
+//! no spin while its CPU is crowded, `corecast::Crowding`),
 //! the ceiling to hold that mode against. The futex pairing is
 //! Dekker-style: a receiver about to sleep counts itself in the ring's
 //! `sleepers` word, fences (SeqCst) and re-checks the stamps before
@@ -64,14 +65,22 @@ enum Waiter {
 }
 
 impl Waiter {
-    fn new(w: Waiting) -> Waiter {
+    /// A wait shaped, as corecast's are, by whether the last one found the
+    /// CPU crowded.
+    fn new(w: Waiting, crowding: corecast::Crowding) -> Waiter {
         match w {
             Waiting::Poll => Waiter::Poll(Backoff::new()),
             Waiting::Futex => Waiter::Futex,
-            Waiting::Adaptive => Waiter::Adaptive(corecast::Backoff::new(corecast::WaitStrategy::Adaptive {
-                spin: std::time::Duration::from_micros(5),
-                yield_for: std::time::Duration::from_micros(200),
-            })),
+            Waiting::Adaptive => {
+                Waiter::Adaptive(corecast::Backoff::after(corecast::WaitStrategy::default(), crowding))
+            }
+        }
+    }
+
+    /// Keeps what this wait saw for the next one.
+    fn record(&self, crowding: &mut corecast::Crowding) {
+        if let Waiter::Adaptive(b) = self {
+            b.record(crowding);
         }
     }
 
@@ -255,6 +264,7 @@ impl Prepared for LimitPrepared {
         Ok(Box::new(LimitEndpoint {
             name: self.name,
             wait: self.wait,
+            crowding: corecast::Crowding::default(),
             me,
             max: self.max,
             doorbell: me * CACHE_LINE,
@@ -297,6 +307,8 @@ struct In {
 struct LimitEndpoint {
     name: &'static str,
     wait: Waiting,
+    /// Whether this process's CPU was crowded at its last wait.
+    crowding: corecast::Crowding,
     me: PeerId,
     max: usize,
     /// Our doorbell word (variants that sleep).
@@ -357,11 +369,12 @@ impl LimitEndpoint {
 
     /// Waits until every receiver has read message `head - slots`; returns
     /// the smallest cursor.
-    fn wait_room(&self, ring: &RingLayout, head: u64) -> Result<u64, TransportError> {
-        let mut waiter = Waiter::new(self.wait);
+    fn wait_room(&mut self, ring: &RingLayout, head: u64) -> Result<u64, TransportError> {
+        let mut waiter = Waiter::new(self.wait, self.crowding);
         loop {
             let min = self.min_cursor(ring);
             if head < min + ring.slot_count as u64 {
+                waiter.record(&mut self.crowding);
                 return Ok(min);
             }
             if !waiter.futex_now() {
@@ -460,12 +473,13 @@ impl Endpoint for LimitEndpoint {
         if n == 0 {
             return Err(TransportError::Topology(format!("nobody sends to process {}", self.me)));
         }
-        let mut waiter = Waiter::new(self.wait);
+        let mut waiter = Waiter::new(self.wait, self.crowding);
         loop {
             for k in 0..n {
                 let i = (self.next_in + k) % n;
                 if self.try_take(i, read)? {
                     self.next_in = (i + 1) % n;
+                    waiter.record(&mut self.crowding);
                     return Ok(());
                 }
             }

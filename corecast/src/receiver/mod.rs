@@ -17,7 +17,7 @@ use crate::region::{ReceiverRegion, SenderRegion};
 use crate::ring::{self, Probe};
 use crate::sync::{fence, Ordering};
 use crate::sys::{futex, map::Mapping, memfd, wakefd};
-use crate::wait::WaitStrategy;
+use crate::wait::{Crowding, WaitStrategy};
 
 pub use message::Message;
 pub use wait_any::wait_any;
@@ -48,6 +48,8 @@ pub struct Receiver {
     hint: usize,
     generation: u32,
     wait: WaitStrategy,
+    /// Whether this receiver's CPU was crowded at its last wait.
+    crowding: Crowding,
     /// The copier's receiver: regions that fail validation are passed over
     /// (`locate_lenient`).
     lenient: bool,
@@ -100,6 +102,7 @@ impl Receiver {
             next: reply.seq,
             hint: 0,
             wait,
+            crowding: Crowding::default(),
             lenient: false,
         };
         rx.refresh()?;

@@ -13,13 +13,17 @@ use crate::wait::{sleep_budget, Backoff};
 
 impl Receiver {
     pub(super) fn wait_ready(&mut self, deadline: Option<Instant>) -> Result<(usize, usize), RecvError> {
-        let mut backoff = Backoff::new(self.wait);
+        let mut backoff = Backoff::after(self.wait, self.crowding);
         loop {
             match self.ready() {
                 Err(RecvError::WouldBlock) => {}
-                other => return other,
+                other => {
+                    backoff.record(&mut self.crowding);
+                    return other;
+                }
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
+                backoff.record(&mut self.crowding);
                 return Err(RecvError::Timeout);
             }
             if backoff.snooze() {

@@ -16,7 +16,7 @@ use crate::region::{SenderRegion, Sequencer};
 use crate::ring::{self, Claim};
 use crate::sync::{fence, Ordering};
 use crate::sys::{futex, map::Mapping, memfd, robust, wakefd};
-use crate::wait::{sleep_budget, Backoff, WaitStrategy};
+use crate::wait::{sleep_budget, Backoff, Crowding, WaitStrategy};
 
 pub use loan::Loan;
 use room::Room;
@@ -38,6 +38,8 @@ pub struct Sender {
     index: usize,
     room: Room,
     wait: WaitStrategy,
+    /// Whether this sender's CPU was crowded at its last wait for room.
+    crowding: Crowding,
     wake: WakeFd,
     armer: Armer,
     /// The caller asked for the wake fd: a full ring arms it.
@@ -100,6 +102,7 @@ impl Sender {
             index,
             room,
             wait,
+            crowding: Crowding::default(),
             wake,
             armer: Armer::default(),
             fd_mode: false,
@@ -189,16 +192,17 @@ impl Sender {
     }
 
     fn send_until(&mut self, msg: &[u8], deadline: Option<Instant>, kind: u64) -> Result<(), SendError> {
-        let mut backoff = Backoff::new(self.wait);
+        let mut backoff = Backoff::after(self.wait, self.crowding);
         loop {
             match self.try_send_once(msg, kind) {
                 Err(SendError::WouldBlock) => {}
                 other => {
                     self.room.stalls.iter_mut().for_each(|s| *s = None);
+                    backoff.record(&mut self.crowding);
                     return other;
                 }
             }
-            self.wait_for_room(&mut backoff, deadline)?;
+            self.wait_for_room(&mut backoff, deadline).inspect_err(|_| backoff.record(&mut self.crowding))?;
         }
     }
 
@@ -235,15 +239,21 @@ impl Sender {
     }
 
     fn loan_until(&mut self, deadline: Option<Instant>) -> Result<Loan<'_>, SendError> {
-        let mut backoff = Backoff::new(self.wait);
+        let mut backoff = Backoff::after(self.wait, self.crowding);
         loop {
             match self.try_claim(0) {
                 Ok(seq) => {
                     self.room.stalls.iter_mut().for_each(|s| *s = None);
+                    backoff.record(&mut self.crowding);
                     return Ok(Loan::new(self, seq));
                 }
-                Err(SendError::WouldBlock) => self.wait_for_room(&mut backoff, deadline)?,
-                Err(e) => return Err(e),
+                Err(SendError::WouldBlock) => {
+                    self.wait_for_room(&mut backoff, deadline).inspect_err(|_| backoff.record(&mut self.crowding))?
+                }
+                Err(e) => {
+                    backoff.record(&mut self.crowding);
+                    return Err(e);
+                }
             }
         }
     }

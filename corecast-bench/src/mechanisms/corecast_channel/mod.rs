@@ -28,7 +28,7 @@ pub mod plan;
 use std::marker::PhantomData;
 use std::time::{Duration, Instant};
 
-use corecast::{Channel, ChannelConfig, Delivery, WaitStrategy};
+use corecast::{Channel, ChannelConfig, Crowding, Delivery, WaitStrategy};
 
 use crate::transport::{
     Endpoint, Mechanism, NetHost, PeerId, Prepared, Reader, Received, Topology, TransportError, Writer,
@@ -298,7 +298,17 @@ impl<A: Api> Prepared for PreparedCorecast<A> {
         }
         let max = self.max;
         let gone = vec![false; receivers.len()];
-        Ok(Box::new(CorecastEndpoint::<A> { me, receivers, gone, groups, links, next_rx: 0, max }))
+        Ok(Box::new(CorecastEndpoint::<A> {
+            me,
+            receivers,
+            gone,
+            groups,
+            links,
+            next_rx: 0,
+            max,
+            wait: self.wait,
+            crowding: Crowding::default(),
+        }))
     }
 
     fn cleanup(&mut self) {
@@ -331,6 +341,10 @@ struct CorecastEndpoint<A: Api> {
     links: Vec<Option<A::Tx>>,
     next_rx: usize,
     max: usize,
+    /// How this process waits on several inbound channels at once: as
+    /// each channel's own receive does.
+    wait: WaitStrategy,
+    crowding: Crowding,
 }
 
 /// Sends the sender header and `len` payload bytes (by `write`) in place.
@@ -440,41 +454,32 @@ impl<A: Api> Endpoint for CorecastEndpoint<A> {
             },
             n => {
                 // Several inbound channels: try them in turn, spin and yield
-                // a little (messages often follow each other closely), then
-                // sleep in `corecast::wait_any` on their wake fds.
-                let mut idle = 0u32;
+                // as the library's own receive does (corecast::Backoff),
+                // then sleep in `corecast::wait_any` on their wake fds.
+                let mut backoff = corecast::Backoff::after(self.wait, self.crowding);
                 loop {
                     for _ in 0..n {
                         let k = self.next_rx;
                         self.next_rx = (k + 1) % n;
                         if self.take(k, read, false)? {
+                            backoff.record(&mut self.crowding);
                             return Ok(());
                         }
                     }
-                    idle += 1;
-                    match idle {
-                        0..=64 => std::hint::spin_loop(),
-                        65..=512 => std::thread::yield_now(),
-                        _ => {
-                            // A channel whose senders are all gone would wake
-                            // the wait at once: leave it out; it is tried
-                            // again above after every wake or timeout.
-                            let gone = &self.gone;
-                            let mut live: Vec<&mut A::Rx> = self
-                                .receivers
-                                .iter_mut()
-                                .enumerate()
-                                .filter(|(k, _)| !gone[*k])
-                                .map(|(_, r)| r)
-                                .collect();
-                            if live.is_empty() {
-                                std::thread::sleep(Duration::from_millis(1));
-                            } else {
-                                A::wait_any(&mut live, Duration::from_millis(100))?;
-                            }
-                            self.gone.iter_mut().for_each(|g| *g = false);
-                            idle = 0;
+                    if backoff.snooze() {
+                        // A channel whose senders are all gone would wake
+                        // the wait at once: leave it out; it is tried
+                        // again above after every wake or timeout.
+                        let gone = &self.gone;
+                        let mut live: Vec<&mut A::Rx> =
+                            self.receivers.iter_mut().enumerate().filter(|(k, _)| !gone[*k]).map(|(_, r)| r).collect();
+                        if live.is_empty() {
+                            std::thread::sleep(Duration::from_millis(1));
+                        } else {
+                            A::wait_any(&mut live, Duration::from_millis(100))?;
                         }
+                        self.gone.iter_mut().for_each(|g| *g = false);
+                        backoff.reset();
                     }
                 }
             }
