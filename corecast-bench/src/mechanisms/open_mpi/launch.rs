@@ -198,12 +198,20 @@ fn across_hosts(dir: &Path, hosts: &[NetHost]) -> std::io::Result<Command> {
     let agent = dir.join("netns-agent");
     // Open MPI calls its rsh agent as `<agent> <host> <command words>`, as
     // it would call ssh; the words are one shell command, as ssh joins them.
+    // The hosts share this machine's /tmp and hostname, so each daemon gets
+    // a session directory of its own (`$CORECAST_MPI_SESSIONS/<host>`), as
+    // each node of a cluster has: in the shared default, the daemons raced
+    // to make and remove one directory and to write one topology file, and
+    // about 1 launch in 30 lost a daemon (a failed mkdir, or a crash in
+    // hwloc's topology write) with mpirun waiting for it forever.
     std::fs::write(
         &agent,
         "#!/bin/sh
 host=$1
 shift
-exec ip netns exec \"$host\" sh -c \"$*\"\n",
+session=\"$CORECAST_MPI_SESSIONS/$host\"
+mkdir -p \"$session\" || exit 1
+OMPI_MCA_orte_tmpdir_base=\"$session\" exec ip netns exec \"$host\" sh -c \"$*\"\n",
     )?;
     std::fs::set_permissions(&agent, std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
     let mut names: Vec<&str> = Vec::new();
@@ -222,6 +230,7 @@ exec ip netns exec \"$host\" sh -c \"$*\"\n",
     let [a, b, c, _] = first.addr.octets();
     let net = format!("{a}.{b}.{c}.0/24");
     let mut command = Command::new("ip");
+    command.env("CORECAST_MPI_SESSIONS", dir.join("sessions"));
     command.args(["netns", "exec", &first.netns, &mpirun()]);
     command.args(["--mca", "plm_rsh_agent"]).arg(&agent);
     command.args(["--mca", "plm_rsh_no_tree_spawn", "1"]);

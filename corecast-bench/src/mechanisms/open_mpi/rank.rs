@@ -77,13 +77,22 @@ pub fn rank_main(spec_path: &Path, runner: &JobRunner) -> i32 {
     0
 }
 
-/// Checks that this rank runs in `host`'s network namespace (the launch
-/// agent put it there) and records the host's address.
+/// Checks that this rank runs in `host`'s network namespace and under its
+/// host's own Open MPI session directory (the launch agent set both up)
+/// and records the host's address.
 fn check_host(host: &NetHost) -> Result<(), String> {
     use std::os::unix::fs::MetadataExt;
     let ns = |path: &str| std::fs::metadata(path).map(|m| (m.dev(), m.ino())).map_err(|e| format!("{path}: {e}"));
     if ns("/proc/self/ns/net")? != ns(&format!("/var/run/netns/{}", host.netns))? {
         return Err(format!("this rank should run in network namespace {} and does not", host.netns));
+    }
+    let session = std::env::var_os("OMPI_MCA_orte_tmpdir_base").map(std::path::PathBuf::from);
+    if !session.as_ref().is_some_and(|s| s.ends_with(&host.netns) && s.is_dir()) {
+        return Err(format!(
+            "this rank's Open MPI session directory ({session:?}) is not one of host {}'s own: daemons sharing one \
+             race to make and remove it",
+            host.netns
+        ));
     }
     set_this_host(host.addr);
     Ok(())
