@@ -19,6 +19,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// `timeout_ns` of `corecast_wait_any` that waits without a limit.
+#define CORECAST_FOREVER UINT64_MAX
+
 // Every status a function returns: 0 or negative.
 typedef enum {
   // Success.
@@ -348,6 +351,22 @@ int corecast_receiver_release(corecast_receiver_t *receiver);
 // evicted); after it fires, receive until `CORECAST_WOULD_BLOCK`, which
 // re-arms it.
 int corecast_receiver_wake_fd(corecast_receiver_t *receiver, int *fd);
+
+// Waits until one of `count` receivers (an array of handles) has a message
+// ready, or a state to report (senders gone, destroyed, evicted: leave
+// such a receiver out of the next call, or it is reported every time), for
+// at most `timeout_ns` (`CORECAST_FOREVER`: no limit). Writes its index to
+// `ready`; `CORECAST_TIMEOUT` when the time passed first.
+//
+// Sleeps on every receiver's futex words at once, so senders wake it with
+// their usual single wake; unlike `poll` on the receivers' wake fds, it
+// costs a sender no system call while this thread is not asleep. Every
+// receiver is held for the call (`CORECAST_BUSY` for other threads) and
+// must have no borrowed message.
+int corecast_wait_any(corecast_receiver_t *const *receivers,
+                      size_t count,
+                      uint64_t timeout_ns,
+                      size_t *ready);
 
 // Sets how this receiver waits for messages (see
 // `corecast_sender_set_wait`).

@@ -146,6 +146,39 @@ pub(crate) fn with<H: Handle>(handle: *mut H, body: impl FnOnce(&mut H::Object) 
     })
 }
 
+/// Runs `body` on the objects behind several handles at once, each entered
+/// as [`with`] enters one, and left when `body` returns. Enters none when
+/// one is NULL, closed or busy, or is listed twice.
+pub(crate) fn with_all<H: Handle>(handles: &[*mut H], body: impl FnOnce(&mut [&mut H::Object]) -> c_int) -> c_int {
+    guarded(|| {
+        let mut sorted = handles.to_vec();
+        sorted.sort_unstable();
+        if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1] && !w[0].is_null()) {
+            let at = handles.iter().position(|&h| h == w[0]).unwrap_or(0);
+            return fail(CORECAST_INVALID_ARGUMENT, format!("{} {at} is listed twice", H::WHAT));
+        }
+        // Declared before `objects`, so dropped after them: every handle
+        // is left only once no reference to its object remains.
+        let mut entered = Vec::with_capacity(handles.len());
+        let mut objects = Vec::with_capacity(handles.len());
+        for &handle in handles {
+            let shell = match enter(handle) {
+                Ok(s) => s,
+                Err(status) => return status,
+            };
+            entered.push(Leave(&shell.state));
+            // SAFETY: this thread moved `state` to BUSY, so no other
+            // reference to `object` exists until its `Leave` stores OPEN;
+            // no handle is listed twice, so these borrows are disjoint.
+            match unsafe { &mut *shell.object.get() } {
+                Some(object) => objects.push(object),
+                None => return refused(Some(CLOSED), H::WHAT),
+            }
+        }
+        body(&mut objects)
+    })
+}
+
 /// Drops the object behind `handle` and marks it closed. NULL is a no-op;
 /// closing twice returns `CORECAST_CLOSED`.
 pub(crate) fn close<H: Handle>(handle: *mut H) -> c_int {

@@ -9,7 +9,7 @@ use corecast::{Message, Receiver, RecvError};
 
 use crate::config::wait_strategy;
 use crate::handle::{self, impl_handle, put, put_optional, tri, Shell};
-use crate::status::{self, fail, CORECAST_INVALID_STATE, CORECAST_OK};
+use crate::status::{self, fail, CORECAST_INVALID_ARGUMENT, CORECAST_INVALID_STATE, CORECAST_OK, CORECAST_TIMEOUT};
 
 /// Receives every message sent on one channel after it attached, in the
 /// channel's total order. Close it with `corecast_receiver_close`.
@@ -246,6 +246,48 @@ pub extern "C" fn corecast_receiver_wake_fd(receiver: *mut corecast_receiver_t, 
         tri!(handle::require(fd, "fd"));
         let raw = tri!(st.receiver()).wake_fd().as_raw_fd();
         put(fd, "fd", raw)
+    })
+}
+
+/// `timeout_ns` of `corecast_wait_any` that waits without a limit.
+pub const CORECAST_FOREVER: u64 = u64::MAX;
+
+/// Waits until one of `count` receivers (an array of handles) has a message
+/// ready, or a state to report (senders gone, destroyed, evicted: leave
+/// such a receiver out of the next call, or it is reported every time), for
+/// at most `timeout_ns` (`CORECAST_FOREVER`: no limit). Writes its index to
+/// `ready`; `CORECAST_TIMEOUT` when the time passed first.
+///
+/// Sleeps on every receiver's futex words at once, so senders wake it with
+/// their usual single wake; unlike `poll` on the receivers' wake fds, it
+/// costs a sender no system call while this thread is not asleep. Every
+/// receiver is held for the call (`CORECAST_BUSY` for other threads) and
+/// must have no borrowed message.
+#[no_mangle]
+pub extern "C" fn corecast_wait_any(
+    receivers: *const *mut corecast_receiver_t,
+    count: usize,
+    timeout_ns: u64,
+    ready: *mut usize,
+) -> c_int {
+    if receivers.is_null() || count == 0 {
+        return fail(CORECAST_INVALID_ARGUMENT, "no receivers to wait on (`receivers` is NULL or `count` is 0)");
+    }
+    tri!(handle::require(ready, "ready"));
+    // SAFETY: `receivers` points to `count` handles (the API's contract);
+    // they are only read.
+    let handles = unsafe { std::slice::from_raw_parts(receivers, count) };
+    handle::with_all(handles, |states| {
+        let mut rxs = Vec::with_capacity(states.len());
+        for st in states.iter_mut() {
+            rxs.push(tri!(st.receiver()));
+        }
+        let timeout = (timeout_ns != CORECAST_FOREVER).then(|| Duration::from_nanos(timeout_ns));
+        match corecast::wait_any(&mut rxs, timeout) {
+            Ok(Some(i)) => put(ready, "ready", i),
+            Ok(None) => fail(CORECAST_TIMEOUT, "no receiver became ready in time"),
+            Err(e) => status::recv(e),
+        }
     })
 }
 

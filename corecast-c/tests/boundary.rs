@@ -207,3 +207,92 @@ fn a_non_equivocating_channel_through_the_c_api() {
         assert_eq!(rc, OK);
     }
 }
+
+fn last_error() -> String {
+    // SAFETY: the API returns a NUL-terminated string owned by this thread.
+    unsafe { std::ffi::CStr::from_ptr(corecast_last_error_message()) }.to_string_lossy().into_owned()
+}
+
+/// A sender's handle that may move to another thread (see `Handle`).
+struct SenderHandle(*mut corecast_sender_t);
+// SAFETY: as `Handle`.
+unsafe impl Send for SenderHandle {}
+
+#[test]
+fn wait_any_reports_the_receiver_with_a_message_and_times_out_without_one() {
+    let (a, b) = (channel("any-a"), channel("any-b"));
+    let (mut rx_a, mut rx_b, mut tx_b) = (null_mut(), null_mut(), null_mut());
+    assert_eq!(corecast_channel_receiver(a, &mut rx_a), OK);
+    assert_eq!(corecast_channel_receiver(b, &mut rx_b), OK);
+    assert_eq!(corecast_channel_sender(b, &mut tx_b), OK);
+    let rxs = [rx_a, rx_b];
+    let mut ready = usize::MAX;
+    let timeout = corecast_status::CORECAST_TIMEOUT as i32;
+    assert_eq!(corecast_wait_any(rxs.as_ptr(), 2, 1_000_000, &mut ready), timeout, "nothing was sent");
+    assert_eq!(ready, usize::MAX, "no index is written on a timeout");
+    // A message sent while the caller sleeps wakes it (60 s: a hang guard).
+    let tx = SenderHandle(tx_b);
+    let sender = std::thread::spawn(move || {
+        let tx = tx;
+        std::thread::sleep(Duration::from_millis(20));
+        corecast_sender_send(tx.0, b"to b".as_ptr().cast(), 4)
+    });
+    assert_eq!(corecast_wait_any(rxs.as_ptr(), 2, 60_000_000_000, &mut ready), OK);
+    assert_eq!(ready, 1);
+    assert_eq!(sender.join().unwrap(), OK);
+    // Ready stays ready until received; FOREVER returns at once then.
+    assert_eq!(corecast_wait_any(rxs.as_ptr(), 2, CORECAST_FOREVER, &mut ready), OK);
+    assert_eq!(ready, 1);
+    let (mut buf, mut len) = ([0u8; 8], 0usize);
+    assert_eq!(corecast_receiver_try_recv(rx_b, buf.as_mut_ptr().cast(), 8, &mut len), OK);
+    assert_eq!(&buf[..len], b"to b");
+    for rc in [
+        corecast_sender_close(tx_b),
+        corecast_receiver_close(rx_a),
+        corecast_receiver_close(rx_b),
+        corecast_channel_destroy(a),
+        corecast_channel_destroy(b),
+    ] {
+        assert_eq!(rc, OK);
+    }
+}
+
+#[test]
+fn wait_any_refuses_bad_lists_and_leaves_every_handle_usable() {
+    let (a, b) = (channel("anybad-a"), channel("anybad-b"));
+    let (mut rx_a, mut rx_b, mut tx_a) = (null_mut(), null_mut(), null_mut());
+    assert_eq!(corecast_channel_receiver(a, &mut rx_a), OK);
+    assert_eq!(corecast_channel_receiver(b, &mut rx_b), OK);
+    assert_eq!(corecast_channel_sender(a, &mut tx_a), OK);
+    let invalid = corecast_status::CORECAST_INVALID_ARGUMENT as i32;
+    let mut ready = 0usize;
+    assert_eq!(corecast_wait_any(std::ptr::null(), 1, 0, &mut ready), invalid);
+    assert_eq!(corecast_wait_any([rx_a].as_ptr(), 0, 0, &mut ready), invalid);
+    assert_eq!(corecast_wait_any([rx_a].as_ptr(), 1, 0, null_mut()), invalid);
+    assert_eq!(corecast_wait_any([rx_a, rx_b, rx_a].as_ptr(), 3, 0, &mut ready), invalid);
+    assert!(last_error().contains("receiver 0 is listed twice"), "{}", last_error());
+    assert_eq!(corecast_wait_any([rx_b, null_mut()].as_ptr(), 2, 0, &mut ready), invalid);
+    // A receiver holding a borrowed message cannot wait; the list's other
+    // handles are left as they were, not busy.
+    assert_eq!(corecast_sender_send(tx_a, b"held".as_ptr().cast(), 4), OK);
+    let (mut data, mut len) = (std::ptr::null(), 0usize);
+    assert_eq!(corecast_receiver_borrow(rx_a, &mut data, &mut len), OK);
+    let state = corecast_status::CORECAST_INVALID_STATE as i32;
+    assert_eq!(corecast_wait_any([rx_b, rx_a].as_ptr(), 2, 0, &mut ready), state);
+    assert_eq!(corecast_receiver_release(rx_a), OK);
+    let would_block = corecast_status::CORECAST_WOULD_BLOCK as i32;
+    assert_eq!(corecast_receiver_try_recv(rx_b, null_mut(), 0, &mut len), would_block, "rx_b was left, not busy");
+    // A closed handle in the list.
+    assert_eq!(corecast_receiver_close(rx_b), OK);
+    let closed = corecast_status::CORECAST_CLOSED as i32;
+    assert_eq!(corecast_wait_any([rx_a, rx_b].as_ptr(), 2, 0, &mut ready), closed);
+    assert_eq!(corecast_wait_any([rx_a].as_ptr(), 1, 0, &mut ready), corecast_status::CORECAST_TIMEOUT as i32);
+    for rc in [
+        corecast_sender_close(tx_a),
+        corecast_receiver_close(rx_a),
+        corecast_channel_destroy(a),
+        corecast_channel_destroy(b),
+    ] {
+        assert_eq!(rc, OK);
+    }
+}

@@ -3,7 +3,6 @@
 //! out-parameters), so the suite measures the boundary's cost.
 
 use std::ffi::{c_int, CStr, CString};
-use std::os::fd::BorrowedFd;
 use std::ptr::null_mut;
 use std::time::Duration;
 
@@ -12,9 +11,9 @@ use corecast_c::{
     corecast_channel_close, corecast_channel_open, corecast_channel_receiver, corecast_channel_sender,
     corecast_channel_t, corecast_last_error_message, corecast_receiver_borrow, corecast_receiver_close,
     corecast_receiver_release, corecast_receiver_set_wait, corecast_receiver_t, corecast_receiver_try_borrow,
-    corecast_receiver_wake_fd, corecast_sender_abort, corecast_sender_close, corecast_sender_commit,
-    corecast_sender_info, corecast_sender_loan, corecast_sender_set_wait, corecast_sender_t, corecast_status,
-    corecast_wait_kind,
+    corecast_sender_abort, corecast_sender_close, corecast_sender_commit, corecast_sender_info, corecast_sender_loan,
+    corecast_sender_set_wait, corecast_sender_t, corecast_status, corecast_wait_any, corecast_wait_kind,
+    CORECAST_FOREVER,
 };
 
 use super::{Api, Taken};
@@ -139,26 +138,12 @@ impl Api for CApi {
     }
 
     fn wait_any(rxs: &mut [&mut CReceiver], timeout: Duration) -> Result<(), TransportError> {
-        let mut fds = Vec::with_capacity(rxs.len());
-        for rx in rxs.iter() {
-            let mut fd = -1;
-            check("wake fd", corecast_receiver_wake_fd(rx.0, &mut fd))?;
-            fds.push(fd);
-        }
-        let borrow = |fd| {
-            // SAFETY: each fd is owned by its receiver, which outlives this
-            // call (the receivers are borrowed for its whole length).
-            unsafe { BorrowedFd::borrow_raw(fd) }
-        };
-        let mut polled: Vec<rustix::event::PollFd<'_>> = fds
-            .iter()
-            .map(|&fd| rustix::event::PollFd::from_borrowed_fd(borrow(fd), rustix::event::PollFlags::IN))
-            .collect();
-        let timeout =
-            rustix::event::Timespec::try_from(timeout).unwrap_or(rustix::event::Timespec { tv_sec: 1, tv_nsec: 0 });
-        match rustix::event::poll(&mut polled, Some(&timeout)) {
-            Ok(_) | Err(rustix::io::Errno::INTR) => Ok(()),
-            Err(e) => Err(TransportError::Protocol { mechanism: "corecast-c", detail: format!("poll: {e}") }),
+        let handles: Vec<*mut corecast_receiver_t> = rxs.iter().map(|rx| rx.0).collect();
+        let timeout_ns = u64::try_from(timeout.as_nanos()).unwrap_or(CORECAST_FOREVER - 1);
+        let mut ready = 0usize;
+        match corecast_wait_any(handles.as_ptr(), handles.len(), timeout_ns, &mut ready) {
+            rc if rc == corecast_status::CORECAST_TIMEOUT as c_int => Ok(()),
+            rc => check("wait any", rc),
         }
     }
 }
