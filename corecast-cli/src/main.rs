@@ -86,3 +86,16 @@ fn main() -> std::process::ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// Every subcommand's arguments are well formed: no two share a name
+    /// (a workload option and the grid's `--rounds` once did, and
+    /// `bench pi` then refused every command line).
+    #[test]
+    fn the_command_line_is_well_formed() {
+        super::Cli::command().debug_assert();
+    }
+}

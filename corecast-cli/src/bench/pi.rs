@@ -17,9 +17,11 @@ pub struct Args {
     /// Worker counts, e.g. `1,2,4`.
     #[arg(long, value_delimiter = ',', default_value = "2,4", value_parser = args::count)]
     workers: Vec<usize>,
-    /// Rounds per repetition (one work description to all workers each).
+    /// Rounds of the computation per repetition (one work description to
+    /// all workers each); not the grid's `--rounds`, which repeats the
+    /// whole plan.
     #[arg(long, default_value = "1000", value_parser = args::count)]
-    rounds: usize,
+    pi_rounds: usize,
     /// Intervals of [0, 1] per round.
     #[arg(long, default_value = "10000", value_parser = args::count)]
     intervals: usize,
@@ -32,7 +34,10 @@ pub struct Args {
 
 /// Runs it.
 pub fn run(a: Args) -> Result<ExitCode> {
-    let options =
-        WorkloadOptions { pi_rounds: a.rounds as u64, pi_intervals: a.intervals as u64, ..WorkloadOptions::default() };
+    let options = WorkloadOptions {
+        pi_rounds: a.pi_rounds as u64,
+        pi_intervals: a.intervals as u64,
+        ..WorkloadOptions::default()
+    };
     run_grid(&Pi, &a.grid, &a.workers, &[MESSAGE_BYTES], (Duration::ZERO, a.repetitions), options)
 }
