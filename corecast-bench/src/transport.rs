@@ -169,6 +169,13 @@ pub trait Mechanism: Send + Sync {
     fn sends_are_rendezvous(&self) -> bool {
         false
     }
+    /// Why this mechanism cannot run `topology` at all, by its design (not
+    /// a failure): a workload whose shape it cannot serve skips it with
+    /// this reason instead of failing.
+    fn cannot_serve(&self, topology: &Topology) -> Option<String> {
+        let _ = topology;
+        None
+    }
     /// Creates whatever the processes of `topology` need, in the parent,
     /// before they are forked.
     fn prepare(&self, topology: &Topology) -> Result<Box<dyn Prepared>, TransportError>;

@@ -43,6 +43,14 @@ fn bcast_refuses_members_that_also_receive_point_to_point() {
     let e = corecast_bench::harness::run_job(&*m, &t, &RunOptions::default(), &job).unwrap_err();
     let e = e.to_string();
     assert!(e.contains("MPI_Bcast needs every member"), "{e}");
+    // A workload whose shape it cannot serve skips it with that reason
+    // (reported as skipped, not failed); plain `mpi` runs it.
+    use corecast_bench::workloads::Workload;
+    let paxos = corecast_bench::workloads::paxos::Paxos;
+    let why = paxos.unsuitable(&*m).expect("PaxosInside skips mpi-bcast");
+    assert!(why.contains("MPI_Bcast needs every member"), "{why}");
+    assert_eq!(paxos.unsuitable(&*mechanism("mpi")), None);
+    assert!(paxos.unsuitable(&*mechanism("mpi-bcast+copy")).is_some(), "the copying wrapper says so too");
 }
 
 fn workloads_run_over_mpi() {

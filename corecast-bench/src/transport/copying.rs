@@ -59,6 +59,10 @@ impl Mechanism for Copying {
         self.inner.sends_are_rendezvous()
     }
 
+    fn cannot_serve(&self, topology: &Topology) -> Option<String> {
+        self.inner.cannot_serve(topology)
+    }
+
     fn prepare(&self, topology: &Topology) -> Result<Box<dyn Prepared>, TransportError> {
         Ok(Box::new(CopyingPrepared(self.inner.prepare(topology)?)))
     }

@@ -84,6 +84,20 @@ impl Mechanism for Mpi {
         Availability::Unavailable(HOW_TO_ENABLE.to_string())
     }
 
+    /// `mpi-bcast` needs every group member to enter the broadcast, so a
+    /// member cannot also wait for other messages.
+    fn cannot_serve(&self, topology: &Topology) -> Option<String> {
+        #[cfg(feature = "mpi")]
+        if self.bcast {
+            // The report names the mechanism already.
+            return launch::check_bcast_topology(topology)
+                .err()
+                .map(|e| e.trim_start_matches("mpi-bcast: ").to_string());
+        }
+        let _ = topology;
+        None
+    }
+
     fn prepare(&self, _: &Topology) -> Result<Box<dyn Prepared>, TransportError> {
         Err(TransportError::Topology(format!(
             "{}: ranks are started by mpirun, not forked; run workloads through harness::run_job",

@@ -187,11 +187,14 @@ impl Workload for Paxos {
     }
 
     fn unsuitable(&self, m: &dyn Mechanism) -> Option<String> {
-        m.sends_are_rendezvous().then(|| {
+        let rendezvous = m.sends_are_rendezvous().then(|| {
             "its sends are rendezvous (complete only once read), and PaxosInside's open loop pipelines requests \
              around the cycle client -> leader -> acceptor -> learners -> client, which then deadlocks"
                 .to_string()
-        })
+        });
+        // The shape does not depend on the point's size or duration.
+        rendezvous
+            .or_else(|| m.cannot_serve(&PaxosParams::new(MIN_REQUEST_BYTES, std::time::Duration::ZERO, 1).topology()))
     }
 
     fn run(&self, ctx: &Context<'_>) -> Result<Vec<Record>, BenchError> {
