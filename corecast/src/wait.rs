@@ -77,7 +77,8 @@ pub struct Backoff {
 /// Whether an endpoint's CPU was crowded with other runnable processes at
 /// its last wait that yielded (see the module's notes). Starts uncrowded.
 /// Keep one per endpoint (per thread that waits), begin each wait with
-/// [`Backoff::after`] and end it with [`Backoff::record`].
+/// [`Backoff::after`] and pass it to [`Backoff::record`] after each snooze
+/// (or once, when the wait ends).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Crowding {
     crowded: bool,
@@ -108,8 +109,9 @@ impl Backoff {
         Backoff { skip_spin: crowding.crowded, ..Backoff::new(strategy) }
     }
 
-    /// Keeps what this wait saw for the endpoint's next one. A wait that
-    /// never yielded (it ended while spinning) leaves `crowding` as it was.
+    /// Keeps what this wait has seen so far for the endpoint's next one
+    /// (calling it again later in the wait is harmless). A wait that never
+    /// yielded (it ended while spinning) leaves `crowding` as it was.
     pub fn record(&self, crowding: &mut Crowding) {
         if let Some(crowded) = self.crowded {
             crowding.crowded = crowded;

@@ -17,16 +17,15 @@ impl Receiver {
         loop {
             match self.ready() {
                 Err(RecvError::WouldBlock) => {}
-                other => {
-                    backoff.record(&mut self.crowding);
-                    return other;
-                }
+                other => return other,
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
-                backoff.record(&mut self.crowding);
                 return Err(RecvError::Timeout);
             }
-            if backoff.snooze() {
+            let sleep = backoff.snooze();
+            // What the wait has seen of the CPU so far is the next wait's guide.
+            backoff.record(&mut self.crowding);
+            if sleep {
                 backoff.reset();
                 let Some(budget) = sleep_budget(deadline) else { return Err(RecvError::Timeout) };
                 self.sleep(budget)?;

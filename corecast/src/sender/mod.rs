@@ -198,11 +198,10 @@ impl Sender {
                 Err(SendError::WouldBlock) => {}
                 other => {
                     self.room.stalls.iter_mut().for_each(|s| *s = None);
-                    backoff.record(&mut self.crowding);
                     return other;
                 }
             }
-            self.wait_for_room(&mut backoff, deadline).inspect_err(|_| backoff.record(&mut self.crowding))?;
+            self.wait_for_room(&mut backoff, deadline)?;
         }
     }
 
@@ -244,16 +243,10 @@ impl Sender {
             match self.try_claim(0) {
                 Ok(seq) => {
                     self.room.stalls.iter_mut().for_each(|s| *s = None);
-                    backoff.record(&mut self.crowding);
                     return Ok(Loan::new(self, seq));
                 }
-                Err(SendError::WouldBlock) => {
-                    self.wait_for_room(&mut backoff, deadline).inspect_err(|_| backoff.record(&mut self.crowding))?
-                }
-                Err(e) => {
-                    backoff.record(&mut self.crowding);
-                    return Err(e);
-                }
+                Err(SendError::WouldBlock) => self.wait_for_room(&mut backoff, deadline)?,
+                Err(e) => return Err(e),
             }
         }
     }
@@ -410,7 +403,10 @@ impl Sender {
         if deadline.is_some_and(|d| Instant::now() >= d) {
             return Err(SendError::Timeout);
         }
-        if !backoff.snooze() {
+        let sleep = backoff.snooze();
+        // What the wait has seen of the CPU so far is the next wait's guide.
+        backoff.record(&mut self.crowding);
+        if !sleep {
             return Ok(());
         }
         backoff.reset();

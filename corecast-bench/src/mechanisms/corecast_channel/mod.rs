@@ -455,7 +455,7 @@ impl<A: Api> Endpoint for CorecastEndpoint<A> {
             n => {
                 // Several inbound channels: try them in turn, spin and yield
                 // as the library's own receive does (corecast::Backoff),
-                // then sleep in `corecast::wait_any` on their wake fds.
+                // then sleep on all of them at once (`Api::wait_any`).
                 let mut backoff = corecast::Backoff::after(self.wait, self.crowding);
                 loop {
                     for _ in 0..n {
