@@ -63,7 +63,7 @@ pub(crate) enum Probe {
 /// value is validated: a number that cannot live in this slot, an unknown
 /// kind or a length over `slot_bytes` is an error.
 #[inline]
-pub(crate) fn probe(slot: &SlotHeader, seq: u64, slots: u64, slot_bytes: u32) -> Result<Probe, String> {
+pub(crate) fn probe(slot: &SlotHeader, seq: u64, slots: u64, slot_bytes: u32) -> Result<Probe, BadSlot> {
     let st = slot.stamp.load(Ordering::Acquire);
     let n = st >> 2;
     if n == 0 {
@@ -73,7 +73,7 @@ pub(crate) fn probe(slot: &SlotHeader, seq: u64, slots: u64, slot_bytes: u32) ->
     // 64-bit division costs tens of cycles.
     let mask = slots.wrapping_sub(1);
     if (n - 1) & mask != seq & mask {
-        return Err(format!("the slot of message {seq} carries number {}, which cannot live there", n - 1));
+        return Err(BadSlot::Misplaced { seq, found: n - 1 });
     }
     if n < seq + 1 {
         return Ok(Probe::Absent);
@@ -85,7 +85,7 @@ pub(crate) fn probe(slot: &SlotHeader, seq: u64, slots: u64, slot_bytes: u32) ->
         KIND_PUBLISHED => {
             let len = slot.len.load(Ordering::Relaxed);
             if len > slot_bytes {
-                return Err(format!("message {seq} claims {len} bytes in {slot_bytes}-byte slots"));
+                return Err(BadSlot::TooLong { seq, len, slot_bytes });
             }
             Ok(Probe::Ready(len))
         }
@@ -94,8 +94,35 @@ pub(crate) fn probe(slot: &SlotHeader, seq: u64, slots: u64, slot_bytes: u32) ->
         // The two bits leave only KIND_GAP.
         _ => match slot.len.load(Ordering::Relaxed) {
             GAP_BYTES => Ok(Probe::Gap),
-            len => Err(format!("gap report {seq} claims {len} bytes, not {GAP_BYTES}")),
+            len => Err(BadSlot::BadGap { seq, len }),
         },
+    }
+}
+
+/// Why a slot header read by [`probe`] is invalid (shared memory is
+/// untrusted). Small and without an allocation, so the probe stays cheap
+/// enough to inline; the sentence is made only when one is reported.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BadSlot {
+    /// The stamp names a number whose slot is another one.
+    Misplaced { seq: u64, found: u64 },
+    /// A published message longer than a slot.
+    TooLong { seq: u64, len: u32, slot_bytes: u32 },
+    /// A gap report of the wrong length.
+    BadGap { seq: u64, len: u32 },
+}
+
+impl std::fmt::Display for BadSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            BadSlot::Misplaced { seq, found } => {
+                write!(f, "the slot of message {seq} carries number {found}, which cannot live there")
+            }
+            BadSlot::TooLong { seq, len, slot_bytes } => {
+                write!(f, "message {seq} claims {len} bytes in {slot_bytes}-byte slots")
+            }
+            BadSlot::BadGap { seq, len } => write!(f, "gap report {seq} claims {len} bytes, not {GAP_BYTES}"),
+        }
     }
 }
 
@@ -112,6 +139,7 @@ pub(crate) fn begin_write(slot: &SlotHeader, seq: u64) {
 /// Whether `slot` still holds number `seq` published with `len` bytes,
 /// after the caller read the payload (the reader half of the seqlock: the
 /// Acquire fence keeps those reads before this load).
+#[inline]
 pub(crate) fn still_published(slot: &SlotHeader, seq: u64, len: u32) -> bool {
     crate::sync::fence(Ordering::Acquire);
     slot.stamp.load(Ordering::Relaxed) == stamp(seq, KIND_PUBLISHED) && slot.len.load(Ordering::Relaxed) == len
@@ -120,6 +148,7 @@ pub(crate) fn still_published(slot: &SlotHeader, seq: u64, len: u32) -> bool {
 /// Publishes number `seq` in `slot`. The payload must be written before;
 /// `Release` orders it before the stamp (pairs with [`probe`]'s `Acquire`).
 /// A sender publishes only after [`commit_claim`] succeeded.
+#[inline]
 pub(crate) fn publish(slot: &SlotHeader, seq: u64, len: u32, kind: u64) {
     slot.len.store(len, Ordering::Relaxed);
     slot.stamp.store(stamp(seq, kind), Ordering::Release);
@@ -201,6 +230,7 @@ pub(crate) fn taken_below(word: u64) -> u64 {
 /// which nobody polls, so it costs no cache-line transfer (on the slot's
 /// line, which receivers poll, it cost a fifth of the send path). SeqCst:
 /// it and [`revoke_claim`] are the two sides of one handshake.
+#[inline]
 pub(crate) fn commit_claim(claim: &AtomicU64, seq: u64) -> bool {
     let (from, to) = (claim_word(seq, CLAIM_WON), claim_word(seq, CLAIM_DONE));
     claim.compare_exchange(from, to, Ordering::SeqCst, Ordering::SeqCst).is_ok()
@@ -231,6 +261,7 @@ pub(crate) fn revoke_claim(claim: &AtomicU64, seq: u64) -> bool {
 /// The SeqCst store and compare-exchange pair with the keeper's SeqCst
 /// loads of `next` then of the claim words (`keeper::audit`): a keeper
 /// that sees `next > S` sees this claim or its clearing.
+#[inline(always)]
 pub(crate) fn try_claim(next: &AtomicU64, claim: &AtomicU64, mut has_room: impl FnMut(u64) -> bool) -> Claim {
     let before = claim.load(Ordering::Relaxed);
     loop {
@@ -258,6 +289,7 @@ pub(crate) fn try_claim(next: &AtomicU64, claim: &AtomicU64, mut has_room: impl 
 
 /// Moves a receiver's cursor to `to`: everything below is consumed.
 /// `Release` pairs with the sender's `Acquire` load in its room check.
+#[inline]
 pub(crate) fn advance(cursor: &Cursor, to: u64) {
     cursor.next.store(to, Ordering::Release);
     cursor.wake.store(to as u32, Ordering::Release);

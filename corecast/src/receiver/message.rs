@@ -54,8 +54,9 @@ impl Message<'_> {
     /// Consumes the message if its slot is intact; otherwise marks the
     /// receiver evicted, leaving `next_sequence` at this message, the first
     /// one it did not get intact.
+    #[inline(always)]
     fn settle(&mut self) -> Result<(), RecvError> {
-        if self.rx.verify_slot(self.sender, self.len).is_err() {
+        if !self.rx.slot_intact(self.sender, self.len) {
             self.rx.poisoned = true;
             return Err(RecvError::Evicted);
         }

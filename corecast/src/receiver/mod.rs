@@ -251,13 +251,21 @@ impl Receiver {
     }
 
     /// `Ok` if the slot of `self.next` still holds what was located.
+    #[inline]
     fn verify_slot(&self, sender: usize, len: usize) -> Result<(), RecvError> {
-        let region = &self.senders[sender].as_ref().expect("located in a mapped region").region;
-        if ring::still_published(region.slot(self.next), self.next, len as u32) {
+        if self.slot_intact(sender, len) {
             return Ok(());
         }
         self.check_membership()?;
         Err(RecvError::Overrun { expected: self.next })
+    }
+
+    /// Whether the slot of `self.next` in `sender`'s region still holds
+    /// the `len`-byte message that was located there.
+    #[inline]
+    pub(super) fn slot_intact(&self, sender: usize, len: usize) -> bool {
+        let region = &self.senders[sender].as_ref().expect("located in a mapped region").region;
+        ring::still_published(region.slot(self.next), self.next, len as u32)
     }
 
     /// Makes this the copier's receiver (see `locate_lenient`).
@@ -278,6 +286,7 @@ impl Receiver {
     }
 
     /// Fails with `Evicted` once a sender has evicted this receiver.
+    #[inline]
     fn check_membership(&self) -> Result<(), RecvError> {
         let e = self.link.membership.receiver(self.index);
         // Acquire pairs with the keeper's (SeqCst or Release) stores of the state: the slot's fields stored before it come with it.
@@ -311,6 +320,7 @@ impl Receiver {
     }
 
     /// Moves past `self.next` and wakes senders waiting for ring space.
+    #[inline(always)]
     fn consume(&mut self) {
         self.next += 1;
         ring::advance(&self.region.header().cursor.0, self.next);
@@ -331,6 +341,7 @@ impl Receiver {
     }
 
     /// Finds the next message, skipping voids; `WouldBlock` when none is ready.
+    #[inline(always)]
     fn ready(&mut self) -> Result<(usize, usize), RecvError> {
         if self.poisoned {
             return Err(RecvError::Evicted);
@@ -382,23 +393,16 @@ impl Receiver {
     }
 
     /// Probes every known sender region for `self.next`. `None` = void.
+    #[inline(always)]
     fn locate(&self) -> Result<Option<Found>, RecvError> {
         if self.lenient {
             return self.locate_lenient();
         }
-        let g = self.link.membership.geometry;
         let n = self.senders.len();
-        let probe = |j: usize| -> Result<Option<Probe>, RecvError> {
-            let Some(Peer { region, .. }) = &self.senders[j] else { return Ok(None) };
-            let p = ring::probe(region.slot(self.next), self.next, g.slots.into(), g.slot_bytes);
-            p.map(Some).map_err(RecvError::Corrupt)
-        };
         let mut newer = None;
-        // `hint < n`; wrapping by comparison, not `%` (a division per probe).
-        let at = |k: usize| if self.hint + k >= n { self.hint + k - n } else { self.hint + k };
         for k in 0..n {
-            let j = at(k);
-            let found = match probe(j)? {
+            let j = self.sender_at(k);
+            let found = match self.probe(j).map_err(corrupt)? {
                 Some(Probe::Ready(len)) => Some(Found::Ready { sender: j, len: len as usize }),
                 Some(Probe::Gap) => Some(Found::Gap { sender: j }),
                 Some(Probe::Void) => None,
@@ -408,15 +412,8 @@ impl Receiver {
                 }
                 Some(Probe::Absent) | None => continue,
             };
-            // Exactly one sender can win a number; a second region claiming
-            // it is a hostile sender trying to replace another's message.
-            for other in (k + 1..n).map(at) {
-                if matches!(probe(other)?, Some(Probe::Ready(_) | Probe::Void | Probe::Gap)) {
-                    return Err(RecvError::Corrupt(format!(
-                        "senders {j} and {other} both published number {}",
-                        self.next
-                    )));
-                }
+            if k + 1 < n {
+                self.sole_claimant(j, k)?;
             }
             return Ok(found);
         }
@@ -424,6 +421,39 @@ impl Receiver {
             return Err(RecvError::Overrun { expected: self.next });
         }
         Ok(Some(Found::NotYet))
+    }
+
+    /// The index of the `k`th sender region to probe, starting at the hint.
+    #[inline]
+    fn sender_at(&self, k: usize) -> usize {
+        // `hint < n`; wrapping by comparison, not `%` (a division per probe).
+        let n = self.senders.len();
+        if self.hint + k >= n {
+            self.hint + k - n
+        } else {
+            self.hint + k
+        }
+    }
+
+    /// What sender `j`'s slot for `self.next` says (`None`: not mapped).
+    #[inline]
+    fn probe(&self, j: usize) -> Result<Option<Probe>, ring::BadSlot> {
+        let Some(Peer { region, .. }) = &self.senders[j] else { return Ok(None) };
+        let g = &region.geometry;
+        ring::probe(region.slot(self.next), self.next, g.slots.into(), g.slot_bytes).map(Some)
+    }
+
+    /// Exactly one sender can win a number: sender `j` (the `k`th probed)
+    /// published or voided `self.next`, so a later region claiming it too
+    /// is a hostile sender trying to replace another's message.
+    #[inline(never)]
+    fn sole_claimant(&self, j: usize, k: usize) -> Result<(), RecvError> {
+        for other in (k + 1..self.senders.len()).map(|k| self.sender_at(k)) {
+            if matches!(self.probe(other).map_err(corrupt)?, Some(Probe::Ready(_) | Probe::Void | Probe::Gap)) {
+                return Err(RecvError::Corrupt(format!("senders {j} and {other} both published number {}", self.next)));
+            }
+        }
+        Ok(())
     }
 
     /// The copier's `locate`. A region whose slot for the number fails
@@ -435,6 +465,7 @@ impl Receiver {
     /// (the keeper's floor, read first), and no region that validates
     /// names it or a later number in its claim word (an honest sender
     /// claims its next number only after publishing the last).
+    #[inline(never)]
     fn locate_lenient(&self) -> Result<Option<Found>, RecvError> {
         let g = self.link.membership.geometry;
         let floor = self.link.membership.floor();
@@ -476,6 +507,7 @@ impl Receiver {
         self.sender_states().0
     }
 
+    #[inline]
     fn sender_states(&self) -> (bool, bool) {
         let m = &self.link.membership;
         let (mut live, mut ever) = (false, false);
@@ -511,4 +543,10 @@ impl Drop for Receiver {
     fn drop(&mut self) {
         self.link.leave();
     }
+}
+
+/// A slot that failed validation, as the error a receive reports.
+#[cold]
+fn corrupt(bad: ring::BadSlot) -> RecvError {
+    RecvError::Corrupt(bad.to_string())
 }

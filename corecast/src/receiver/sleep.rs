@@ -12,7 +12,16 @@ use crate::sys::{futex, robust};
 use crate::wait::{sleep_budget, Backoff};
 
 impl Receiver {
+    #[inline]
     pub(super) fn wait_ready(&mut self, deadline: Option<Instant>) -> Result<(usize, usize), RecvError> {
+        match self.ready() {
+            Err(RecvError::WouldBlock) => self.wait_for_message(deadline),
+            other => other,
+        }
+    }
+
+    #[inline(never)]
+    fn wait_for_message(&mut self, deadline: Option<Instant>) -> Result<(usize, usize), RecvError> {
         let mut backoff = Backoff::after(self.wait, self.crowding);
         loop {
             match self.ready() {

@@ -111,6 +111,7 @@ impl Sender {
                 self.room.stalls[i] = None;
                 continue;
             }
+            self.room.stalled = true;
             let since = unchanged_since(&mut self.room.stalls[i], c, now);
             let stalled_for = now - since;
             if ms != 0 && stalled_for >= Duration::from_millis(u64::from(ms)) {
@@ -122,7 +123,7 @@ impl Sender {
             return Ok(());
         }
         // Calling again waits a whole deadline more ("keep waiting").
-        self.room.stalls.iter_mut().for_each(|s| *s = None);
+        self.room.clear_stalls();
         Err(SendError::ReceiversLate(late))
     }
 

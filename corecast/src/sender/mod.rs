@@ -7,7 +7,7 @@ mod room;
 use std::time::{Duration, Instant};
 
 use crate::error::{ChannelError, SendError};
-use crate::layout::{Arm, STATE_LIVE};
+use crate::layout::{Arm, Geometry, STATE_LIVE};
 use crate::link::Link;
 use crate::notify::{Armer, Notified, WakeFd};
 use crate::peers;
@@ -87,6 +87,7 @@ impl Sender {
             pending: false,
             error: None,
             stalls: vec![None; g.max_receivers as usize],
+            stalled: false,
             tampered: None,
             claimed_up_to: 0,
             me: reply.index as usize,
@@ -197,7 +198,7 @@ impl Sender {
             match self.try_send_once(msg, kind) {
                 Err(SendError::WouldBlock) => {}
                 other => {
-                    self.room.stalls.iter_mut().for_each(|s| *s = None);
+                    self.room.clear_stalls();
                     return other;
                 }
             }
@@ -237,16 +238,25 @@ impl Sender {
         self.loan_until(Some(Instant::now() + timeout))
     }
 
+    #[inline]
     fn loan_until(&mut self, deadline: Option<Instant>) -> Result<Loan<'_>, SendError> {
+        let seq = match self.try_claim(0) {
+            Err(SendError::WouldBlock) => self.claim_waiting(deadline)?,
+            claim => claim?,
+        };
+        self.room.clear_stalls();
+        Ok(Loan::new(self, seq))
+    }
+
+    /// Claims the next number once the ring has room.
+    #[inline(never)]
+    fn claim_waiting(&mut self, deadline: Option<Instant>) -> Result<u64, SendError> {
         let mut backoff = Backoff::after(self.wait, self.crowding);
         loop {
+            self.wait_for_room(&mut backoff, deadline)?;
             match self.try_claim(0) {
-                Ok(seq) => {
-                    self.room.stalls.iter_mut().for_each(|s| *s = None);
-                    return Ok(Loan::new(self, seq));
-                }
-                Err(SendError::WouldBlock) => self.wait_for_room(&mut backoff, deadline)?,
-                Err(e) => return Err(e),
+                Err(SendError::WouldBlock) => {}
+                claim => return claim,
             }
         }
     }
@@ -302,44 +312,20 @@ impl Sender {
     }
 
     /// Claims the next number.
+    #[inline(always)]
     fn try_claim(&mut self, len: usize) -> Result<u64, SendError> {
         let g = self.region.geometry;
         if len > g.slot_bytes as usize {
             return Err(SendError::TooLarge { bytes: len, max_bytes: g.slot_bytes as usize });
         }
-        for m in std::iter::once(&self.link).chain(&self.outer).map(|l| &l.membership) {
-            if m.destroyed() {
-                return Err(SendError::Destroyed);
-            }
-            if !m.keeper_alive() {
-                return Err(SendError::KeeperGone);
-            }
+        usable(&self.link)?;
+        if let Some(outer) = &self.outer {
+            usable(outer)?;
         }
-        let mut repairs = 0;
-        let claim = loop {
-            let room = &mut self.room;
-            let link = &self.link;
-            let claim =
-                ring::try_claim(self.sequencer.next(), &self.region.header().claim.0, |s| room.check(link, &g, s));
-            if let Some(e) = self.room.error.take() {
-                return Err(e.into());
-            }
-            match (claim, self.room.rewound.take()) {
-                // `next` offered a number some sender already claimed: put
-                // it back to where claims really are (a forward move to a
-                // number that was claimed cannot hurt anyone), tell the
-                // keeper, and claim again.
-                (Claim::Full(s), Some(known)) if repairs < 4 => {
-                    repairs += 1;
-                    let next = self.sequencer.next();
-                    // SeqCst: one total order with the claims' compare-exchange.
-                    if next.compare_exchange(s, known, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
-                        let _ = self.link.call_arg(Op::ReportTamper, s);
-                    }
-                }
-                (claim, _) => break claim,
-            }
-        };
+        let mut claim = self.claim_once(&g);
+        if self.room.error.is_some() || self.room.rewound.is_some() {
+            claim = self.claim_repairing(&g, claim)?;
+        }
         match claim {
             Claim::Won(seq) => {
                 self.room.claimed_up_to = seq + 1;
@@ -364,8 +350,46 @@ impl Sender {
         }
     }
 
+    /// One attempt at the next number, the room checked by `Room::check`
+    /// (which leaves `room.error` or `room.rewound` when it found trouble).
+    #[inline]
+    fn claim_once(&mut self, g: &Geometry) -> Claim {
+        let room = &mut self.room;
+        let link = &self.link;
+        ring::try_claim(self.sequencer.next(), &self.region.header().claim.0, |s| room.check(link, g, s))
+    }
+
+    /// After a claim attempt whose room check found trouble: reports the
+    /// keeper's error, or repairs a rewound `next` and claims again.
+    #[cold]
+    fn claim_repairing(&mut self, g: &Geometry, mut claim: Claim) -> Result<Claim, SendError> {
+        let mut repairs = 0;
+        loop {
+            if let Some(e) = self.room.error.take() {
+                return Err(e.into());
+            }
+            match (claim, self.room.rewound.take()) {
+                // `next` offered a number some sender already claimed: put
+                // it back to where claims really are (a forward move to a
+                // number that was claimed cannot hurt anyone), tell the
+                // keeper, and claim again.
+                (Claim::Full(s), Some(known)) if repairs < 4 => {
+                    repairs += 1;
+                    let next = self.sequencer.next();
+                    // SeqCst: one total order with the claims' compare-exchange.
+                    if next.compare_exchange(s, known, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+                        let _ = self.link.call_arg(Op::ReportTamper, s);
+                    }
+                }
+                (claim, _) => return Ok(claim),
+            }
+            claim = self.claim_once(g);
+        }
+    }
+
     /// Publishes `seq` (or voids it), unless the keeper voided the claim
     /// because it was held past the deadline.
+    #[inline(always)]
     fn publish(&mut self, seq: u64, len: u32, kind: u64) -> Result<(), SendError> {
         // The keeper may have revoked the claim (held past the deadline):
         // then the number is void for every receiver and stays so.
@@ -476,6 +500,19 @@ impl Sender {
         Armer::disarm(flag);
         Ok(())
     }
+}
+
+/// Fails when the channel behind `link` is destroyed or its keeper died.
+#[inline]
+fn usable(link: &Link) -> Result<(), SendError> {
+    let m = &link.membership;
+    if m.destroyed() {
+        return Err(SendError::Destroyed);
+    }
+    if !m.keeper_alive() {
+        return Err(SendError::KeeperGone);
+    }
+    Ok(())
 }
 
 /// A receiver's wake word: the low half of its cursor, bumped with every

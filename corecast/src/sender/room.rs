@@ -29,6 +29,9 @@ pub(super) struct Room {
     /// Per receiver: the cursor it was stuck at while holding this sender
     /// back, and since when (R8).
     pub(super) stalls: Vec<Option<(u64, Instant)>>,
+    /// Some entry of `stalls` may be set (so a send that got room clears
+    /// them without a pass over every receiver).
+    pub(super) stalled: bool,
     /// Why the last room check found the shared `next` impossible for
     /// honest senders (the keeper repairs it and bumps the generation):
     /// while set, no receiver is blamed for the wait.
@@ -57,6 +60,7 @@ impl Room {
     /// claimed, the keeper's floor how far claims had gone at its last
     /// look. A claim word beyond any honest reach (the slowest receiver's
     /// own cursor plus the ring) is a hostile sender's, and is ignored.
+    #[inline(always)]
     pub(super) fn check(&mut self, link: &Link, g: &Geometry, s: u64) -> bool {
         // The receivers and senders as they are now: a receiver missed here
         // would count only by its start, and bound the evidence too low.
@@ -79,29 +83,49 @@ impl Room {
                 known = known.max(c);
             }
         }
-        self.tampered = None;
+        if self.tampered.is_some() {
+            self.tampered = None;
+        }
         if s < known {
-            self.rewound = Some(known);
-            self.tampered = Some(format!(
-                "the sequencer offers number {s}, below {known} which was already claimed: a sender rewound it"
-            ));
-            return false;
+            return self.rewound_below(s, known);
         }
         self.has_room(link, g, s)
     }
 
+    #[cold]
+    fn rewound_below(&mut self, s: u64, known: u64) -> bool {
+        self.rewound = Some(known);
+        self.tampered = Some(format!(
+            "the sequencer offers number {s}, below {known} which was already claimed: a sender rewound it"
+        ));
+        false
+    }
+
+    /// Forgets every stall record: the sender got room, or reported them.
+    #[inline]
+    pub(super) fn clear_stalls(&mut self) {
+        if std::mem::take(&mut self.stalled) {
+            self.stalls.iter_mut().for_each(|s| *s = None);
+        }
+    }
+
     /// Refreshes the receiver and sender sets when membership changed;
     /// `false` (with `error` set) when the keeper could not be asked.
+    #[inline]
     pub(super) fn sync(&mut self, link: &Link, g: &Geometry) -> bool {
         let gen = link.membership.generation();
-        if gen != self.generation {
-            if let Err(e) = self.refresh(link, g) {
-                self.error = Some(e);
-                return false;
-            }
-            self.generation = gen;
-            self.limit = 0;
+        gen == self.generation || self.resync(link, g, gen)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn resync(&mut self, link: &Link, g: &Geometry, gen: u32) -> bool {
+        if let Err(e) = self.refresh(link, g) {
+            self.error = Some(e);
+            return false;
         }
+        self.generation = gen;
+        self.limit = 0;
         true
     }
 
@@ -130,14 +154,15 @@ impl Room {
     }
 
     /// Whether number `s` may be claimed: every live receiver's cursor is
-    /// above `s - R`. Refreshes the receiver set when membership changed.
-    pub(super) fn has_room(&mut self, link: &Link, g: &Geometry, s: u64) -> bool {
-        if !self.sync(link, g) {
-            return false;
-        }
-        if s < self.limit {
-            return true;
-        }
+    /// above `s - R`. The receiver set is the one [`Room::sync`] left.
+    #[inline]
+    fn has_room(&mut self, link: &Link, g: &Geometry, s: u64) -> bool {
+        s < self.limit || self.scan_cursors(link, g, s)
+    }
+
+    /// Rereads every live receiver's cursor: the cached limit ran out.
+    #[inline(never)]
+    fn scan_cursors(&mut self, link: &Link, g: &Geometry, s: u64) -> bool {
         self.pending = false;
         let mut min = s;
         // Every live receiver's own cursor was read (none only by its start).
