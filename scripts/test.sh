@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command (README): formatting, lints, every test, the
-# loom model of the ring protocol, and the MPI mechanism (installing Open
-# MPI first when it is missing). CI runs exactly this.
+# loom models of the ring protocol and the wake handshake, and the MPI
+# mechanism (installing Open MPI first when it is missing). CI runs exactly
+# this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,7 +45,7 @@ echo "== MPI mechanisms (mpirun launches the ranks)"
 cargo test -p corecast-bench --features mpi --test mpi
 cargo test -p corecast-cli --features mpi --test cli
 
-echo "== loom model of the ring protocol (exhaustive interleavings)"
+echo "== loom models of the ring protocol and the wake handshake (every interleaving; the handshake up to five preemptions)"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p corecast --lib --release loom_model
 
 echo "== artifacts: the report's screenshot is target/artifacts/report.png"

@@ -46,9 +46,11 @@
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 
-// Under `--cfg loom` only the protocol (ring, layout, sync) is built: the
-// loom model in `ring::loom_model` checks it without system calls.
+// Under `--cfg loom` only the protocol (ring, notify, layout, sync) is
+// built: the loom models in `ring` and `notify` check it without system
+// calls.
 mod layout;
+mod notify;
 #[allow(unsafe_code)]
 mod ring;
 mod sync;
@@ -67,8 +69,6 @@ mod error;
 mod keeper;
 #[cfg(not(loom))]
 mod link;
-#[cfg(not(loom))]
-mod notify;
 #[cfg(not(loom))]
 mod peers;
 #[cfg(not(loom))]

@@ -10,12 +10,12 @@ use std::time::{Duration, Instant};
 use crate::error::{ChannelError, RecvError};
 use crate::layout::{Arm, STATE_FREE, STATE_LIVE};
 use crate::link::Link;
-use crate::notify::{Armer, Notified, WakeFd};
+use crate::notify::{self, Armer, Notified, WakeFd};
 use crate::peers::{self, Peer, PeerTable};
 use crate::proto::{self, Op};
 use crate::region::{ReceiverRegion, SenderRegion};
 use crate::ring::{self, Probe};
-use crate::sync::{fence, Ordering};
+use crate::sync::Ordering;
 use crate::sys::{futex, map::Mapping, memfd, wakefd};
 use crate::wait::{Crowding, WaitStrategy};
 
@@ -324,8 +324,9 @@ impl Receiver {
     fn consume(&mut self) {
         self.next += 1;
         ring::advance(&self.region.header().cursor.0, self.next);
-        // Pairs with the sender's fence in `Sender::wait_for_room`.
-        fence(Ordering::SeqCst);
+        // Either a sender arming to wait for room sees this cursor, or the
+        // loads below see it armed (notify's handshake).
+        notify::progress_made();
         let mut wake_futex = false;
         for (j, peer) in self.senders.iter().enumerate() {
             let Some(s) = peer else { continue };

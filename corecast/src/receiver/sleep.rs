@@ -7,7 +7,7 @@ use super::{Found, Receiver};
 use crate::error::RecvError;
 use crate::layout::Arm;
 use crate::notify::Armer;
-use crate::sync::{fence, Ordering};
+use crate::sync::Ordering;
 use crate::sys::{futex, robust};
 use crate::wait::{sleep_budget, Backoff};
 
@@ -91,9 +91,9 @@ impl Receiver {
     /// Arms this receiver's sleep word (futex mode) and checks again;
     /// `true` if it is still idle and may sleep on `values` (taken before).
     pub(super) fn arm_futex(&mut self, values: &[u32]) -> bool {
+        // Either a sender's publish sees this arming, or the re-check below
+        // sees its stamp (notify's handshake).
         self.armer.arm(&self.region.header().sleeping.0, Arm::FUTEX);
-        // Pairs with the sender's fence in `Sender::publish`.
-        fence(Ordering::SeqCst);
         matches!(self.locate(), Ok(Some(Found::NotYet)))
             && values.first() == Some(&self.link.membership.header().generation.0.load(Ordering::SeqCst))
     }

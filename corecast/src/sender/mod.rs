@@ -9,12 +9,12 @@ use std::time::{Duration, Instant};
 use crate::error::{ChannelError, SendError};
 use crate::layout::{Arm, Geometry, STATE_LIVE};
 use crate::link::Link;
-use crate::notify::{Armer, Notified, WakeFd};
+use crate::notify::{self, Armer, Notified, WakeFd};
 use crate::peers;
 use crate::proto::{self, Op};
 use crate::region::{SenderRegion, Sequencer};
 use crate::ring::{self, Claim};
-use crate::sync::{fence, Ordering};
+use crate::sync::Ordering;
 use crate::sys::{futex, map::Mapping, memfd, robust, wakefd};
 use crate::wait::{sleep_budget, Backoff, Crowding, WaitStrategy};
 
@@ -397,9 +397,9 @@ impl Sender {
         if published {
             ring::publish(self.region.slot(seq), seq, len, kind);
         }
-        // Pairs with the receiver's fence in `Receiver::sleep`: either it
-        // sees this stamp, or this load sees its `sleeping` flag.
-        fence(Ordering::SeqCst);
+        // Either a receiver arming to sleep sees this stamp, or the loads
+        // below see it armed (notify's handshake).
+        notify::progress_made();
         let mut ring_bell = false;
         for (i, peer) in self.room.receivers.iter().enumerate() {
             let Some(p) = peer else { continue };
@@ -465,10 +465,9 @@ impl Sender {
         let before: Vec<Option<u32>> = self.room.receivers.iter().map(|p| p.as_ref().map(wake_word_value)).collect();
         let receivers_known = self.room.generation;
         let flag = &self.region.header().space_waiting.0;
+        // Either a receiver's consume sees this arming, or the re-check
+        // below sees its cursor (notify's handshake).
         self.armer.arm(flag, Arm::FUTEX);
-        // Pairs with the receiver's fence in `Receiver::consume`: either it
-        // sees this arm, or the re-check below sees its cursor.
-        fence(Ordering::SeqCst);
         // SeqCst: in the one total order of the claims of `next`.
         let next = self.sequencer.next().load(Ordering::SeqCst);
         self.room.limit = 0;
