@@ -55,6 +55,7 @@ pub struct Receiver {
     lenient: bool,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Found {
     Ready {
         sender: usize,
@@ -349,16 +350,17 @@ impl Receiver {
         }
         self.check_membership()?;
         loop {
-            // Sender states are read *before* probing: a sender publishes
-            // before it leaves, so "none live" then "not found" means gone.
-            let (any_live, any_ever) = self.sender_states();
-            let found = match self.locate() {
-                Err(RecvError::Overrun { expected }) => {
-                    self.check_membership()?;
-                    return Err(RecvError::Overrun { expected });
-                }
-                other => other?,
-            };
+            // Only "not found" needs the sender states, and then they must
+            // be read *before* a probe: a sender publishes before it
+            // leaves, so "none live" then "not found" means gone. So a
+            // message found at the first probe costs no state reads.
+            let mut found = self.located()?;
+            let mut states = (true, true);
+            if found == Some(Found::NotYet) {
+                states = self.sender_states();
+                found = self.located()?;
+            }
+            let (any_live, any_ever) = states;
             match found {
                 Some(Found::Ready { sender, len }) => {
                     self.hint = sender;
@@ -390,6 +392,19 @@ impl Receiver {
                 return Err(RecvError::KeeperGone);
             }
             return Err(RecvError::WouldBlock);
+        }
+    }
+
+    /// `locate`, reporting an overrun as eviction when this receiver was
+    /// evicted (an evicted receiver is overtaken by design).
+    #[inline(always)]
+    fn located(&self) -> Result<Option<Found>, RecvError> {
+        match self.locate() {
+            Err(RecvError::Overrun { expected }) => {
+                self.check_membership()?;
+                Err(RecvError::Overrun { expected })
+            }
+            other => other,
         }
     }
 
