@@ -45,7 +45,7 @@ echo "== MPI mechanisms (mpirun launches the ranks)"
 cargo test -p corecast-bench --features mpi --test mpi
 cargo test -p corecast-cli --features mpi --test cli
 
-echo "== loom models of the ring protocol and the wake handshake (every interleaving; the handshake up to five preemptions)"
+echo "== loom models of the ring protocol (every interleaving) and the wake handshakes (to a preemption bound)"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p corecast --lib --release loom_model
 
 echo "== artifacts: the report's screenshot is target/artifacts/report.png"

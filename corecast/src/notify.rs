@@ -99,10 +99,10 @@ impl WakeFd {
     }
 }
 
-/// Both handshakes of a channel over every interleaving, with loom:
+/// The wake handshakes over every interleaving (to a bound), with loom:
 /// `RUSTFLAGS="--cfg loom" cargo test -p corecast --lib --release loom_model`.
-/// The futex is modelled as the kernel keeps it (the value compared under
-/// the lock that wakes take), so a lost wake-up leaves both threads blocked
+/// The futex is modelled as the kernel keeps it (the values compared under
+/// the lock that wakes take), so a lost wake-up leaves the threads blocked
 /// and loom reports the deadlock.
 #[cfg(all(test, loom))]
 mod loom_model {
@@ -112,45 +112,61 @@ mod loom_model {
     use crate::sync::AtomicU64;
     use loom::sync::{Arc, Condvar, Mutex};
 
-    /// `FUTEX_WAIT` / `FUTEX_WAKE` on one word.
+    /// The kernel's futex table: one lock for every word, as one hash
+    /// bucket would hold them.
     #[derive(Default)]
-    struct Futex {
+    struct Kernel {
         lock: Mutex<()>,
         woken: Condvar,
     }
 
-    impl Futex {
-        /// Sleeps while `word == expected` (a wake may also end it early,
-        /// as `EINTR` does: callers check again).
-        fn wait(&self, word: &AtomicU32, expected: u32) {
+    impl Kernel {
+        /// `FUTEX_WAIT` / `futex_waitv`: sleeps while every word still
+        /// holds its value (a wake may also end it early, as `EINTR` does:
+        /// callers check again).
+        fn wait_any(&self, words: &[(&AtomicU32, u32)]) {
             let held = self.lock.lock().unwrap();
-            if word.load(Ordering::SeqCst) == expected {
+            if words.iter().all(|(word, value)| word.load(Ordering::SeqCst) == *value) {
                 drop(self.woken.wait(held).unwrap());
             }
         }
 
+        /// `FUTEX_WAKE` of every sleeper.
         fn wake_all(&self) {
             let _held = self.lock.lock().unwrap();
             self.woken.notify_all();
         }
     }
 
-    /// One sender, one receiver, a ring of `slots`; both wait by sleeping
-    /// at once (the `Sleep` strategy: every wait goes through the handshake).
+    /// One sender and one receiver on a ring of `slots`; both wait by
+    /// sleeping at once (the `Sleep` strategy: every wait goes through the
+    /// handshake).
     struct Channel {
         slots: Vec<SlotHeader>,
         cursor: Cursor,
         /// The receiver's arm word and the sender's doorbell.
         sleeping: AtomicU32,
         doorbell: AtomicU32,
-        bell: Futex,
         /// The sender's arm word; it sleeps on the cursor's wake word.
         space_waiting: AtomicU32,
-        room: Futex,
+        kernel: Arc<Kernel>,
+    }
+
+    /// An endpoint's own handshake state.
+    #[derive(Default)]
+    struct Side {
+        armer: Armer,
+        notified: Option<Notified>,
+    }
+
+    impl Side {
+        fn notified(&mut self) -> &mut Notified {
+            self.notified.get_or_insert_with(|| Notified::new(1))
+        }
     }
 
     impl Channel {
-        fn new(slots: u64) -> Arc<Channel> {
+        fn new(slots: u64, kernel: &Arc<Kernel>) -> Arc<Channel> {
             Arc::new(Channel {
                 slots: (0..slots)
                     .map(|_| SlotHeader { stamp: AtomicU64::new(0), len: AtomicU32::new(0), _reserved: 0 })
@@ -158,9 +174,8 @@ mod loom_model {
                 cursor: Cursor { next: AtomicU64::new(0), wake: AtomicU32::new(0) },
                 sleeping: AtomicU32::new(Arm::AWAKE),
                 doorbell: AtomicU32::new(0),
-                bell: Futex::default(),
                 space_waiting: AtomicU32::new(Arm::AWAKE),
-                room: Futex::default(),
+                kernel: kernel.clone(),
             })
         }
 
@@ -174,69 +189,88 @@ mod loom_model {
         }
 
         /// `Sender::wait_for_room`'s sleep, then `Sender::publish`'s wake.
-        fn send(&self, s: u64, armer: &mut Armer, notified: &mut Notified) {
+        fn send(&self, s: u64, me: &mut Side) {
             while !self.has_room(s) {
                 // The wake word is read before arming: a consume after this
                 // read changes it, so the sleep below returns at once.
                 let before = self.cursor.wake.load(Ordering::Acquire);
-                armer.arm(&self.space_waiting, Arm::FUTEX);
+                me.armer.arm(&self.space_waiting, Arm::FUTEX);
                 if !self.has_room(s) && self.cursor.wake.load(Ordering::Acquire) == before {
-                    self.room.wait(&self.cursor.wake, before);
+                    self.kernel.wait_any(&[(&self.cursor.wake, before)]);
                 }
                 Armer::disarm(&self.space_waiting);
             }
-            let slot = &self.slots[(s % self.r()) as usize];
-            ring::publish(slot, s, 8, KIND_PUBLISHED);
+            ring::publish(&self.slots[(s % self.r()) as usize], s, 8, KIND_PUBLISHED);
             progress_made();
-            if notified.take(0, self.sleeping.load(Ordering::Relaxed)) == Some(Arm::FUTEX) {
+            if me.notified().take(0, self.sleeping.load(Ordering::Relaxed)) == Some(Arm::FUTEX) {
                 // Release pairs with the sleeper's load of the doorbell.
                 self.doorbell.fetch_add(1, Ordering::Release);
-                self.bell.wake_all();
+                self.kernel.wake_all();
             }
         }
 
+        fn ready(&self, s: u64) -> bool {
+            matches!(ring::probe(&self.slots[(s % self.r()) as usize], s, self.r(), 8), Ok(Probe::Ready(8)))
+        }
+
+        /// The doorbell's value, read before arming (`Receiver::sleep_values`).
+        fn bell(&self) -> u32 {
+            self.doorbell.load(Ordering::SeqCst)
+        }
+
+        /// `Receiver::arm_futex`: arms, then whether `s` is still not ready.
+        fn arm_idle(&self, s: u64, me: &mut Side) -> bool {
+            me.armer.arm(&self.sleeping, Arm::FUTEX);
+            !self.ready(s)
+        }
+
         /// `Receiver::sleep`, then `Receiver::consume`'s wake.
-        fn recv(&self, s: u64, armer: &mut Armer, notified: &mut Notified) {
-            let slot = &self.slots[(s % self.r()) as usize];
-            let ready = || matches!(ring::probe(slot, s, self.r(), 8), Ok(Probe::Ready(8)));
-            while !ready() {
-                // The doorbell is read before arming (`Receiver::sleep_values`).
-                let value = self.doorbell.load(Ordering::SeqCst);
-                armer.arm(&self.sleeping, Arm::FUTEX);
-                if !ready() {
-                    self.bell.wait(&self.doorbell, value);
+        fn recv(&self, s: u64, me: &mut Side) {
+            while !self.ready(s) {
+                let value = self.bell();
+                if self.arm_idle(s, me) {
+                    self.kernel.wait_any(&[(&self.doorbell, value)]);
                 }
                 Armer::disarm(&self.sleeping);
             }
+            self.consume(s, me);
+        }
+
+        fn consume(&self, s: u64, me: &mut Side) {
             ring::advance(&self.cursor, s + 1);
             progress_made();
-            if notified.take(0, self.space_waiting.load(Ordering::Relaxed)) == Some(Arm::FUTEX) {
-                self.room.wake_all();
+            if me.notified().take(0, self.space_waiting.load(Ordering::Relaxed)) == Some(Arm::FUTEX) {
+                self.kernel.wake_all();
             }
         }
+    }
+
+    /// Every interleaving with up to `preemptions` preemptions (unbounded,
+    /// loom had not finished the one-channel model after 15 minutes; these
+    /// bounds take seconds). Each lost wake-up these models were checked to
+    /// catch (either fence dropped, a futex value read after arming, a
+    /// `wait_any` missing one of its words) shows within three.
+    fn model(preemptions: usize, f: impl Fn() + Sync + Send + 'static) {
+        let mut model = loom::model::Builder::new();
+        model.preemption_bound = Some(preemptions);
+        model.check(f);
     }
 
     /// Every message is delivered and neither side sleeps through the
     /// other's progress: `messages` through a ring of `slots`, so the
     /// sender also waits for room when `messages > slots`.
-    fn run(slots: u64, messages: u64) {
-        // Every interleaving with up to five preemptions (unbounded, loom
-        // does not finish in 15 minutes; five take seconds). Each lost
-        // wake-up this model was checked to catch (either fence dropped,
-        // the futex value read after arming) shows within three.
-        let mut model = loom::model::Builder::new();
-        model.preemption_bound = Some(5);
-        model.check(move || {
-            let chan = Channel::new(slots);
+    fn one_channel(slots: u64, messages: u64) {
+        model(5, move || {
+            let chan = Channel::new(slots, &Arc::new(Kernel::default()));
             let tx = {
                 let chan = chan.clone();
                 loom::thread::spawn(move || {
-                    let (mut armer, mut notified) = (Armer::default(), Notified::new(1));
-                    (0..messages).for_each(|s| chan.send(s, &mut armer, &mut notified));
+                    let mut me = Side::default();
+                    (0..messages).for_each(|s| chan.send(s, &mut me));
                 })
             };
-            let (mut armer, mut notified) = (Armer::default(), Notified::new(1));
-            (0..messages).for_each(|s| chan.recv(s, &mut armer, &mut notified));
+            let mut me = Side::default();
+            (0..messages).for_each(|s| chan.recv(s, &mut me));
             tx.join().unwrap();
             assert_eq!(chan.cursor.next.load(Ordering::Relaxed), messages);
         });
@@ -244,11 +278,47 @@ mod loom_model {
 
     #[test]
     fn a_sleeping_receiver_is_woken_by_every_publish_it_waits_for() {
-        run(2, 2);
+        one_channel(2, 2);
     }
 
     #[test]
     fn a_sender_waiting_for_room_is_woken_by_the_consume_that_frees_it() {
-        run(1, 2);
+        one_channel(1, 2);
+    }
+
+    /// `wait_any` (`receiver::wait_any`): one receiver asleep on two
+    /// channels at once (every doorbell value read first, then each channel
+    /// armed and re-checked, then one wait on all the doorbells) is woken
+    /// by a publish on `busy`, whichever of the two it is.
+    fn two_channels(busy: usize) {
+        model(4, move || {
+            let kernel = Arc::new(Kernel::default());
+            let chans = [Channel::new(1, &kernel), Channel::new(1, &kernel)];
+            let tx = {
+                let chan = chans[busy].clone();
+                loom::thread::spawn(move || chan.send(0, &mut Side::default()))
+            };
+            let mut sides = [Side::default(), Side::default()];
+            while !chans[busy].ready(0) {
+                let values: Vec<u32> = chans.iter().map(|c| c.bell()).collect();
+                let mut idle = true;
+                for (chan, side) in chans.iter().zip(&mut sides) {
+                    idle &= chan.arm_idle(0, side);
+                }
+                if idle {
+                    let words: Vec<_> = chans.iter().zip(&values).map(|(c, &v)| (&c.doorbell, v)).collect();
+                    kernel.wait_any(&words);
+                }
+                chans.iter().for_each(|c| Armer::disarm(&c.sleeping));
+            }
+            chans[busy].consume(0, &mut sides[busy]);
+            tx.join().unwrap();
+        });
+    }
+
+    #[test]
+    fn a_receiver_asleep_on_two_channels_is_woken_by_a_publish_on_either() {
+        two_channels(0);
+        two_channels(1);
     }
 }
