@@ -9,18 +9,10 @@ mod common;
 use std::io::Write;
 use std::os::fd::AsRawFd;
 
-use common::{fork, payload, unique, Exit, GUARD};
+use common::{fork, memory_map, new_mapping, payload, unique, Exit, GUARD};
 use corecast::{Channel, ChannelConfig};
 
 /// The address range of this process's mapping of a memfd named `tag`.
-fn find_mapping(tag: &str) -> (usize, usize) {
-    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
-    let line = maps.lines().find(|l| l.contains(tag)).unwrap_or_else(|| panic!("no {tag} mapping in:\n{maps}"));
-    let range = line.split_whitespace().next().unwrap();
-    let (a, b) = range.split_once('-').unwrap();
-    (usize::from_str_radix(a, 16).unwrap(), usize::from_str_radix(b, 16).unwrap())
-}
-
 fn errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }
@@ -49,9 +41,10 @@ fn a_receiver_cannot_write_the_senders_region() {
     let attacker = fork({
         let name = name.clone();
         move |out| {
+            let before = memory_map();
             let chan = Channel::open(&name).unwrap();
             let rx = chan.receiver().unwrap();
-            let (start, end) = find_mapping("corecast-sender");
+            let (start, end) = new_mapping("corecast-sender", &before, false);
             let len = end - start;
             // mprotect the existing read-only mapping to writable.
             // SAFETY: an attack on our own address space; failure is expected.
@@ -106,9 +99,10 @@ fn a_receiver_cannot_write_the_senders_region() {
     let storer = fork({
         let name = name.clone();
         move |out| {
+            let before = memory_map();
             let chan = Channel::open(&name).unwrap();
             let _rx = chan.receiver().unwrap();
-            let (start, _) = find_mapping("corecast-sender");
+            let (start, _) = new_mapping("corecast-sender", &before, false);
             writeln!(out, "storing").unwrap();
             // SAFETY: deliberately invalid: the page is mapped read-only and
             // the store must fault.
@@ -138,10 +132,11 @@ fn a_sender_cannot_write_a_receivers_region() {
     let attacker = fork({
         let name = name.clone();
         move |out| {
+            let before = memory_map();
             let chan = Channel::open(&name).unwrap();
             let mut tx = chan.sender().unwrap();
             tx.send(b"x").unwrap(); // maps the receivers' regions
-            let (start, end) = find_mapping("corecast-receiver");
+            let (start, end) = new_mapping("corecast-receiver", &before, false);
             // SAFETY: attack on our own address space; failure expected.
             let r = unsafe { libc::mprotect(start as *mut _, end - start, libc::PROT_READ | libc::PROT_WRITE) };
             writeln!(out, "mprotect {r} {}", errno()).unwrap();

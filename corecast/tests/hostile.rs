@@ -11,7 +11,7 @@ use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{fork, payload, unique, Exit, GUARD};
+use common::{fork, memory_map, new_mapping, payload, unique, Exit, GUARD};
 use corecast::{Channel, ChannelConfig, ChannelError, LateReceiver, RecvError, SendError};
 
 const NOBODY: u32 = 65534;
@@ -64,18 +64,11 @@ fn shared_dir_exists() {
     assert!(warm.is_ok() || matches!(warm, Err(ChannelError::AlreadyExists(_))));
 }
 
-/// The address range of this process's mapping of a memfd named `tag`.
-fn find_mapping(tag: &str) -> usize {
-    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
-    let line = maps.lines().find(|l| l.contains(tag)).unwrap_or_else(|| panic!("no {tag} mapping in:\n{maps}"));
-    usize::from_str_radix(line.split('-').next().unwrap(), 16).unwrap()
-}
-
-/// The sequencer's `next` word as a sender maps it (writable), at the
-/// offset of `SequencerHeader::next` (its own 128-byte line after the
-/// 16-byte header start).
-fn sequencer_next() -> &'static AtomicU64 {
-    let base = find_mapping("corecast-sequencer");
+/// The sequencer's `next` word as a sender attached after `before` maps it
+/// (writable), at the offset of `SequencerHeader::next` (its own 128-byte
+/// line after the 16-byte header start).
+fn sequencer_next(before: &[String]) -> &'static AtomicU64 {
+    let (base, _) = new_mapping("corecast-sequencer", before, true);
     // SAFETY: the attack reaches into this process's own writable mapping of
     // the sequencer, which stays mapped while the sender lives (forever in
     // these children).
@@ -428,9 +421,10 @@ fn sequencer_tampering(tag: &str, delta: i64) {
     let mut hostile = fork({
         let name = name.clone();
         move |out| {
+            let before = memory_map();
             let chan = Channel::open(&name).unwrap();
             let _tx = chan.sender().unwrap();
-            let next = sequencer_next();
+            let next = sequencer_next(&before);
             let was = next.fetch_add(delta as u64, Ordering::SeqCst);
             writeln!(out, "moved {was}").unwrap();
             loop {
@@ -478,9 +472,10 @@ fn a_sender_that_corrupts_its_own_header_is_excluded() {
     let mut hostile = fork({
         let name = name.clone();
         move |out| {
+            let before = memory_map();
             let chan = Channel::open(&name).unwrap();
             let _tx = chan.sender().unwrap();
-            let base = find_mapping("corecast-sender");
+            let (base, _) = new_mapping("corecast-sender", &before, true);
             // SAFETY: the sender scribbles over the magic of its own region,
             // through its own writable mapping (the attack under test).
             unsafe { std::ptr::write_volatile(base as *mut u64, 0xdead_beef) };

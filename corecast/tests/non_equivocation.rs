@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{fork, unique, Child, Exit, GUARD};
+use common::{fork, memory_map, new_mapping, unique, Child, Exit, GUARD};
 use corecast::{Channel, ChannelConfig, ChannelError, Delivery, RecvError, SendError};
 
 fn ne(slots: u32, senders: u32, receivers: u32) -> ChannelConfig {
@@ -209,15 +209,10 @@ fn a_sender_scribbling_over_its_region_cannot_crash_hang_or_split_receivers() {
     let judge: fn(u64, &[u8]) -> bool = |_, b| !(b.len() >= 8 && first_word(b) & TAG == COMMITTED) || is_honest(b);
     let receivers: Vec<Child> = (0..3).map(|k| receiver(&name, k == 2, judge)).collect();
     let hostile = fork(|w| {
+        let before = memory_map();
         let chan = Channel::open(&name).expect("open");
         let tx = chan.sender().expect("attach");
-        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
-        let line = maps
-            .lines()
-            .find(|l| l.contains("corecast-sender") && l.split_whitespace().nth(1).is_some_and(|p| p.starts_with("rw")))
-            .expect("own region");
-        let (lo, hi) = line.split_whitespace().next().unwrap().split_once('-').unwrap();
-        let (lo, hi) = (usize::from_str_radix(lo, 16).unwrap(), usize::from_str_radix(hi, 16).unwrap());
+        let (lo, hi) = new_mapping("corecast-sender", &before, true);
         let mut x = 0x9E37_79B9_7F4A_7C15u64;
         for round in 0..200 {
             for p in (lo..hi).step_by(8) {

@@ -28,6 +28,28 @@ pub fn payload(seq: u64, sender: u32, len: usize) -> Vec<u8> {
     v
 }
 
+/// This process's memory map, one line per mapping: a snapshot to tell
+/// which mappings a later step adds ([`new_mapping`]).
+pub fn memory_map() -> Vec<String> {
+    std::fs::read_to_string("/proc/self/maps").unwrap().lines().map(str::to_owned).collect()
+}
+
+/// The address range of the mapping of a memfd named `tag` that this
+/// process made after `before` was taken, writable or read-only as
+/// `writable` says. A forked child inherits every mapping its parent holds,
+/// those of the other tests running in it included, so a mapping found by
+/// name alone may not be the one the child's own endpoint made.
+pub fn new_mapping(tag: &str, before: &[String], writable: bool) -> (usize, usize) {
+    let now = memory_map();
+    let line = now
+        .iter()
+        .filter(|l| l.contains(tag) && !before.contains(l))
+        .find(|l| l.split_whitespace().nth(1).is_some_and(|perms| perms.contains('w') == writable))
+        .unwrap_or_else(|| panic!("no new {tag} mapping (writable: {writable}) in:\n{}", now.join("\n")));
+    let (a, b) = line.split_whitespace().next().unwrap().split_once('-').unwrap();
+    (usize::from_str_radix(a, 16).unwrap(), usize::from_str_radix(b, 16).unwrap())
+}
+
 /// A forked child and the read end of the pipe it reports on.
 pub struct Child {
     pub pid: libc::pid_t,
