@@ -218,13 +218,28 @@ struct SenderHandle(*mut corecast_sender_t);
 // SAFETY: as `Handle`.
 unsafe impl Send for SenderHandle {}
 
+/// Two channels `a` and `b`, a receiver on each, and a sender on the one
+/// `sender_on` names: what the `wait_any` tests start from.
+struct TwoChannels {
+    chans: [*mut corecast_channel_t; 2],
+    rxs: [*mut corecast_receiver_t; 2],
+    tx: *mut corecast_sender_t,
+}
+
+fn two_channels(test: &str, sender_on: usize) -> TwoChannels {
+    let chans = [channel(&format!("{test}-a")), channel(&format!("{test}-b"))];
+    let mut rxs = [null_mut(); 2];
+    for (chan, rx) in chans.iter().zip(&mut rxs) {
+        assert_eq!(corecast_channel_receiver(*chan, rx), OK);
+    }
+    let mut tx = null_mut();
+    assert_eq!(corecast_channel_sender(chans[sender_on], &mut tx), OK);
+    TwoChannels { chans, rxs, tx }
+}
+
 #[test]
 fn wait_any_reports_the_receiver_with_a_message_and_times_out_without_one() {
-    let (a, b) = (channel("any-a"), channel("any-b"));
-    let (mut rx_a, mut rx_b, mut tx_b) = (null_mut(), null_mut(), null_mut());
-    assert_eq!(corecast_channel_receiver(a, &mut rx_a), OK);
-    assert_eq!(corecast_channel_receiver(b, &mut rx_b), OK);
-    assert_eq!(corecast_channel_sender(b, &mut tx_b), OK);
+    let TwoChannels { chans: [a, b], rxs: [rx_a, rx_b], tx: tx_b } = two_channels("any", 1);
     let rxs = [rx_a, rx_b];
     let mut ready = usize::MAX;
     let timeout = corecast_status::CORECAST_TIMEOUT as i32;
@@ -259,11 +274,7 @@ fn wait_any_reports_the_receiver_with_a_message_and_times_out_without_one() {
 
 #[test]
 fn wait_any_refuses_bad_lists_and_leaves_every_handle_usable() {
-    let (a, b) = (channel("anybad-a"), channel("anybad-b"));
-    let (mut rx_a, mut rx_b, mut tx_a) = (null_mut(), null_mut(), null_mut());
-    assert_eq!(corecast_channel_receiver(a, &mut rx_a), OK);
-    assert_eq!(corecast_channel_receiver(b, &mut rx_b), OK);
-    assert_eq!(corecast_channel_sender(a, &mut tx_a), OK);
+    let TwoChannels { chans: [a, b], rxs: [rx_a, rx_b], tx: tx_a } = two_channels("anybad", 0);
     let invalid = corecast_status::CORECAST_INVALID_ARGUMENT as i32;
     let mut ready = 0usize;
     assert_eq!(corecast_wait_any(std::ptr::null(), 1, 0, &mut ready), invalid);
