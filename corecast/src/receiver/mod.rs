@@ -176,12 +176,14 @@ impl Receiver {
     /// every receiver gets, and they do not change until released (unless
     /// this receiver is evicted for holding the channel past its deadline;
     /// [`Message::verify`] then fails).
+    #[inline]
     pub fn recv_in_place(&mut self) -> Result<Message<'_>, RecvError> {
         let (sender, len) = self.wait_ready(None)?;
         Ok(Message::new(self, sender, len))
     }
 
     /// Borrows the next message in place if one is ready.
+    #[inline]
     pub fn try_recv_in_place(&mut self) -> Result<Message<'_>, RecvError> {
         let (sender, len) = self.ready_armed()?;
         Ok(Message::new(self, sender, len))
@@ -345,6 +347,34 @@ impl Receiver {
     /// Finds the next message, skipping voids; `WouldBlock` when none is ready.
     #[inline(always)]
     fn ready(&mut self) -> Result<(usize, usize), RecvError> {
+        match self.ready_at_once() {
+            Some(found) => Ok(found),
+            None => self.ready_sorted(),
+        }
+    }
+
+    /// The common case of [`Receiver::ready`]: the next message is at the
+    /// first probe and there is nothing to report. `None` for everything
+    /// else, which `ready_sorted` sorts out. Small enough to stay in
+    /// registers: a receive that moves the large `Result` through memory
+    /// pays a store-forwarding stall per message.
+    #[inline(always)]
+    pub(super) fn ready_at_once(&mut self) -> Option<(usize, usize)> {
+        if self.poisoned || self.check_membership().is_err() {
+            return None;
+        }
+        match self.locate() {
+            Ok(Some(Found::Ready { sender, len })) => {
+                self.hint = sender;
+                Some((sender, len))
+            }
+            _ => None,
+        }
+    }
+
+    /// [`Receiver::ready`] for every case.
+    #[inline(never)]
+    fn ready_sorted(&mut self) -> Result<(usize, usize), RecvError> {
         if self.poisoned {
             return Err(RecvError::Evicted);
         }

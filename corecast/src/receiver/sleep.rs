@@ -12,11 +12,11 @@ use crate::sys::{futex, robust};
 use crate::wait::{sleep_budget, Backoff};
 
 impl Receiver {
-    #[inline]
+    #[inline(always)]
     pub(super) fn wait_ready(&mut self, deadline: Option<Instant>) -> Result<(usize, usize), RecvError> {
-        match self.ready() {
-            Err(RecvError::WouldBlock) => self.wait_for_message(deadline),
-            other => other,
+        match self.ready_at_once() {
+            Some(found) => Ok(found),
+            None => self.wait_for_message(deadline),
         }
     }
 

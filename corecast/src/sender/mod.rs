@@ -228,6 +228,7 @@ impl Sender {
     /// assert_eq!(&rx.recv_in_place()?[..], b"next");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[inline]
     pub fn loan(&mut self) -> Result<Loan<'_>, SendError> {
         self.loan_until(None)
     }
@@ -263,6 +264,7 @@ impl Sender {
 
     /// Like [`Sender::loan`] but fails with [`SendError::WouldBlock`] when
     /// full (or [`SendError::ReceiversLate`], as [`Sender::try_send`]).
+    #[inline]
     pub fn try_loan(&mut self) -> Result<Loan<'_>, SendError> {
         let claim = self.try_claim_armed(0);
         let seq = self.name_late_if_full(claim)?;
