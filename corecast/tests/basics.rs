@@ -55,6 +55,24 @@ fn zero_copy_loan_and_in_place_receive() {
 }
 
 #[test]
+fn a_loan_committed_too_long_fails_and_becomes_a_void() {
+    let chan = Channel::create(&unique("loanlong"), &config(4, 32)).unwrap();
+    let mut rx = chan.receiver().unwrap();
+    let mut tx = chan.sender().unwrap();
+    let mut loan = tx.loan().unwrap();
+    loan.as_mut_slice()[..5].copy_from_slice(b"never");
+    assert!(matches!(loan.commit(33), Err(SendError::TooLarge { bytes: 33, max_bytes: 32 })));
+    let mut loan = tx.loan().unwrap();
+    assert_eq!(loan.sequence(), 1);
+    loan.as_mut_slice()[..4].copy_from_slice(b"next");
+    loan.commit(4).unwrap();
+    let m = rx.try_recv_in_place().unwrap();
+    assert_eq!((&*m, m.sequence()), (&b"next"[..], 1), "number 0 was voided, not published");
+    drop(m);
+    assert!(matches!(rx.try_recv_in_place(), Err(RecvError::WouldBlock)));
+}
+
+#[test]
 fn errors_are_typed() {
     let name = unique("errs");
     let chan = Channel::create(&name, &config(4, 16)).unwrap();

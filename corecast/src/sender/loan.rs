@@ -10,13 +10,12 @@ use crate::ring;
 pub struct Loan<'a> {
     sender: &'a mut Sender,
     seq: u64,
-    done: bool,
 }
 
 impl<'a> Loan<'a> {
     /// The loan of the slot of `seq`, which `sender` holds.
     pub(super) fn new(sender: &'a mut Sender, seq: u64) -> Loan<'a> {
-        Loan { sender, seq, done: false }
+        Loan { sender, seq }
     }
 }
 
@@ -41,21 +40,25 @@ impl Loan<'_> {
     /// channel's deadline (receivers skipped it), and with
     /// [`SendError::TooLarge`] (the loan then becomes a void) if `len` is
     /// larger than the slot.
-    pub fn commit(mut self, len: usize) -> Result<(), SendError> {
+    pub fn commit(self, len: usize) -> Result<(), SendError> {
         let max = self.sender.region.geometry.slot_bytes as usize;
         if len > max {
             return Err(SendError::TooLarge { bytes: len, max_bytes: max });
         }
-        self.done = true;
-        self.sender.publish(self.seq, len as u32, ring::KIND_PUBLISHED)
+        // Published here, so not voided by `drop`. (No `done` flag: a Loan
+        // of two words moves through registers and aligned stores, where a
+        // trailing bool made every move of `Result<Loan, _>` a pair of
+        // overlapping 4-byte copies that stall store forwarding.)
+        let mut this = std::mem::ManuallyDrop::new(self);
+        let seq = this.seq;
+        this.sender.publish(seq, len as u32, ring::KIND_PUBLISHED)
     }
 }
 
 impl Drop for Loan<'_> {
     fn drop(&mut self) {
-        if !self.done {
-            // A void either way: ours, or the keeper's if it came first.
-            let _ = self.sender.publish(self.seq, 0, ring::KIND_VOID);
-        }
+        // Never committed. A void either way: ours, or the keeper's if it
+        // came first.
+        let _ = self.sender.publish(self.seq, 0, ring::KIND_VOID);
     }
 }
