@@ -83,6 +83,19 @@ pub(crate) fn progress_made() {
     fence(Ordering::SeqCst);
 }
 
+/// After arming, whether a waiter may sleep on `value`, the membership
+/// generation it read before arming: only if that is `decided_at`, the
+/// generation its last look at the membership (the look that left it
+/// nothing to do but wait) was made under, and the generation still is.
+/// A bump between that look and the read of `value` (a sender died, the
+/// keeper voided a claim) would otherwise be slept through: the futex
+/// compares against the newer value, and nothing bumps again.
+#[inline]
+pub(crate) fn generation_unchanged(generation: &AtomicU32, decided_at: u32, value: u32) -> bool {
+    // SeqCst: pairs with the keeper's SeqCst bump, after this waiter's SeqCst arming.
+    value == decided_at && generation.load(Ordering::SeqCst) == decided_at
+}
+
 /// An endpoint's own wake fd pair: it polls `owner`; peers get `peer`.
 #[cfg(not(loom))]
 #[derive(Debug)]
@@ -107,7 +120,7 @@ impl WakeFd {
 #[cfg(all(test, loom))]
 mod loom_model {
     use super::*;
-    use crate::layout::{Cursor, SlotHeader};
+    use crate::layout::{Cursor, SlotHeader, STATE_DEAD, STATE_LIVE};
     use crate::ring::{self, Probe, KIND_PUBLISHED};
     use crate::sync::AtomicU64;
     use loom::sync::{Arc, Condvar, Mutex};
@@ -320,5 +333,68 @@ mod loom_model {
     fn a_receiver_asleep_on_two_channels_is_woken_by_a_publish_on_either() {
         two_channels(0);
         two_channels(1);
+    }
+
+    /// What a receiver with no message sees of the membership: its one
+    /// sender's state and the generation the keeper bumps after changing
+    /// any state (`Keeper::bump`).
+    struct Membership {
+        sender_state: AtomicU32,
+        generation: AtomicU32,
+        /// The receiver's arm word and its sender's doorbell.
+        sleeping: AtomicU32,
+        doorbell: AtomicU32,
+        kernel: Kernel,
+    }
+
+    /// A receiver waiting for a message whose sender dies learns that every
+    /// sender is gone, wherever the keeper's bump lands: also between its
+    /// look at the states and its read of the futex values, the window
+    /// `generation_unchanged` closes (a check of the generation against the
+    /// value read alone fails this model).
+    #[test]
+    fn a_receiver_waiting_for_a_message_learns_that_its_sender_died() {
+        model(5, || {
+            let m = Arc::new(Membership {
+                sender_state: AtomicU32::new(STATE_LIVE),
+                generation: AtomicU32::new(0),
+                sleeping: AtomicU32::new(Arm::AWAKE),
+                doorbell: AtomicU32::new(0),
+                kernel: Kernel::default(),
+            });
+            let keeper = {
+                let m = m.clone();
+                loom::thread::spawn(move || {
+                    // `Keeper`: the state, then `bump`.
+                    m.sender_state.store(STATE_DEAD, Ordering::SeqCst);
+                    m.generation.fetch_add(1, Ordering::SeqCst);
+                    m.kernel.wake_all();
+                })
+            };
+            let mut armer = Armer::default();
+            let mut known = 0;
+            loop {
+                // `Receiver::ready_sorted` (no message is ever published):
+                // the states, then the generation; a new one means a fresh
+                // look.
+                let live = m.sender_state.load(Ordering::SeqCst) == STATE_LIVE;
+                let generation = m.generation.load(Ordering::SeqCst);
+                if generation != known {
+                    known = generation;
+                    continue;
+                }
+                if !live {
+                    break;
+                }
+                // `Receiver::sleep`: the futex values, arming, the re-check.
+                let values = [m.generation.load(Ordering::SeqCst), m.doorbell.load(Ordering::SeqCst)];
+                armer.arm(&m.sleeping, Arm::FUTEX);
+                if generation_unchanged(&m.generation, known, values[0]) {
+                    m.kernel.wait_any(&[(&m.generation, values[0]), (&m.doorbell, values[1])]);
+                }
+                Armer::disarm(&m.sleeping);
+            }
+            keeper.join().unwrap();
+        });
     }
 }

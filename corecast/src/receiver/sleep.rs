@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use super::{Found, Receiver};
 use crate::error::RecvError;
 use crate::layout::Arm;
-use crate::notify::Armer;
+use crate::notify::{self, Armer};
 use crate::sync::Ordering;
 use crate::sys::{futex, robust};
 use crate::wait::{sleep_budget, Backoff};
@@ -52,7 +52,12 @@ impl Receiver {
         }
         let keeper = m.keeper_word();
         // Acquire pairs with the keeper's Release store of its robust word (sys::robust).
-        let words = [(&m.header().generation.0, gen), (keeper, keeper.load(Ordering::Acquire))];
+        let keeper_value = keeper.load(Ordering::Acquire);
+        // Its death is told once: a waiter that read it dead must not sleep on it.
+        if robust::owner_died(keeper_value) {
+            return;
+        }
+        let words = [(&m.header().generation.0, gen), (keeper, keeper_value)];
         let _ = futex::wait_any(&words, budget);
         robust::cascade(keeper);
     }
@@ -94,8 +99,12 @@ impl Receiver {
         // Either a sender's publish sees this arming, or the re-check below
         // sees its stamp (notify's handshake).
         self.armer.arm(&self.region.header().sleeping.0, Arm::FUTEX);
+        // The values are those of `sleep_words`: the generation, the keeper's word, the doorbells.
+        let generation = &self.link.membership.header().generation.0;
         matches!(self.locate(), Ok(Some(Found::NotYet)))
-            && values.first() == Some(&self.link.membership.header().generation.0.load(Ordering::SeqCst))
+            && notify::generation_unchanged(generation, self.generation, values[0])
+            // Its death is told once: a waiter that read it dead must not sleep on it.
+            && !robust::owner_died(values[1])
     }
 
     pub(super) fn disarm_futex(&self) {

@@ -479,8 +479,12 @@ impl Sender {
         if !room_now && !self.room.pending && self.room.generation == receivers_known {
             let keeper = m.keeper_word();
             // Acquire pairs with the keeper's Release store of its robust word (sys::robust).
-            let mut words = vec![(gen_word, gen), (keeper, keeper.load(Ordering::Acquire))];
+            let keeper_value = keeper.load(Ordering::Acquire);
+            let mut words = vec![(gen_word, gen), (keeper, keeper_value)];
             let sleep = match self.room.slowest(m) {
+                // Its death is told once: read dead, it would never wake this
+                // sleep; the caller's next claim reports it.
+                _ if robust::owner_died(keeper_value) => false,
                 // No live receiver: only a membership change brings room.
                 None => true,
                 Some(i) => match (self.room.receivers[i].as_ref(), before[i]) {
