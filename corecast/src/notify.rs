@@ -15,9 +15,13 @@
 //!   and acts on it once per arming ([`Notified::take`]).
 //!
 //! The two fences forbid the one bad outcome: the waiter's re-check missing
-//! the progress while the peer's read misses the arming. The loom model at
-//! the end of this file runs both handshakes of a channel (a receiver
-//! asleep for a message, a sender asleep for room) over every interleaving.
+//! the progress while the peer's read misses the arming. The keeper's
+//! changes need no arming: a waiter sleeps on the membership generation
+//! too, and only at the generation its last look was made under
+//! ([`generation_unchanged`]). The loom model at the end of this file runs
+//! both handshakes of a channel (a receiver asleep for a message, a sender
+//! asleep for room) and a receiver's wait through a keeper's bump over
+//! every interleaving (to a bound).
 
 #[cfg(not(loom))]
 use std::os::fd::OwnedFd;
