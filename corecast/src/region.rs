@@ -71,6 +71,7 @@ impl Membership {
         Ok(Membership { map, geometry })
     }
 
+    #[inline]
     pub(crate) fn header(&self) -> &MembershipHeader {
         // SAFETY: validated to fit; atomics tolerate concurrent writers.
         unsafe { &*self.map.base().cast::<MembershipHeader>() }
@@ -88,6 +89,7 @@ impl Membership {
         read(unsafe { ptr::addr_of!((*self.map.base().cast::<MembershipHeader>()).keeper_pid) })
     }
 
+    #[inline]
     fn entry(&self, k: usize) -> &MemberEntry {
         let off = std::mem::size_of::<MembershipHeader>() + k * std::mem::size_of::<MemberEntry>();
         assert!(off + std::mem::size_of::<MemberEntry>() <= self.map.len());
@@ -97,17 +99,20 @@ impl Membership {
     }
 
     /// Sender entry `j < max_senders`.
+    #[inline]
     pub(crate) fn sender(&self, j: usize) -> &MemberEntry {
         assert!(j < self.geometry.max_senders as usize);
         self.entry(j)
     }
 
     /// Receiver entry `i < max_receivers`.
+    #[inline]
     pub(crate) fn receiver(&self, i: usize) -> &MemberEntry {
         assert!(i < self.geometry.max_receivers as usize);
         self.entry(self.geometry.max_senders as usize + i)
     }
 
+    #[inline]
     pub(crate) fn generation(&self) -> u32 {
         // SeqCst: pairs with the keeper's SeqCst generation bump (keeper::bump) around the arm-then-recheck of a sleeper.
         self.header().generation.0.load(Ordering::SeqCst)
@@ -116,11 +121,13 @@ impl Membership {
     /// Whether a receiver was ever evicted. Read after the claim: a sender
     /// that saw an eviction in its room check (Acquire on the state) sees
     /// this flag, which the keeper set before the state.
+    #[inline]
     pub(crate) fn evicted_ever(&self) -> bool {
         // Acquire pairs with the keeper's (SeqCst or Release) updates of the flags.
         self.header().flags.load(Ordering::Acquire) & FLAG_EVICTED_EVER != 0
     }
 
+    #[inline]
     pub(crate) fn destroyed(&self) -> bool {
         self.header().flags.load(Ordering::Acquire) & FLAG_DESTROYED != 0
     }
@@ -128,16 +135,19 @@ impl Membership {
     /// Whether the keeper is alive: the kernel marks its robust word when it
     /// dies (`sys::robust`). Acquire pairs with nothing in user space; the
     /// kernel's store is a locked compare-exchange.
+    #[inline]
     pub(crate) fn keeper_alive(&self) -> bool {
         !crate::sys::robust::owner_died(self.header().keeper_lock.load(Ordering::Acquire))
     }
 
     /// The keeper's robust word, which members also sleep on.
+    #[inline]
     pub(crate) fn keeper_word(&self) -> &crate::sync::AtomicU32 {
         &self.header().keeper_lock
     }
 
     /// Every number below this has been claimed (the keeper's last look).
+    #[inline]
     pub(crate) fn floor(&self) -> u64 {
         // Acquire pairs with the keeper's Release store of the floor (keeper audit).
         self.header().floor.load(Ordering::Acquire)
@@ -225,11 +235,13 @@ impl SenderRegion {
         Ok(())
     }
 
+    #[inline]
     pub(crate) fn header(&self) -> &SenderHeader {
         // SAFETY: validated to fit.
         unsafe { &*self.map.base().cast::<SenderHeader>() }
     }
 
+    #[inline]
     fn slot_ptr(&self, seq: u64) -> *mut u8 {
         let i = (seq & u64::from(self.geometry.slots - 1)) as usize;
         // SAFETY: i < slots, and the region holds header + slots * stride
@@ -238,6 +250,7 @@ impl SenderRegion {
     }
 
     /// The header of the slot that holds `seq`.
+    #[inline]
     pub(crate) fn slot(&self, seq: u64) -> &SlotHeader {
         // SAFETY: in bounds (see slot_ptr); 64-byte aligned.
         unsafe { &*self.slot_ptr(seq).cast::<SlotHeader>() }
@@ -286,6 +299,7 @@ impl ReceiverRegion {
         Ok(ReceiverRegion { map })
     }
 
+    #[inline]
     pub(crate) fn header(&self) -> &ReceiverHeader {
         // SAFETY: validated to fit.
         unsafe { &*self.map.base().cast::<ReceiverHeader>() }

@@ -48,11 +48,13 @@ impl Mapping {
     }
 
     /// Start of the mapping.
+    #[inline]
     pub(crate) fn base(&self) -> *mut u8 {
         self.ptr.as_ptr()
     }
 
     /// Length in bytes.
+    #[inline]
     pub(crate) fn len(&self) -> usize {
         self.len
     }

@@ -65,6 +65,7 @@ pub(crate) fn hold_until_death(word: &AtomicU32) -> Result<(), rustix::io::Errno
 }
 
 /// Whether the word says its holder died.
+#[inline]
 pub(crate) fn owner_died(word: u32) -> bool {
     word & FUTEX_OWNER_DIED != 0
 }
