@@ -1,6 +1,6 @@
 //! Payload patterns that make every delivered byte checkable (SPEC B6).
 //!
-//! A message carries its sequence number and sender in its first 12 bytes
+//! A message carries its sequence number and sender in its first 16 bytes
 //! (when it is that long) and a pattern derived from both in the rest, so a
 //! receiver can tell a lost, duplicated, reordered or corrupted message from
 //! the bytes alone.
@@ -24,10 +24,11 @@ pub fn fill(buf: &mut [u8], seq: u64, sender: u32) {
     // Fixed-size copies and byte loops for the short ends: a call to
     // memmove per message would cost more than the 64-byte message itself.
     let body = match buf.split_first_chunk_mut::<8>() {
-        Some((s, rest)) if rest.len() >= 4 => {
+        Some((s, rest)) if rest.len() >= 8 => {
             *s = seq.to_le_bytes();
             rest[..4].copy_from_slice(&sender.to_le_bytes());
-            12
+            rest[4..8].copy_from_slice(&(!sender).to_le_bytes());
+            HEAD
         }
         _ => {
             buf.iter_mut().zip(head(seq, sender)).for_each(|(b, h)| *b = h);
@@ -59,13 +60,23 @@ const BLOCK: usize = 256;
 /// The pattern's advance over one block.
 const BLOCK_STEP: u64 = STEP.wrapping_mul((BLOCK / 8) as u64);
 
-/// The 12 header bytes of message `seq` from `sender`.
-fn head(seq: u64, sender: u32) -> [u8; 12] {
-    let mut h = [0u8; 12];
+/// The header bytes of message `seq` from `sender`: its number, the
+/// sender, and the sender's complement.
+fn head(seq: u64, sender: u32) -> [u8; HEAD] {
+    let mut h = [0u8; HEAD];
     h[..8].copy_from_slice(&seq.to_le_bytes());
-    h[8..].copy_from_slice(&sender.to_le_bytes());
+    h[8..12].copy_from_slice(&sender.to_le_bytes());
+    h[12..].copy_from_slice(&(!sender).to_le_bytes());
     h
 }
+
+/// Header length. 16, not the 12 its two fields need: the pattern then
+/// starts where the message does modulo 16, so a message that starts on a
+/// cache line is filled and checked without a 16-byte access split across
+/// two lines. With 12, a quarter of them were, and the in-place fill and
+/// check of a line-aligned ring (the `limit` ceiling at 4 KiB, 0.85-0.88M
+/// msg/s) ran at two thirds of its rate with 16 (1.24-1.30M).
+const HEAD: usize = 16;
 
 /// Whether `buf` is message `seq` from `sender` (`inverted`: with every
 /// byte complemented), read where it lies: no copy, no allocation, one pass
@@ -73,16 +84,17 @@ fn head(seq: u64, sender: u32) -> [u8; 12] {
 #[inline]
 pub fn matches(buf: &[u8], seq: u64, sender: u32, inverted: bool) -> bool {
     let mask = if inverted { u64::MAX } else { 0 };
-    if buf.len() < 12 {
+    if buf.len() < HEAD {
         return buf.iter().zip(head(seq, sender)).all(|(b, w)| *b == w ^ mask as u8);
     }
     let s = u64::from_le_bytes(buf[..8].try_into().expect("8 bytes"));
     let p = u32::from_le_bytes(buf[8..12].try_into().expect("4 bytes"));
-    if s != seq ^ mask || p != sender ^ mask as u32 {
+    let q = u32::from_le_bytes(buf[12..16].try_into().expect("4 bytes"));
+    if s != seq ^ mask || p != sender ^ mask as u32 || q != !sender ^ mask as u32 {
         return false;
     }
     let mut w = key(seq, sender);
-    let mut blocks = buf[12..].chunks_exact(BLOCK);
+    let mut blocks = buf[HEAD..].chunks_exact(BLOCK);
     for b in &mut blocks {
         let mut diff = 0u64;
         for (k, c) in b.chunks_exact(8).enumerate() {
@@ -117,8 +129,8 @@ pub fn check(buf: &[u8], expected_len: usize, seq: u64, sender: u32) -> Result<(
     if matches(buf, seq, sender, false) {
         return Ok(());
     }
-    let n = buf.len().min(12);
-    let mut head = [0u8; 12];
+    let n = buf.len().min(HEAD);
+    let mut head = [0u8; HEAD];
     fill(&mut head[..n], seq, sender);
     let mut bad = buf[..n].iter().zip(&head).position(|(a, b)| a != b);
     if bad.is_none() {
@@ -201,11 +213,11 @@ mod tests {
     /// The block-wise fill writes what one word after another would.
     #[test]
     fn fill_is_the_word_by_word_pattern() {
-        for len in [12usize, 20, 268, 269, 1000, 4099] {
+        for len in [16usize, 24, 272, 273, 1000, 4099] {
             let mut b = vec![0u8; len];
             fill(&mut b, 5, 1);
             let mut w = key(5, 1);
-            for (i, c) in b[12..].chunks(8).enumerate() {
+            for (i, c) in b[HEAD..].chunks(8).enumerate() {
                 assert_eq!(c, &w.to_le_bytes()[..c.len()], "len {len} word {i}");
                 w = w.wrapping_add(STEP);
             }
@@ -214,7 +226,7 @@ mod tests {
 
     #[test]
     fn in_place_match_sees_every_byte() {
-        for len in [0usize, 1, 7, 12, 13, 20, 64, 267, 268, 269, 276, 4099] {
+        for len in [0usize, 1, 7, 12, 15, 16, 17, 24, 64, 271, 272, 273, 280, 4099] {
             let mut b = vec![0u8; len];
             fill(&mut b, 9, 2);
             assert!(matches(&b, 9, 2, false));
