@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use corecast_bench::harness::RunOptions;
+use corecast_bench::harness::{BenchError, RunOptions};
 use corecast_bench::host::pairs::{self, Closeness};
 use corecast_bench::host::placement::Placement;
 use corecast_bench::host::topology::CpuTopology;
@@ -65,6 +65,24 @@ fn paxos_backup_takes_over_without_losing_a_decision() {
         assert!(t.takeover_us > 0.0, "{}: {t:?}", m.name());
         assert!(r.client.total > 30);
     });
+}
+
+#[test]
+fn a_takeover_before_the_kill_is_reported_as_such() {
+    // A zero timeout makes the leader switch at its first heartbeat, long
+    // before instance 1,000,000: the run cannot measure a takeover.
+    let m = mechanisms::by_name("pipe").unwrap();
+    let mut p = paxos::PaxosParams::new(64, SHORT, 1);
+    p.window = 4;
+    p.warmup = 10;
+    p.kill_after = Some(1_000_000);
+    p.takeover_timeout = Duration::ZERO;
+    match paxos::run(&*m, &p, &opts()) {
+        Err(BenchError::PrematureTakeover { mechanism, kill_after, timeout }) => {
+            assert_eq!((mechanism.as_str(), kill_after, timeout), ("pipe", 1_000_000, Duration::ZERO));
+        }
+        other => panic!("expected a premature takeover, got {:?}", other.map(|r| r.client.total)),
+    }
 }
 
 #[test]

@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::io;
+use std::time::Duration;
 
 use crate::transport::{RunFailure, TransportError};
 
@@ -26,6 +27,18 @@ pub enum BenchError {
         what: String,
         /// The error.
         source: Box<BenchError>,
+    },
+    /// PaxosInside was to measure a takeover after killing the acceptor,
+    /// but the leader suspected the acceptor by its timeout and switched
+    /// before the kill: nothing was delivered wrong, and nothing was
+    /// measured. A longer takeover timeout avoids it on a loaded machine.
+    PrematureTakeover {
+        /// The mechanism run.
+        mechanism: String,
+        /// The instance after which the acceptor was to die.
+        kill_after: u64,
+        /// The leader's timeout, which fired first.
+        timeout: Duration,
     },
     /// A system call of the suite itself failed.
     Os {
@@ -69,6 +82,12 @@ impl fmt::Display for BenchError {
             BenchError::Run(e) => write!(f, "{e}"),
             BenchError::Params(s) | BenchError::Mismatch(s) | BenchError::Report(s) => f.write_str(s),
             BenchError::Within { what, source } => write!(f, "{what}: {source}"),
+            BenchError::PrematureTakeover { mechanism, kill_after, timeout } => write!(
+                f,
+                "{mechanism}: the leader timed out on the acceptor and switched to the backup before the acceptor \
+                 reached instance {kill_after}, so it was never killed: the takeover timeout of {timeout:?} is short \
+                 for this machine's load (raise --takeover-timeout)"
+            ),
             BenchError::Os { op, source } => write!(f, "{op}: {source}"),
         }
     }

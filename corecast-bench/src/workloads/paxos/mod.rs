@@ -101,7 +101,7 @@ impl EncodableJob for PaxosJob {
 /// Runs one PaxosInside point of `mechanism` and checks it.
 pub fn run(mechanism: &dyn Mechanism, p: &PaxosParams, opts: &RunOptions) -> Result<PaxosResult, BenchError> {
     if p.size < MIN_REQUEST_BYTES || p.window == 0 || p.repetitions == 0 || p.kill_after == Some(0) {
-        return Err(BenchError::mismatch(format!(
+        return Err(BenchError::params(format!(
             "paxos needs requests of at least {MIN_REQUEST_BYTES} B, a window, a repetition and kill_after >= 1"
         )));
     }
@@ -141,15 +141,16 @@ pub fn run(mechanism: &dyn Mechanism, p: &PaxosParams, opts: &RunOptions) -> Res
         None => None,
         Some(n) => {
             if !reports[PRIMARY].is_empty() {
-                return Err(BenchError::mismatch(match leader.switch {
-                    Some(_) => format!(
-                        "{name}: the leader timed out on the acceptor and switched to the backup before the acceptor \
-                         reached instance {n}, so it was never killed (the takeover timeout of {:?} is short for \
-                         this machine's load)",
-                        p.takeover_timeout
-                    ),
-                    None => format!("{name}: the acceptor was never killed (the run ended before instance {n})"),
-                }));
+                return Err(match leader.switch {
+                    Some(_) => BenchError::PrematureTakeover {
+                        mechanism: name.to_string(),
+                        kill_after: n,
+                        timeout: p.takeover_timeout,
+                    },
+                    None => BenchError::mismatch(format!(
+                        "{name}: the acceptor was never killed (the run ended before instance {n})"
+                    )),
+                });
             }
             let kill = kill_ns
                 .ok_or_else(|| BenchError::mismatch(format!("{name}: no learner saw the acceptor's last message")))?;
