@@ -47,18 +47,25 @@ fn paxos_learners_agree_with_the_client() {
     });
 }
 
+/// PaxosInside with the acceptor killed after instance `kill_after` and
+/// the leader's takeover timeout `timeout`.
+fn kill_params(kill_after: u64, timeout: Duration) -> paxos::PaxosParams {
+    let mut p = paxos::PaxosParams::new(64, SHORT, 1);
+    p.window = 4;
+    p.warmup = 10;
+    p.kill_after = Some(kill_after);
+    p.takeover_timeout = timeout;
+    p
+}
+
 #[test]
 fn paxos_backup_takes_over_without_losing_a_decision() {
     each(|m| {
-        let mut p = paxos::PaxosParams::new(64, SHORT, 1);
-        p.window = 4;
-        p.warmup = 10;
-        p.kill_after = Some(30);
         // pipe and unix-dgram detect the kill by this timeout. The suite's
         // 20 ms is too short for a test: on a loaded 2-core CI machine a
         // pause before instance 30 made the leader switch before the kill.
         // 2 s only bounds how long the takeover may take.
-        p.takeover_timeout = Duration::from_secs(2);
+        let p = kill_params(30, Duration::from_secs(2));
         let r = paxos::run(m, &p, &opts()).unwrap_or_else(|e| panic!("{}: {e}", m.name()));
         let t = r.takeover.expect("a takeover");
         eprintln!("{}: {t:?}", m.name());
@@ -72,11 +79,7 @@ fn a_takeover_before_the_kill_is_reported_as_such() {
     // A zero timeout makes the leader switch at its first heartbeat, long
     // before instance 1,000,000: the run cannot measure a takeover.
     let m = mechanisms::by_name("pipe").unwrap();
-    let mut p = paxos::PaxosParams::new(64, SHORT, 1);
-    p.window = 4;
-    p.warmup = 10;
-    p.kill_after = Some(1_000_000);
-    p.takeover_timeout = Duration::ZERO;
+    let p = kill_params(1_000_000, Duration::ZERO);
     match paxos::run(&*m, &p, &opts()) {
         Err(BenchError::PrematureTakeover { mechanism, kill_after, timeout }) => {
             assert_eq!((mechanism.as_str(), kill_after, timeout), ("pipe", 1_000_000, Duration::ZERO));
@@ -90,11 +93,7 @@ fn corecast_takeover_uses_the_crash_notification() {
     // With a 60 s timeout, only the keeper's notification can make the
     // leader switch: no timing is assumed, the timeout is a hang guard.
     let m = mechanisms::by_name("corecast").unwrap();
-    let mut p = paxos::PaxosParams::new(64, SHORT, 1);
-    p.window = 4;
-    p.warmup = 10;
-    p.kill_after = Some(30);
-    p.takeover_timeout = Duration::from_secs(60);
+    let p = kill_params(30, Duration::from_secs(60));
     let r = paxos::run(&*m, &p, &opts()).unwrap();
     let t = r.takeover.expect("a takeover");
     assert_eq!(t.detection, paxos::Detection::CrashNotification, "{t:?}");
