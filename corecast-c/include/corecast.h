@@ -415,7 +415,8 @@ int corecast_sender_send_timeout(corecast_sender_t *sender,
 // is the caller's until `corecast_sender_commit` or
 // `corecast_sender_abort`; meanwhile every other call on this sender
 // returns `CORECAST_INVALID_STATE`, and receivers wait for this number, so
-// commit promptly (a loan held past the channel's deadline is voided).
+// commit promptly (a loan held past the channel's deadline is voided,
+// unless the channel has one sender slot).
 int corecast_sender_loan(corecast_sender_t *sender,
                          void **data,
                          size_t *capacity,

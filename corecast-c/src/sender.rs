@@ -173,7 +173,8 @@ fn loan_with(
 /// is the caller's until `corecast_sender_commit` or
 /// `corecast_sender_abort`; meanwhile every other call on this sender
 /// returns `CORECAST_INVALID_STATE`, and receivers wait for this number, so
-/// commit promptly (a loan held past the channel's deadline is voided).
+/// commit promptly (a loan held past the channel's deadline is voided,
+/// unless the channel has one sender slot).
 #[no_mangle]
 pub extern "C" fn corecast_sender_loan(
     sender: *mut corecast_sender_t,

@@ -114,7 +114,8 @@ pub enum SendError {
     /// This sender held number `seq` (a loan, or a send stalled mid-copy)
     /// unpublished past the channel's deadline, so the keeper voided it:
     /// every receiver skipped it and this message was not sent. The sender
-    /// may send again.
+    /// may send again. Never in a channel with one sender slot, whose
+    /// keeper does not void a live sender's claims.
     ClaimVoided {
         /// The number that was voided.
         seq: u64,

@@ -398,6 +398,48 @@ fn a_sender_stalled_inside_a_loan_is_voided_and_told() {
     assert!(matches!(rx.try_recv(&mut [0u8; 64]), Err(RecvError::WouldBlock)), "the stale message never arrives");
 }
 
+/// A channel's only sender claims with plain stores, which a revocation
+/// could not stop, so its keeper never voids a live sender's claim: a loan
+/// held far past the deadline is delivered when it is committed. (The wait
+/// gives the keeper ten deadlines to get it wrong; a revoking keeper fails
+/// this test on any machine fast enough to run its audit once.)
+#[test]
+fn an_only_senders_loan_held_past_the_deadline_is_delivered() {
+    let name = unique("only-sender-late");
+    let chan = Channel::create(&name, &cfg(16, 1, Some(50))).unwrap();
+    let mut rx = chan.receiver().unwrap();
+    let flag = std::env::temp_dir().join(format!("cc-only-resume-{}", std::process::id()));
+    let _ = std::fs::remove_file(&flag);
+    let mut slow = fork({
+        let (name, flag) = (name.clone(), flag.clone());
+        move |out| {
+            let chan = Channel::open(&name).unwrap();
+            let mut tx = chan.sender().unwrap();
+            let mut loan = tx.loan().unwrap();
+            loan.as_mut_slice()[..4].copy_from_slice(b"late");
+            writeln!(out, "loaned {}", loan.sequence()).unwrap();
+            while !flag.exists() {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            writeln!(out, "{:?}", loan.commit(4)).unwrap();
+            0
+        }
+    });
+    let line = slow.read_line();
+    let seq: u64 = line.strip_prefix("loaned ").unwrap().parse().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(matches!(rx.try_recv(&mut [0u8; 64]), Err(RecvError::WouldBlock)), "nothing is skipped or sent yet");
+    std::fs::write(&flag, b"").unwrap();
+    let (exit, report) = slow.wait(GUARD);
+    let _ = std::fs::remove_file(&flag);
+    assert_eq!(exit, Exit::Code(0), "{report}");
+    assert_eq!(report, "Ok(())\n", "the late commit succeeds");
+    let msg = rx.recv_in_place_timeout(GUARD).unwrap();
+    assert_eq!((msg.sequence(), &msg[..]), (seq, &b"late"[..]));
+    let status = chan.status().unwrap();
+    assert_eq!(status.members.iter().filter_map(|m| m.voided).sum::<u32>(), 0, "nothing was voided");
+}
+
 /// A hostile sender moves the shared `next` by `delta` after two honest
 /// senders sent 5 messages each (the second one last); the first sender's
 /// next 10 messages must all reach the receiver, in order, and the keeper

@@ -191,8 +191,15 @@ impl Keeper {
         }
     }
 
-    /// Voids a live sender's claim held unpublished past the deadline.
+    /// Voids a live sender's claim held unpublished past the deadline. Not
+    /// in a channel with one sender slot: its only sender claims and
+    /// commits with plain stores (`ring::try_claim_exclusive`), which a
+    /// revocation could not stop, and its stalled claim holds back no other
+    /// sender's messages.
     fn void_stalled_claims(&mut self, now: Instant, next: u64) {
+        if self.senders.len() == 1 {
+            return;
+        }
         // Acquire pairs with the keeper's Release store of the deadline.
         let ms = self.membership.header().deadline_ms.load(Ordering::Acquire);
         let mut voided = false;

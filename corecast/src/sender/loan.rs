@@ -37,7 +37,8 @@ impl Loan<'_> {
 
     /// Publishes the first `len` bytes of the slot to every receiver.
     /// Fails with [`SendError::ClaimVoided`] if the loan was held past the
-    /// channel's deadline (receivers skipped it), and with
+    /// channel's deadline (receivers skipped it; not in a channel with one
+    /// sender slot, where a late commit is delivered), and with
     /// [`SendError::TooLarge`] (the loan then becomes a void) if `len` is
     /// larger than the slot.
     pub fn commit(self, len: usize) -> Result<(), SendError> {

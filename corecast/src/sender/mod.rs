@@ -358,7 +358,13 @@ impl Sender {
     fn claim_once(&mut self, g: &Geometry) -> Claim {
         let room = &mut self.room;
         let link = &self.link;
-        ring::try_claim(self.sequencer.next(), &self.region.header().claim.0, |s| room.check(link, g, s))
+        let (next, claim) = (self.sequencer.next(), &self.region.header().claim.0);
+        // The keeper admits at most `max_senders` senders at a time.
+        if g.max_senders == 1 {
+            ring::try_claim_exclusive(next, claim, |s| room.check(link, g, s))
+        } else {
+            ring::try_claim(next, claim, |s| room.check(link, g, s))
+        }
     }
 
     /// After a claim attempt whose room check found trouble: reports the
@@ -394,8 +400,15 @@ impl Sender {
     #[inline(always)]
     fn publish(&mut self, seq: u64, len: u32, kind: u64) -> Result<(), SendError> {
         // The keeper may have revoked the claim (held past the deadline):
-        // then the number is void for every receiver and stays so.
-        let published = ring::commit_claim(&self.region.header().claim.0, seq);
+        // then the number is void for every receiver and stays so. It
+        // never revokes the claims of a channel's only sender.
+        let claim = &self.region.header().claim.0;
+        let published = if self.region.geometry.max_senders == 1 {
+            ring::commit_exclusive(claim, seq);
+            true
+        } else {
+            ring::commit_claim(claim, seq)
+        };
         if published {
             ring::publish(self.region.slot(seq), seq, len, kind);
         }
