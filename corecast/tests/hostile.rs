@@ -11,7 +11,7 @@ use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{fork, memory_map, new_mapping, payload, unique, Exit, GUARD};
+use common::{fork, memory_map, new_mapping, payload, unique, Child, Exit, GUARD};
 use corecast::{Channel, ChannelConfig, ChannelError, LateReceiver, RecvError, SendError};
 
 const NOBODY: u32 = 65534;
@@ -355,30 +355,39 @@ fn a_destroyed_channels_keeper_leaves_the_next_channels_name_alone() {
     assert!(matches!(Channel::create(&name, &cfg(2, 1, None)), Err(ChannelError::AlreadyExists(_))));
 }
 
+/// A child that joins channel `name` as a sender, loans a slot, writes
+/// `body` into it and holds the loan until the file `flag` exists; then it
+/// commits and reports the commit's result. Returns the child and the
+/// loan's number.
+fn hold_a_loan(name: &str, flag: &std::path::Path, body: &'static [u8]) -> (Child, u64) {
+    let _ = std::fs::remove_file(flag);
+    let mut child = fork({
+        let (name, flag) = (name.to_string(), flag.to_path_buf());
+        move |out| {
+            let chan = Channel::open(&name).unwrap();
+            let mut tx = chan.sender().unwrap();
+            let mut loan = tx.loan().unwrap();
+            loan.as_mut_slice()[..body.len()].copy_from_slice(body);
+            writeln!(out, "loaned {}", loan.sequence()).unwrap();
+            while !flag.exists() {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            writeln!(out, "{:?}", loan.commit(body.len())).unwrap();
+            0
+        }
+    });
+    let line = child.read_line();
+    let seq = line.strip_prefix("loaned ").unwrap().parse().unwrap();
+    (child, seq)
+}
+
 #[test]
 fn a_sender_stalled_inside_a_loan_is_voided_and_told() {
     let name = unique("stalled-loan");
     let chan = Channel::create(&name, &cfg(16, 2, Some(100))).unwrap();
     let mut rx = chan.receiver().unwrap();
     let flag = std::env::temp_dir().join(format!("cc-resume-{}", std::process::id()));
-    let _ = std::fs::remove_file(&flag);
-    let mut stalled = fork({
-        let (name, flag) = (name.clone(), flag.clone());
-        move |out| {
-            let chan = Channel::open(&name).unwrap();
-            let mut tx = chan.sender().unwrap();
-            let mut loan = tx.loan().unwrap();
-            loan.as_mut_slice()[..5].copy_from_slice(b"stale");
-            writeln!(out, "loaned {}", loan.sequence()).unwrap();
-            while !flag.exists() {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            writeln!(out, "{:?}", loan.commit(5)).unwrap();
-            0
-        }
-    });
-    let line = stalled.read_line();
-    let seq: u64 = line.strip_prefix("loaned ").unwrap().parse().unwrap();
+    let (stalled, seq) = hold_a_loan(&name, &flag, b"stale");
     stalled.kill(libc::SIGSTOP);
     let mut tx = chan.sender().unwrap();
     tx.send(&payload(seq + 1, 1, 64)).unwrap();
@@ -409,24 +418,7 @@ fn an_only_senders_loan_held_past_the_deadline_is_delivered() {
     let chan = Channel::create(&name, &cfg(16, 1, Some(50))).unwrap();
     let mut rx = chan.receiver().unwrap();
     let flag = std::env::temp_dir().join(format!("cc-only-resume-{}", std::process::id()));
-    let _ = std::fs::remove_file(&flag);
-    let mut slow = fork({
-        let (name, flag) = (name.clone(), flag.clone());
-        move |out| {
-            let chan = Channel::open(&name).unwrap();
-            let mut tx = chan.sender().unwrap();
-            let mut loan = tx.loan().unwrap();
-            loan.as_mut_slice()[..4].copy_from_slice(b"late");
-            writeln!(out, "loaned {}", loan.sequence()).unwrap();
-            while !flag.exists() {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            writeln!(out, "{:?}", loan.commit(4)).unwrap();
-            0
-        }
-    });
-    let line = slow.read_line();
-    let seq: u64 = line.strip_prefix("loaned ").unwrap().parse().unwrap();
+    let (slow, seq) = hold_a_loan(&name, &flag, b"late");
     std::thread::sleep(Duration::from_millis(500));
     assert!(matches!(rx.try_recv(&mut [0u8; 64]), Err(RecvError::WouldBlock)), "nothing is skipped or sent yet");
     std::fs::write(&flag, b"").unwrap();
