@@ -142,3 +142,80 @@ fn wrong_bytes_read_in_place_fail_the_check() {
     let e = check_mechanism(&m).expect_err("a corrupted byte must fail conformance").to_string();
     assert!(e.contains("in-place verbs") && e.contains("byte"), "{e}");
 }
+
+/// A lending mechanism whose adapter puts an 8-byte header of its own
+/// before every message it lends (the mistake two adapters made): the
+/// bytes it lends start off the alignment the conformance suite asks of
+/// lent memory.
+mod shifted {
+    use corecast_bench::transport::{
+        recv_by_copy, Endpoint, Mechanism, PeerId, Prepared, Reader, Received, Topology, TransportError, Writer,
+    };
+
+    const SHIFT: usize = 8;
+
+    pub struct Shifted(pub Box<dyn Mechanism>);
+
+    impl Mechanism for Shifted {
+        fn name(&self) -> &'static str {
+            "shifted"
+        }
+        fn describe(&self) -> &'static str {
+            "lends memory 8 bytes past the inner mechanism's"
+        }
+        fn max_message_bytes(&self) -> Option<usize> {
+            Some(4096)
+        }
+        fn lends_memory(&self) -> bool {
+            true
+        }
+        fn prepare(&self, t: &Topology) -> Result<Box<dyn Prepared>, TransportError> {
+            let wider = Topology { max_message_bytes: t.max_message_bytes + SHIFT, ..t.clone() };
+            Ok(Box::new(P(self.0.prepare(&wider)?)))
+        }
+    }
+
+    struct P(Box<dyn Prepared>);
+
+    impl Prepared for P {
+        fn endpoint(&mut self, me: PeerId) -> Result<Box<dyn Endpoint>, TransportError> {
+            Ok(Box::new(E(self.0.endpoint(me)?)))
+        }
+        fn cleanup(&mut self) {
+            self.0.cleanup();
+        }
+    }
+
+    struct E(Box<dyn Endpoint>);
+
+    // Every verb carries the header, so the copying ones agree with the
+    // in-place ones (a check may mix them for its acknowledgements).
+    impl Endpoint for E {
+        fn send_to(&mut self, to: PeerId, msg: &[u8]) -> Result<(), TransportError> {
+            self.send_to_with(to, msg.len(), &mut |b| b.copy_from_slice(msg))
+        }
+        fn send_group(&mut self, g: usize, msg: &[u8]) -> Result<(), TransportError> {
+            self.send_group_with(g, msg.len(), &mut |b| b.copy_from_slice(msg))
+        }
+        fn recv_any(&mut self, buf: &mut [u8]) -> Result<Received, TransportError> {
+            let max = buf.len();
+            recv_by_copy("shifted", buf, |read| self.recv_with(max, read))
+        }
+        fn send_to_with(&mut self, to: PeerId, len: usize, write: &mut Writer<'_>) -> Result<(), TransportError> {
+            self.0.send_to_with(to, len + SHIFT, &mut |b| write(&mut b[SHIFT..]))
+        }
+        fn send_group_with(&mut self, g: usize, len: usize, write: &mut Writer<'_>) -> Result<(), TransportError> {
+            self.0.send_group_with(g, len + SHIFT, &mut |b| write(&mut b[SHIFT..]))
+        }
+        fn recv_with(&mut self, max: usize, read: &mut Reader<'_>) -> Result<(), TransportError> {
+            self.0.recv_with(max + SHIFT, &mut |from, msg| read(from, &msg[SHIFT..]))
+        }
+    }
+}
+
+#[test]
+fn lent_memory_off_the_suites_alignment_fails_the_check() {
+    let m = shifted::Shifted(by_name("limit").unwrap());
+    let e = check_mechanism(&m).expect_err("misaligned lent memory must fail conformance").to_string();
+    assert!(e.contains("in-place verbs") && e.contains("starts 8 bytes past a 16-byte boundary"), "{e}");
+}
