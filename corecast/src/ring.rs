@@ -145,6 +145,25 @@ pub(crate) fn still_published(slot: &SlotHeader, seq: u64, len: u32) -> bool {
     slot.stamp.load(Ordering::Relaxed) == stamp(seq, KIND_PUBLISHED) && slot.len.load(Ordering::Relaxed) == len
 }
 
+/// Whether a reader's copy or view of number `seq` (published with `len`
+/// bytes in `slot`) is intact, after it read the bytes: the reader half of
+/// the seqlock, [`still_published`], paid only once `evicted_ever` (the
+/// membership's flag) says a receiver was ever evicted. Only an evicted
+/// receiver can be overtaken; the keeper sets the flag before it evicts
+/// anyone, and a sender rewrites a slot that a receiver may still hold only
+/// after it saw that receiver evicted, so after the flag, and marks the
+/// slot ([`begin_write`]) before its first byte. A reader that saw any
+/// rewritten byte therefore sees the flag too: the Acquire fence here
+/// pairs with the Release fence in `begin_write` (the loom model
+/// `a_reader_that_saw_a_rewrite_sees_the_eviction_flag`). Until then the
+/// check is one load of a line nobody writes, not a second look at the
+/// slot's line.
+#[inline]
+pub(crate) fn read_intact(slot: &SlotHeader, seq: u64, len: u32, evicted_ever: impl FnOnce() -> bool) -> bool {
+    crate::sync::fence(Ordering::Acquire);
+    !evicted_ever() || still_published(slot, seq, len)
+}
+
 /// Publishes number `seq` in `slot`. The payload must be written before;
 /// `Release` orders it before the stamp (pairs with [`probe`]'s `Acquire`).
 /// A sender publishes only after [`commit_claim`] succeeded.
@@ -501,6 +520,61 @@ mod loom_model {
                 publish(&ring.regions[0].slots[(s % ring.r) as usize], s, 8, KIND_PUBLISHED);
             }
             keeper.join().unwrap();
+        });
+    }
+
+    /// The keeper evicts a receiver that is reading message 0 in place;
+    /// the sender, seeing it evicted, rewrites the slot for the next lap.
+    /// The payload is an atomic here so that loom can let the reader see
+    /// either value (in the channel it is plain memory, read racily by an
+    /// evicted reader only): a reader that saw the rewrite must find its
+    /// bytes not intact, gate included.
+    #[test]
+    fn a_reader_that_saw_a_rewrite_sees_the_eviction_flag() {
+        const EVICTED_EVER: u32 = 2;
+        const LIVE: u32 = 1;
+        const EVICTED: u32 = 4;
+        // Three threads: unbounded, loom takes over a minute; each fault
+        // this model was checked to catch (the reader's fence dropped, the
+        // sender's mark dropped) shows at this bound.
+        let mut model = loom::model::Builder::new();
+        model.preemption_bound = Some(3);
+        model.check(|| {
+            let slot = Arc::new(SlotHeader { stamp: AtomicU64::new(0), len: AtomicU32::new(0), _reserved: 0 });
+            publish(&slot, 0, 8, KIND_PUBLISHED);
+            let (flags, state, payload) =
+                (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU32::new(LIVE)), Arc::new(AtomicU64::new(0)));
+            let keeper = {
+                let (flags, state) = (flags.clone(), state.clone());
+                loom::thread::spawn(move || {
+                    flags.fetch_or(EVICTED_EVER, Ordering::SeqCst);
+                    state.store(EVICTED, Ordering::SeqCst);
+                })
+            };
+            let sender = {
+                let (flags, state, slot, payload) = (flags.clone(), state.clone(), slot.clone(), payload.clone());
+                loom::thread::spawn(move || {
+                    // Acquire pairs with the keeper's SeqCst store of the state.
+                    if state.load(Ordering::Acquire) == LIVE {
+                        return;
+                    }
+                    if flags.load(Ordering::Acquire) & EVICTED_EVER != 0 {
+                        begin_write(&slot, 1);
+                    }
+                    payload.store(10, Ordering::Relaxed);
+                })
+            };
+            let reader = {
+                let (flags, slot, payload) = (flags.clone(), slot.clone(), payload.clone());
+                loom::thread::spawn(move || {
+                    let seen = payload.load(Ordering::Relaxed);
+                    let intact = read_intact(&slot, 0, 8, || flags.load(Ordering::Acquire) & EVICTED_EVER != 0);
+                    assert!(seen == 0 || !intact, "a rewritten message passed as intact");
+                })
+            };
+            for t in [keeper, sender, reader] {
+                t.join().unwrap();
+            }
         });
     }
 

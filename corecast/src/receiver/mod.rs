@@ -264,11 +264,13 @@ impl Receiver {
     }
 
     /// Whether the slot of `self.next` in `sender`'s region still holds
-    /// the `len`-byte message that was located there.
+    /// the `len`-byte message that was located there (see
+    /// `ring::read_intact`: checked once a receiver was ever evicted).
     #[inline]
     pub(super) fn slot_intact(&self, sender: usize, len: usize) -> bool {
         let region = &self.senders[sender].as_ref().expect("located in a mapped region").region;
-        ring::still_published(region.slot(self.next), self.next, len as u32)
+        let m = &self.link.membership;
+        ring::read_intact(region.slot(self.next), self.next, len as u32, || m.evicted_ever())
     }
 
     /// Makes this the copier's receiver (see `locate_lenient`).
