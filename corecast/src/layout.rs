@@ -189,7 +189,9 @@ pub(crate) struct SequencerHeader {
     pub(crate) magic: u64,
     pub(crate) version: u32,
     pub(crate) max_senders: u32,
-    /// Next sequence number to claim. Claimed by compare-exchange.
+    /// Next sequence number to claim. Claimed by compare-exchange (by a
+    /// plain store in a channel with one sender slot, see
+    /// `ring::try_claim_exclusive`).
     pub(crate) next: Line<AtomicU64>,
 }
 
@@ -208,7 +210,7 @@ pub(crate) struct SenderHeader {
     /// it (futex on their own cursor word, or a write to its event fd).
     pub(crate) space_waiting: Line<AtomicU32>,
     /// The number this sender is claiming or holds, plus one (0: none). It
-    /// is stored before the claim's compare-exchange and cleared after the
+    /// is stored before the claim moves `next` and cleared after the
     /// publish, in the sender's own sealed region, so the keeper can tell
     /// whose a number is: a dead or stalled sender's claim is voided, and a
     /// number nobody claims is a hole in the sequencer.

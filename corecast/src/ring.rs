@@ -6,7 +6,9 @@
 //! *its own* region and publishes it by storing the slot's stamp. A receiver
 //! owed `S` probes slot `S % R` of each sender region for the stamp of `S`.
 //! This keeps each region single-writer (R5) at the cost of probing one line
-//! per sender, which is one line in the common single-sender case.
+//! per sender, which is one line in the common single-sender case. In a
+//! channel created with one sender slot nobody else moves `next`, and the
+//! claim is plain stores ([`try_claim_exclusive`]).
 //!
 //! Back-pressure (R3): `S` may be claimed only when every live receiver's
 //! cursor is above `S - R`, so whatever occupied slot `S % R` of any region
@@ -166,7 +168,8 @@ pub(crate) fn read_intact(slot: &SlotHeader, seq: u64, len: u32, evicted_ever: i
 
 /// Publishes number `seq` in `slot`. The payload must be written before;
 /// `Release` orders it before the stamp (pairs with [`probe`]'s `Acquire`).
-/// A sender publishes only after [`commit_claim`] succeeded.
+/// A sender publishes only after [`commit_claim`] succeeded (or, the only
+/// sender of its channel, after [`commit_exclusive`]).
 #[inline]
 pub(crate) fn publish(slot: &SlotHeader, seq: u64, len: u32, kind: u64) {
     slot.len.store(len, Ordering::Relaxed);
@@ -318,17 +321,17 @@ pub(crate) fn try_claim(next: &AtomicU64, claim: &AtomicU64, mut has_room: impl 
 /// [`try_claim`] for a channel created with one sender slot, where no other
 /// sender can move `next` (the keeper moves it only to repair a sequencer
 /// that this sender itself tampered with): plain stores and one fence
-/// instead of four locked instructions, no retry. Otherwise the claim word goes through the same
-/// states in the same order, so the keeper reads it the same way: the
-/// `Release` store of `next` pairs with the keeper's SeqCst load of `next`,
-/// so a keeper that sees `next > S` then sees `S` in flight, won or later
-/// (`keeper::audit` reads `next` before the claim words); the `Release`
-/// store of the won state, with the keeper's SeqCst load of the claim word,
-/// means a keeper that sees `S` won sees `next > S`. What this gives up is
-/// revocation: the keeper never revokes this sender's claims (a claim held
-/// by a stalled only sender holds back no other sender's messages; a dead
-/// sender's claim is still voided), because a plain commit could overwrite
-/// a revocation.
+/// instead of four locked instructions, no retry. Otherwise the claim word
+/// goes through the same states in the same order, so the keeper reads it
+/// the same way: the `Release` store of `next` pairs with the keeper's
+/// SeqCst load of `next`, so a keeper that sees `next > S` then sees `S` in
+/// flight, won or later (`keeper::audit` reads `next` before the claim
+/// words); the `Release` store of the won state, with the keeper's SeqCst
+/// load of the claim word, means a keeper that sees `S` won sees
+/// `next > S`. What this gives up is revocation: the keeper never revokes
+/// this sender's claims (a claim held by a stalled only sender holds back
+/// no other sender's messages; a dead sender's claim is still voided),
+/// because a plain commit could overwrite a revocation.
 #[inline(always)]
 pub(crate) fn try_claim_exclusive(next: &AtomicU64, claim: &AtomicU64, mut has_room: impl FnMut(u64) -> bool) -> Claim {
     // Acquire pairs with the keeper's SeqCst repair of `next` (the only
