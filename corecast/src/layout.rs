@@ -51,6 +51,15 @@ pub(crate) const MAX_MEMBERS: u32 = 64;
 pub(crate) const MAX_REGION_BYTES: u64 = 16 << 30;
 
 impl Geometry {
+    /// A channel with one sender slot: the keeper admits one sender at a
+    /// time, which claims and commits with plain stores
+    /// (`ring::try_claim_exclusive`), and whose claims the keeper therefore
+    /// never revokes. The sender and the keeper both decide by this.
+    #[inline]
+    pub(crate) fn exclusive_sender(&self) -> bool {
+        self.max_senders == 1
+    }
+
     /// Checks every field; the sentence names the first bad one.
     pub(crate) fn check(&self) -> Result<(), String> {
         if !self.slots.is_power_of_two() || self.slots < 2 || self.slots > MAX_SLOTS {

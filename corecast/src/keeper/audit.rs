@@ -197,7 +197,7 @@ impl Keeper {
     /// revocation could not stop, and its stalled claim holds back no other
     /// sender's messages.
     fn void_stalled_claims(&mut self, now: Instant, next: u64) {
-        if self.senders.len() == 1 {
+        if self.membership.geometry.exclusive_sender() {
             return;
         }
         // Acquire pairs with the keeper's Release store of the deadline.

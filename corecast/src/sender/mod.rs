@@ -359,8 +359,7 @@ impl Sender {
         let room = &mut self.room;
         let link = &self.link;
         let (next, claim) = (self.sequencer.next(), &self.region.header().claim.0);
-        // The keeper admits at most `max_senders` senders at a time.
-        if g.max_senders == 1 {
+        if g.exclusive_sender() {
             ring::try_claim_exclusive(next, claim, |s| room.check(link, g, s))
         } else {
             ring::try_claim(next, claim, |s| room.check(link, g, s))
@@ -403,7 +402,7 @@ impl Sender {
         // then the number is void for every receiver and stays so. It
         // never revokes the claims of a channel's only sender.
         let claim = &self.region.header().claim.0;
-        let published = if self.region.geometry.max_senders == 1 {
+        let published = if self.region.geometry.exclusive_sender() {
             ring::commit_exclusive(claim, seq);
             true
         } else {
