@@ -62,7 +62,7 @@ const LINE: usize = 64;
 
 /// Fills `buf` word by word with the pattern from `w` on (a last partial
 /// word gets its first bytes); returns the word that follows.
-#[inline]
+#[inline(always)]
 fn fill_words(buf: &mut [u8], mut w: u64) -> u64 {
     let mut chunks = buf.chunks_exact_mut(8);
     for c in &mut chunks {
@@ -75,7 +75,7 @@ fn fill_words(buf: &mut [u8], mut w: u64) -> u64 {
 
 /// Whether `buf` holds the pattern from `w` on, every bit flipped by
 /// `mask`, as [`fill_words`] writes it: the word that follows if so.
-#[inline]
+#[inline(always)]
 fn words_match(buf: &[u8], mut w: u64, mask: u64) -> Option<u64> {
     let mut chunks = buf.chunks_exact(8);
     for c in &mut chunks {
