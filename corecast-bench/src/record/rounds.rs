@@ -107,7 +107,44 @@ fn merge_one(group: &[&Record]) -> Record {
     } else {
         format!("median of the values of {} rounds of the whole run (samples are per-round phase medians)", group.len())
     });
+    if let Some(note) = split_note(&values) {
+        out.notes.push(note);
+    }
     out
+}
+
+/// Rounds of one point whose values differ by more than this factor were
+/// not measured on the same machine: a shared or virtual machine changed
+/// speed between them (this project's VMs switch between modes of cache
+/// transfer 3-10x apart, for every mechanism alike, often for seconds).
+/// Rounds of one point on a steady machine differ by well under 2x.
+const SPLIT_FACTOR: f64 = 3.0;
+
+/// A note for a point whose rounds differ by more than [`SPLIT_FACTOR`]:
+/// its median then depends on how many of its rounds fell in the slow
+/// spells, so its ratio to a neighbour in the table may be the machine's,
+/// not the mechanisms'. The per-round values stay in `samples`.
+fn split_note(values: &[f64]) -> Option<String> {
+    let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (lo > 0.0 && hi / lo > SPLIT_FACTOR).then(|| {
+        format!(
+            "its rounds differ {:.1}x ({} to {}): the machine changed speed during the run; \
+             compare mechanisms within one round (the records' `samples`)",
+            hi / lo,
+            short(lo),
+            short(hi)
+        )
+    })
+}
+
+/// A value in a note: whole units from 100 up, three decimals below.
+fn short(v: f64) -> String {
+    if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.3}")
+    }
 }
 
 fn close(a: f64, b: f64) -> bool {
@@ -141,6 +178,19 @@ mod tests {
         assert_eq!((m.repetitions, m.count), (5, 3000));
         assert_eq!(m.params.get("rounds"), Some(&3));
         assert!(m.notes.iter().any(|n| n.contains("5 samples from 3 rounds")), "{:?}", m.notes);
+    }
+
+    #[test]
+    fn rounds_far_apart_are_flagged_and_rounds_alike_are_not() {
+        let far = merge(&[
+            vec![throughput(&[33.0, 34.0, 35.0])],
+            vec![throughput(&[280.0, 290.0])],
+            vec![throughput(&[36.0])],
+        ]);
+        let note = far[0].notes.iter().find(|n| n.contains("changed speed")).expect("a split note");
+        assert!(note.contains("8.4x (34.000 to 285)"), "{note}");
+        let near = merge(&[vec![throughput(&[100.0, 110.0])], vec![throughput(&[250.0])], vec![throughput(&[90.0])]]);
+        assert!(!near[0].notes.iter().any(|n| n.contains("changed speed")), "{:?}", near[0].notes);
     }
 
     #[test]
