@@ -58,12 +58,12 @@ pub fn run(a: Args) -> Result<ExitCode> {
         };
         plan.extend(grid(w, &names(&mechs), &[pairs], &a.sizes));
     }
-    let common = Common { cpus: None, out: a.out, hosts: None, netem_delay_ms: 0, rounds: 1 };
+    let common = Common { cpus: None, out: a.out, hosts: None, netem_delay_ms: 0, rounds: None };
     let settings = Settings {
         duration: a.timing.duration,
         repetitions: a.timing.repetitions,
         placement: common.placement()?,
         options: WorkloadOptions::default(),
     };
-    execute(&plan, &mechs, &settings, common.rounds, &common.out_path("contend"))
+    execute(&plan, &mechs, &settings, common.rounds_or(1), &common.out_path("contend"))
 }

@@ -29,11 +29,11 @@ pub struct Args {
 /// Runs the trials and prints median, p99 and max of each kind.
 pub fn run(a: Args) -> Result<ExitCode> {
     let Some(m) = corecast_bench::mechanisms::by_name(MECHANISM) else { bail!("{MECHANISM} is not registered") };
-    let common = Common { cpus: None, out: a.out, hosts: None, netem_delay_ms: 0, rounds: 1 };
+    let common = Common { cpus: None, out: a.out, hosts: None, netem_delay_ms: 0, rounds: None };
     let options = WorkloadOptions { detect_deadline: a.deadline, ..WorkloadOptions::default() };
     let settings = common.settings(Duration::ZERO, 1, options)?;
     let plan = grid(&Detect, &[MECHANISM.to_string()], &[a.trials], &[SIZE]);
-    let (code, outcomes) = execute_quietly(&plan, &[m], &settings, common.rounds, &common.out_path("detect"))?;
+    let (code, outcomes) = execute_quietly(&plan, &[m], &settings, common.rounds_or(1), &common.out_path("detect"))?;
     println!("detection times in microseconds (stall: after the {:?} deadline)", a.deadline);
     println!("{:<15} {:>7} {:>10} {:>10} {:>10}", "kind", "trials", "median", "p99", "max");
     for o in &outcomes {

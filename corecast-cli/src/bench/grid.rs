@@ -83,11 +83,17 @@ pub struct Common {
     /// all of its rounds: every mechanism's repetitions are then spread over
     /// the run, so a slow spell of a shared machine hits them alike instead
     /// of spoiling whole points. Records are written after the last round.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
-    pub rounds: u32,
+    /// Default 1 (3 for `bench quick`).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub rounds: Option<u32>,
 }
 
 impl Common {
+    /// The rounds asked for, or the command's default.
+    pub fn rounds_or(&self, default: u32) -> u32 {
+        self.rounds.unwrap_or(default)
+    }
+
     /// The placement asked for, checked against the online CPUs.
     pub fn placement(&self) -> Result<Placement> {
         let online = CpuTopology::read().online_cpus;

@@ -38,5 +38,5 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let mechs = args::mechanisms(&a.mechanisms)?;
     let settings = a.common.settings(a.timing.duration, a.timing.repetitions, WorkloadOptions::default())?;
     let plan = grid(&Heatmap, &names(&mechs), &[count], &[a.size]);
-    execute(&plan, &mechs, &settings, a.common.rounds, &a.common.out_path("heatmap"))
+    execute(&plan, &mechs, &settings, a.common.rounds_or(1), &a.common.out_path("heatmap"))
 }

@@ -154,5 +154,5 @@ pub fn run_grid(
     let mechs = g.mechanisms()?;
     let settings = g.common.settings(timing.0, timing.1, options)?;
     let plan = grid(workload, &names(&mechs), counts, sizes);
-    execute(&plan, &mechs, &settings, g.common.rounds, &g.common.out_path(workload.name()))
+    execute(&plan, &mechs, &settings, g.common.rounds_or(1), &g.common.out_path(workload.name()))
 }
