@@ -8,7 +8,7 @@
 use std::io::Write;
 
 use corecast_bench::mechanisms::by_name;
-use corecast_bench::transport::Availability;
+use corecast_bench::transport::{Availability, Endpoint, PeerId, Prepared, TransportError};
 use corecast_bench::workloads::conformance::check_mechanism;
 
 fn may_skip(name: &str) -> bool {
@@ -73,6 +73,22 @@ conformance_tests! {
     corecast_bridge => "corecast-bridge",
 }
 
+/// The prepared run of a test mechanism that wraps another: the inner
+/// run's, each of its endpoints wrapped by `wrap`.
+struct Wrapped {
+    inner: Box<dyn Prepared>,
+    wrap: fn(Box<dyn Endpoint>) -> Box<dyn Endpoint>,
+}
+
+impl Prepared for Wrapped {
+    fn endpoint(&mut self, me: PeerId) -> Result<Box<dyn Endpoint>, TransportError> {
+        Ok((self.wrap)(self.inner.endpoint(me)?))
+    }
+    fn cleanup(&mut self) {
+        self.inner.cleanup();
+    }
+}
+
 /// A mechanism that delivers one wrong byte through the in-place receive
 /// of message 5 (and nothing else wrong): the in-place checks must see it.
 mod corrupting {
@@ -93,18 +109,7 @@ mod corrupting {
             Some(4096)
         }
         fn prepare(&self, t: &Topology) -> Result<Box<dyn Prepared>, TransportError> {
-            Ok(Box::new(P(self.0.prepare(t)?)))
-        }
-    }
-
-    struct P(Box<dyn Prepared>);
-
-    impl Prepared for P {
-        fn endpoint(&mut self, me: PeerId) -> Result<Box<dyn Endpoint>, TransportError> {
-            Ok(Box::new(E(self.0.endpoint(me)?, 0)))
-        }
-        fn cleanup(&mut self) {
-            self.0.cleanup();
+            Ok(Box::new(super::Wrapped { inner: self.0.prepare(t)?, wrap: |e| Box::new(E(e, 0)) }))
         }
     }
 
@@ -171,18 +176,7 @@ mod shifted {
         }
         fn prepare(&self, t: &Topology) -> Result<Box<dyn Prepared>, TransportError> {
             let wider = Topology { max_message_bytes: t.max_message_bytes + SHIFT, ..t.clone() };
-            Ok(Box::new(P(self.0.prepare(&wider)?)))
-        }
-    }
-
-    struct P(Box<dyn Prepared>);
-
-    impl Prepared for P {
-        fn endpoint(&mut self, me: PeerId) -> Result<Box<dyn Endpoint>, TransportError> {
-            Ok(Box::new(E(self.0.endpoint(me)?)))
-        }
-        fn cleanup(&mut self) {
-            self.0.cleanup();
+            Ok(Box::new(super::Wrapped { inner: self.0.prepare(&wider)?, wrap: |e| Box::new(E(e)) }))
         }
     }
 
