@@ -98,11 +98,11 @@ impl Drop for Bridges {
 }
 
 /// One host's bridge process: enters the host, runs its bridges until
-/// killed. A bridge that fails says why on stderr (the run then ends by
-/// its watchdog).
+/// killed. A bridge that fails says why on the process's stderr (the run
+/// then ends by its watchdog or its sender's attach timeout).
 fn helper(h: usize, host: &NetHost, plan: &Plan, pipes: &[(OwnedFd, OwnedFd)], config: &ChannelConfig) -> i32 {
     if let Err(e) = netns::enter(host) {
-        eprintln!("{NAME}: {e}");
+        say(&format!("{NAME}: {e}"));
         return 1;
     }
     // Zenoh's warnings about the settings chosen on purpose (no gossip)
@@ -110,7 +110,7 @@ fn helper(h: usize, host: &NetHost, plan: &Plan, pipes: &[(OwnedFd, OwnedFd)], c
     zenoh::init_log_from_env_or("error");
     let stop = AtomicBool::new(false);
     let net = |listen: Vec<String>, connect: Vec<String>| Net { hold_back: HOLD_BACK, ..Net::new(listen, connect) };
-    let fail = |what: &str, e: &dyn std::fmt::Display| eprintln!("{NAME} on {}: {what}: {e}", host.netns);
+    let fail = |what: &str, e: &dyn std::fmt::Display| say(&format!("{NAME} on {}: {what}: {e}", host.netns));
     std::thread::scope(|s| {
         for (k, (_, f)) in plan.forwards.iter().enumerate().filter(|(_, (fh, _))| *fh == h) {
             let endpoint = match zenoh_endpoints::free(this_host(), NAME) {
@@ -145,4 +145,12 @@ fn helper(h: usize, host: &NetHost, plan: &Plan, pipes: &[(OwnedFd, OwnedFd)], c
         }
     });
     0
+}
+
+/// Writes `line` to the file descriptor 2 itself: `eprintln!` in a process
+/// forked from a test would write to the test harness's capture buffer,
+/// which nobody reads in a child.
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
