@@ -23,11 +23,96 @@ pub(crate) struct Peer<R> {
 }
 
 /// Peers by index; `None` where there is none (or it failed validation).
-pub(crate) type PeerTable<R> = Vec<Option<Peer<R>>>;
+/// Indexes as a slice of all of them; [`PeerTable::mapped`] visits only
+/// the mapped ones, which is what the per-message loops (wake-ups, the
+/// other senders' claims) need: a channel sized for 16 receivers with one
+/// attached pays for one.
+#[derive(Debug)]
+pub(crate) struct PeerTable<R> {
+    slots: Vec<Option<Peer<R>>>,
+    /// Bit `i` is set exactly when `slots[i]` is `Some`.
+    mapped: u64,
+}
 
-/// An empty table for `capacity` peers.
+/// An empty table for `capacity` peers (at most 64, as the geometry's
+/// validation guarantees).
 pub(crate) fn empty<R>(capacity: usize) -> PeerTable<R> {
-    (0..capacity).map(|_| None).collect()
+    assert!(capacity <= 64, "a table for {capacity} peers");
+    PeerTable { slots: (0..capacity).map(|_| None).collect(), mapped: 0 }
+}
+
+impl<R> PeerTable<R> {
+    /// The mapped peers with their indices, in index order.
+    #[inline]
+    pub(crate) fn mapped(&self) -> impl Iterator<Item = (usize, &Peer<R>)> + '_ {
+        Bits(self.mapped).filter_map(|i| Some((i, self.slots[i].as_ref()?)))
+    }
+
+    /// The indices of the mapped peers, as a set of bits.
+    #[inline]
+    pub(crate) fn mapped_bits(&self) -> u64 {
+        self.mapped
+    }
+}
+
+impl<R> std::ops::Deref for PeerTable<R> {
+    type Target = [Option<Peer<R>>];
+    #[inline]
+    fn deref(&self) -> &Self::Target {
+        &self.slots
+    }
+}
+
+/// The indices of the set bits of `mask` from bit `start` (below 64) up,
+/// then those below it: the order a receiver probes its senders in,
+/// starting where the last message was.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Rotated {
+    high: u64,
+    low: u64,
+}
+
+impl Rotated {
+    #[inline]
+    pub(crate) fn new(mask: u64, start: usize) -> Rotated {
+        let from_start = !0u64 << start;
+        Rotated { high: mask & from_start, low: mask & !from_start }
+    }
+
+    /// Whether no index is left.
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.high | self.low == 0
+    }
+}
+
+impl Iterator for Rotated {
+    type Item = usize;
+    #[inline]
+    fn next(&mut self) -> Option<usize> {
+        let word = if self.high != 0 { &mut self.high } else { &mut self.low };
+        let mut bits = Bits(*word);
+        let i = bits.next();
+        *word = bits.0;
+        i
+    }
+}
+
+/// The indices of the set bits of a word, lowest first.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Bits(pub(crate) u64);
+
+impl Iterator for Bits {
+    type Item = usize;
+    #[inline]
+    fn next(&mut self) -> Option<usize> {
+        if self.0 == 0 {
+            return None;
+        }
+        let i = self.0.trailing_zeros() as usize;
+        self.0 &= self.0 - 1;
+        Some(i)
+    }
 }
 
 /// Asks the keeper for the peers `op` lists and rebuilds `table`: a peer
@@ -48,6 +133,7 @@ pub(crate) fn refresh<R>(
 ) -> Result<(), ChannelError> {
     let (reply, fds) = link.call(op, &[])?;
     let mut fresh: PeerTable<R> = empty(table.len());
+    let slots = &mut table.slots;
     let mut fds = fds.into_iter();
     for (i, epoch) in reply.entries {
         let (Some(fd), Some(wake)) = (fds.next(), fds.next()) else { break };
@@ -58,7 +144,7 @@ pub(crate) fn refresh<R>(
         if !wanted(i) {
             continue;
         }
-        fresh[i] = match table[i].take().filter(|p| p.epoch == epoch) {
+        fresh.slots[i] = match slots[i].take().filter(|p| p.epoch == epoch) {
             Some(kept) => Some(kept),
             None => {
                 replaced(i);
@@ -67,6 +153,36 @@ pub(crate) fn refresh<R>(
             }
         };
     }
+    fresh.mapped = (0..fresh.slots.len()).filter(|&i| fresh.slots[i].is_some()).fold(0, |m, i| m | 1 << i);
     *table = fresh;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bits_lists_the_set_bits_lowest_first() {
+        assert_eq!(Bits(0).collect::<Vec<_>>(), Vec::<usize>::new());
+        assert_eq!(Bits(0b1011_0001).collect::<Vec<_>>(), vec![0, 4, 5, 7]);
+        assert_eq!(Bits(1 << 63 | 1).collect::<Vec<_>>(), vec![0, 63]);
+    }
+
+    #[test]
+    fn rotated_starts_at_its_bit_and_wraps_once() {
+        let order = |mask, start| Rotated::new(mask, start).collect::<Vec<_>>();
+        assert_eq!(order(0b1011_0001, 0), vec![0, 4, 5, 7]);
+        assert_eq!(order(0b1011_0001, 5), vec![5, 7, 0, 4]);
+        assert_eq!(order(0b1011_0001, 6), vec![7, 0, 4, 5]);
+        assert_eq!(order(0b1011_0001, 63), vec![0, 4, 5, 7]);
+        assert_eq!(order(!0, 62), [62, 63].into_iter().chain(0..62).collect::<Vec<_>>());
+        assert_eq!(order(0, 3), Vec::<usize>::new());
+        let mut rest = Rotated::new(0b101, 2);
+        assert_eq!(rest.next(), Some(2));
+        assert!(!rest.is_empty());
+        assert_eq!(rest.next(), Some(0));
+        assert!(rest.is_empty());
+        assert_eq!(rest.next(), None);
+    }
 }

@@ -2,20 +2,43 @@
 
 use super::Receiver;
 use crate::error::RecvError;
+use crate::layout::SlotHeader;
+use crate::ring;
 
 /// A message borrowed in place from the ring; read-only (the mapping is).
 /// Dropping it releases the slot.
 #[derive(Debug)]
 pub struct Message<'a> {
     rx: &'a mut Receiver,
+    /// The slot of `rx.next` in the region of `sender`: found once, used
+    /// by every read and by the release.
+    slot: *const SlotHeader,
     sender: usize,
     len: usize,
 }
 
 impl<'a> Message<'a> {
     /// The message `len` bytes long from `sender` that `rx` holds next.
+    #[inline]
     pub(super) fn new(rx: &'a mut Receiver, sender: usize, len: usize) -> Message<'a> {
-        Message { rx, sender, len }
+        let slot: *const SlotHeader = rx.slot_of(sender);
+        Message { rx, slot, sender, len }
+    }
+
+    #[inline]
+    fn slot(&self) -> &SlotHeader {
+        // SAFETY: `slot` points into the mapping of `rx.senders[sender]`,
+        // which only `Receiver::refresh` (through `&mut Receiver`) replaces;
+        // this message holds `rx` mutably borrowed, so the mapping outlives
+        // every use of the pointer.
+        unsafe { &*self.slot }
+    }
+
+    /// Whether the slot still holds the message that was located there.
+    #[inline]
+    fn intact(&self) -> bool {
+        let m = &self.rx.link.membership;
+        ring::read_intact(self.slot(), self.rx.next, self.len as u32, || m.evicted_ever())
     }
 }
 
@@ -56,7 +79,7 @@ impl Message<'_> {
     /// one it did not get intact.
     #[inline(always)]
     fn settle(&mut self) -> Result<(), RecvError> {
-        if !self.rx.slot_intact(self.sender, self.len) {
+        if !self.intact() {
             self.rx.poisoned = true;
             return Err(RecvError::Evicted);
         }
@@ -69,7 +92,12 @@ impl std::ops::Deref for Message<'_> {
     type Target = [u8];
     #[inline]
     fn deref(&self) -> &[u8] {
-        self.rx.slot_bytes(self.sender, self.len)
+        // SAFETY: as in `slot`, the mapping outlives this borrow. The
+        // payload follows the slot header, `len <= slot_bytes` (validated
+        // by `ring::probe` when the message was located) bytes of it inside
+        // the slot's stride; no honest sender rewrites it before this
+        // receiver's cursor passes the message (back-pressure, see `ring`).
+        unsafe { std::slice::from_raw_parts(self.slot.add(1).cast::<u8>(), self.len) }
     }
 }
 

@@ -11,7 +11,7 @@ use crate::error::{ChannelError, RecvError};
 use crate::layout::{Arm, STATE_FREE, STATE_LIVE};
 use crate::link::Link;
 use crate::notify::{self, Armer, Notified, WakeFd};
-use crate::peers::{self, Peer, PeerTable};
+use crate::peers::{self, Peer, PeerTable, Rotated};
 use crate::proto::{self, Op};
 use crate::region::{ReceiverRegion, SenderRegion};
 use crate::ring::{self, Probe};
@@ -301,6 +301,13 @@ impl Receiver {
         Ok(())
     }
 
+    /// The slot of `self.next` in the region of `sender` (mapped: it was
+    /// located there).
+    #[inline]
+    fn slot_of(&self, sender: usize) -> &crate::layout::SlotHeader {
+        self.senders[sender].as_ref().expect("located in a mapped region").region.slot(self.next)
+    }
+
     #[inline]
     fn slot_bytes(&self, sender: usize, len: usize) -> &[u8] {
         let region = &self.senders[sender].as_ref().expect("located in a mapped region").region;
@@ -333,8 +340,7 @@ impl Receiver {
         // loads below see it armed (notify's handshake).
         notify::progress_made();
         let mut wake_futex = false;
-        for (j, peer) in self.senders.iter().enumerate() {
-            let Some(s) = peer else { continue };
+        for (j, s) in self.senders.mapped() {
             match self.notified.take(j, s.region.header().space_waiting.0.load(Ordering::Relaxed)) {
                 Some(Arm::FUTEX) => wake_futex = true,
                 Some(Arm::EVENT_FD) => wakefd::signal(&s.wake),
@@ -446,10 +452,9 @@ impl Receiver {
         if self.lenient {
             return self.locate_lenient();
         }
-        let n = self.senders.len();
+        let mut order = Rotated::new(self.senders.mapped_bits(), self.hint);
         let mut newer = None;
-        for k in 0..n {
-            let j = self.sender_at(k);
+        while let Some(j) = order.next() {
             let found = match self.probe(j).map_err(corrupt)? {
                 Some(Probe::Ready(len)) => Some(Found::Ready { sender: j, len: len as usize }),
                 Some(Probe::Gap) => Some(Found::Gap { sender: j }),
@@ -460,8 +465,8 @@ impl Receiver {
                 }
                 Some(Probe::Absent) | None => continue,
             };
-            if k + 1 < n {
-                self.sole_claimant(j, k)?;
+            if !order.is_empty() {
+                self.sole_claimant(j, order)?;
             }
             return Ok(found);
         }
@@ -469,18 +474,6 @@ impl Receiver {
             return Err(RecvError::Overrun { expected: self.next });
         }
         Ok(Some(Found::NotYet))
-    }
-
-    /// The index of the `k`th sender region to probe, starting at the hint.
-    #[inline]
-    fn sender_at(&self, k: usize) -> usize {
-        // `hint < n`; wrapping by comparison, not `%` (a division per probe).
-        let n = self.senders.len();
-        if self.hint + k >= n {
-            self.hint + k - n
-        } else {
-            self.hint + k
-        }
     }
 
     /// What sender `j`'s slot for `self.next` says (`None`: not mapped).
@@ -491,12 +484,12 @@ impl Receiver {
         ring::probe(region.slot(self.next), self.next, g.slots.into(), g.slot_bytes).map(Some)
     }
 
-    /// Exactly one sender can win a number: sender `j` (the `k`th probed)
-    /// published or voided `self.next`, so a later region claiming it too
-    /// is a hostile sender trying to replace another's message.
+    /// Exactly one sender can win a number: sender `j` published or voided
+    /// `self.next`, so a region probed after it (`rest`) claiming it too is
+    /// a hostile sender trying to replace another's message.
     #[inline(never)]
-    fn sole_claimant(&self, j: usize, k: usize) -> Result<(), RecvError> {
-        for other in (k + 1..self.senders.len()).map(|k| self.sender_at(k)) {
+    fn sole_claimant(&self, j: usize, rest: Rotated) -> Result<(), RecvError> {
+        for other in rest {
             if matches!(self.probe(other).map_err(corrupt)?, Some(Probe::Ready(_) | Probe::Void | Probe::Gap)) {
                 return Err(RecvError::Corrupt(format!("senders {j} and {other} both published number {}", self.next)));
             }

@@ -415,8 +415,7 @@ impl Sender {
         // below see it armed (notify's handshake).
         notify::progress_made();
         let mut ring_bell = false;
-        for (i, peer) in self.room.receivers.iter().enumerate() {
-            let Some(p) = peer else { continue };
+        for (i, p) in self.room.receivers.mapped() {
             match self.room.notified.take(i, p.region.header().sleeping.0.load(Ordering::Relaxed)) {
                 Some(Arm::FUTEX) => ring_bell = true,
                 Some(Arm::EVENT_FD) => wakefd::signal(&p.wake),

@@ -71,7 +71,7 @@ impl Room {
         let mut known = m.floor().max(self.claimed_up_to);
         // Computed only when a claim word says more than `s` (rare).
         let mut reach = None;
-        for (j, r) in self.senders.iter().enumerate().filter_map(|(j, p)| Some((j, &p.as_ref()?.region))) {
+        for (j, r) in self.senders.mapped().map(|(j, p)| (j, &p.region)) {
             // Acquire pairs with the sender's SeqCst stores of its claim.
             let c = ring::taken_below(r.header().claim.0.load(Ordering::Acquire));
             if c <= s || m.sender(j).excluded.load(Ordering::Relaxed) != 0 {
