@@ -1,6 +1,9 @@
 //! `posix-mq`: POSIX message queues (`mq_open`, `mq_send`, `mq_receive`),
-//! one per receiving process, named `/corecast-<pid>-<n>-<receiver>` so runs
-//! never share a queue, and `mq_unlink`ed in cleanup.
+//! one per receiving process, created by the run's parent as
+//! `/corecast-<pid>-<n>-<receiver>` (so runs never share a queue) and
+//! `mq_unlink`ed at once: the forked processes use the descriptors they
+//! inherit, and a run killed with SIGKILL leaves no queue behind (the kernel
+//! frees it with its last descriptor).
 //!
 //! A queue message is at most `fs.mqueue.msgsize_max` bytes (8 KiB by
 //! default) and a queue holds `fs.mqueue.msg_max` of them (10), both read
@@ -31,8 +34,9 @@ fn sysctl(file: &str, default: usize) -> usize {
     fd_stream::read_proc_usize(&format!("/proc/sys/fs/mqueue/{file}")).unwrap_or(default)
 }
 
-/// A created queue: its name (for unlinking) and descriptor.
+/// A created queue: the name it had (unlinked already) and its descriptor.
 struct Queue {
+    #[cfg_attr(not(test), allow(dead_code))]
     name: CString,
     mqd: libc::mqd_t,
 }
@@ -54,6 +58,14 @@ fn create_queue(tag: &str, maxmsg: usize, msgsize: usize) -> Result<Queue, Trans
         let mqd =
             unsafe { libc::mq_open(name.as_ptr(), flags, 0o600 as libc::mode_t, &mut attr as *mut libc::mq_attr) };
         if mqd >= 0 {
+            // SAFETY: name is NUL-terminated. The queue lives on through
+            // `mqd` and the descriptors forks inherit; only its name goes.
+            if unsafe { libc::mq_unlink(name.as_ptr()) } != 0 {
+                let e = TransportError::last_os(NAME, "mq_unlink");
+                // SAFETY: mqd was just opened here and is closed once.
+                unsafe { libc::mq_close(mqd) };
+                return Err(e);
+            }
             return Ok(Queue { name, mqd });
         }
         // A stale queue of an earlier process with our pid: take the next name.
@@ -66,8 +78,6 @@ fn create_queue(tag: &str, maxmsg: usize, msgsize: usize) -> Result<Queue, Trans
 fn remove_queue(q: &Queue) {
     // SAFETY: mqd was opened by this process and is closed once, here.
     unsafe { libc::mq_close(q.mqd) };
-    // SAFETY: name is NUL-terminated.
-    unsafe { libc::mq_unlink(q.name.as_ptr()) };
 }
 
 /// Creates a queue as large as the limits allow, fewer messages when the
@@ -248,22 +258,31 @@ impl Endpoint for PosixEndpoint {
 mod tests {
     use super::*;
 
-    #[test]
-    fn cleanup_unlinks_every_queue() {
-        let mut p = PosixPrepared {
-            topology: Topology::pair(64),
-            queues: vec![Some(create_fitting("t0", 64).unwrap()), Some(create_fitting("t1", 64).unwrap())],
-            msgsize: 64,
-            // SAFETY: getpid has no preconditions.
-            owner: unsafe { libc::getpid() },
-        };
-        let names: Vec<CString> = p.queues.iter().flatten().map(|q| q.name.clone()).collect();
-        p.cleanup();
-        for name in names {
-            // SAFETY: name is NUL-terminated; no O_CREAT, so no variadic arguments.
-            let mqd = unsafe { libc::mq_open(name.as_ptr(), libc::O_RDONLY) };
-            assert!(mqd < 0, "{name:?} still exists");
-            assert_eq!(std::io::Error::last_os_error().raw_os_error(), Some(libc::ENOENT));
+    fn exists(name: &CString) -> bool {
+        // SAFETY: name is NUL-terminated; no O_CREAT, so no variadic arguments.
+        let mqd = unsafe { libc::mq_open(name.as_ptr(), libc::O_RDONLY) };
+        if mqd >= 0 {
+            // SAFETY: opened just above, closed once.
+            unsafe { libc::mq_close(mqd) };
+            return true;
         }
+        assert_eq!(std::io::Error::last_os_error().raw_os_error(), Some(libc::ENOENT));
+        false
+    }
+
+    #[test]
+    fn queues_have_no_name_from_the_start_and_still_carry_messages() {
+        let q = create_fitting("t0", 64).unwrap();
+        assert!(!exists(&q.name), "{:?} is still there for a killed run to leave behind", q.name);
+        let msg = *b"through an unnamed queue";
+        // SAFETY: mqd is open; msg and buf outlive the calls; buf is as long
+        // as the queue's message size.
+        unsafe {
+            assert_eq!(libc::mq_send(q.mqd, msg.as_ptr().cast(), msg.len(), 0), 0);
+            let mut buf = [0u8; 64];
+            let n = libc::mq_receive(q.mqd, buf.as_mut_ptr().cast(), buf.len(), std::ptr::null_mut());
+            assert_eq!(&buf[..n as usize], &msg);
+        }
+        remove_queue(&q);
     }
 }
