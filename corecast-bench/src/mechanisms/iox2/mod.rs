@@ -79,6 +79,7 @@ impl Mechanism for Iceoryx2 {
 
     fn prepare(&self, topology: &Topology) -> Result<Box<dyn Prepared>, TransportError> {
         topology.validate()?;
+        remove_orphans();
         Ok(Box::new(Run::new(self, topology)))
     }
 }
@@ -98,7 +99,7 @@ struct Run {
 impl Run {
     /// Fresh names for one run of `m` over a validated `topology`.
     fn new(m: &Iceoryx2, topology: &Topology) -> Run {
-        let tag = format!("iox2cc{}_{}_", std::process::id(), RUNS.fetch_add(1, Ordering::Relaxed));
+        let tag = format!("{TAG_PREFIX}{}_{}_", std::process::id(), RUNS.fetch_add(1, Ordering::Relaxed));
         let root = std::env::temp_dir().join(format!("corecast-{tag}"));
         Run { name: m.name(), wait: m.wait, topology: topology.clone(), tag, root }
     }
@@ -129,6 +130,42 @@ fn remove_leftovers(tag: &str, root: &std::path::Path) {
         }
     }
     let _ = std::fs::remove_dir_all(root);
+}
+
+/// Removes what runs of dead parents left (a parent killed with SIGKILL
+/// never reaches its cleanup): every object in /dev/shm and every root in
+/// the temporary directory named with the prefix of a process that no
+/// longer exists. A live process's runs, this one's among them, are left
+/// alone; a reused pid only postpones the removal.
+fn remove_orphans() {
+    let roots = std::env::temp_dir();
+    for (dir, prefix) in [(PathBuf::from(SHM_DIR), TAG_PREFIX.to_string()), (roots, format!("corecast-{TAG_PREFIX}"))] {
+        for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Some(pid) = name.strip_prefix(&prefix).and_then(tag_pid) else { continue };
+            if !process_exists(pid) {
+                let _ =
+                    if e.path().is_dir() { std::fs::remove_dir_all(e.path()) } else { std::fs::remove_file(e.path()) };
+            }
+        }
+    }
+}
+
+/// The start of every run's tag, before the parent's pid.
+const TAG_PREFIX: &str = "iox2cc";
+
+/// The parent's pid at the start of what follows a tag's prefix
+/// (`<pid>_<run>_...`).
+fn tag_pid(rest: &str) -> Option<i32> {
+    let (pid, after) = rest.split_once('_')?;
+    after.split_once('_')?.0.parse::<u64>().ok()?;
+    pid.parse().ok().filter(|&p: &i32| p > 0)
+}
+
+/// Whether `pid` names a process (signal 0 only checks).
+fn process_exists(pid: i32) -> bool {
+    let Some(pid) = rustix::process::Pid::from_raw(pid) else { return false };
+    !matches!(rustix::process::test_kill_process(pid), Err(rustix::io::Errno::SRCH))
 }
 
 /// How long setup waits for the peers' ports before giving up.
@@ -218,6 +255,37 @@ mod tests {
             }
         }
         found
+    }
+
+    #[test]
+    fn a_tag_names_its_parent() {
+        assert_eq!(tag_pid("4242_7_rest"), Some(4242));
+        assert_eq!(tag_pid("4242_7_"), Some(4242));
+        assert_eq!(tag_pid("4242_x_"), None);
+        assert_eq!(tag_pid("0_1_"), None);
+        assert_eq!(tag_pid("abc_1_"), None);
+        assert_eq!(tag_pid("4242"), None);
+    }
+
+    #[test]
+    fn what_dead_parents_left_is_removed_and_a_live_ones_is_kept() {
+        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let live = std::process::id();
+        let shm = |pid: u32| PathBuf::from(SHM_DIR).join(format!("{TAG_PREFIX}{pid}_900_data"));
+        let root = |pid: u32| std::env::temp_dir().join(format!("corecast-{TAG_PREFIX}{pid}_900_"));
+        for pid in [dead, live] {
+            std::fs::write(shm(pid), b"x").unwrap();
+            std::fs::create_dir_all(root(pid).join("services")).unwrap();
+            std::fs::write(root(pid).join("services").join("s"), b"x").unwrap();
+        }
+        remove_orphans();
+        assert!(!shm(dead).exists() && !root(dead).exists(), "a dead parent's files are still there");
+        assert!(shm(live).exists() && root(live).join("services").join("s").exists(), "a live parent's files went");
+        remove_leftovers(&format!("{TAG_PREFIX}{live}_900_"), &root(live));
+        assert!(!shm(live).exists() && !root(live).exists());
     }
 
     #[test]
