@@ -200,6 +200,13 @@ impl<A: Api> Mechanism for Corecast<A> {
     }
 
     fn prepare_placed(&self, topology: &Topology, hosts: &[NetHost]) -> Result<Box<dyn Prepared>, TransportError> {
+        // Names of runs whose every process was killed (the parent with
+        // SIGKILL never reaches cleanup) stay until someone cleans; the
+        // library removes exactly those whose keeper is gone.
+        static CLEANED: std::sync::Once = std::sync::Once::new();
+        CLEANED.call_once(|| {
+            corecast::clean();
+        });
         static RUN: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let run = RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let base = format!("bench-{}-{run}", std::process::id());
