@@ -10,9 +10,10 @@ use crate::ring;
 #[derive(Debug)]
 pub struct Message<'a> {
     rx: &'a mut Receiver,
-    /// The slot of `rx.next` in the region of `sender`: found once, used
-    /// by every read and by the release.
+    /// The slot of `rx.next` in the region of `sender` and its payload:
+    /// found once, used by every read and by the release.
     slot: *const SlotHeader,
+    payload: *const u8,
     sender: usize,
     len: usize,
 }
@@ -21,8 +22,8 @@ impl<'a> Message<'a> {
     /// The message `len` bytes long from `sender` that `rx` holds next.
     #[inline]
     pub(super) fn new(rx: &'a mut Receiver, sender: usize, len: usize) -> Message<'a> {
-        let slot: *const SlotHeader = rx.slot_of(sender);
-        Message { rx, slot, sender, len }
+        let (slot, payload) = rx.slot_of(sender, len);
+        Message { rx, slot, payload, sender, len }
     }
 
     #[inline]
@@ -92,12 +93,13 @@ impl std::ops::Deref for Message<'_> {
     type Target = [u8];
     #[inline]
     fn deref(&self) -> &[u8] {
-        // SAFETY: as in `slot`, the mapping outlives this borrow. The
-        // payload follows the slot header, `len <= slot_bytes` (validated
-        // by `ring::probe` when the message was located) bytes of it inside
-        // the slot's stride; no honest sender rewrites it before this
-        // receiver's cursor passes the message (back-pressure, see `ring`).
-        unsafe { std::slice::from_raw_parts(self.slot.add(1).cast::<u8>(), self.len) }
+        // SAFETY: as in `slot`, the mapping outlives this borrow; `payload`
+        // is the slot's payload (`SenderRegion::payload`), `len <=
+        // slot_bytes` (validated by `ring::probe` when the message was
+        // located) bytes of it inside the slot's stride; no honest sender
+        // rewrites it before this receiver's cursor passes the message
+        // (back-pressure, see `ring`).
+        unsafe { std::slice::from_raw_parts(self.payload, self.len) }
     }
 }
 

@@ -302,10 +302,11 @@ impl Receiver {
     }
 
     /// The slot of `self.next` in the region of `sender` (mapped: it was
-    /// located there).
+    /// located there) and its payload, `len` bytes long.
     #[inline]
-    fn slot_of(&self, sender: usize) -> &crate::layout::SlotHeader {
-        self.senders[sender].as_ref().expect("located in a mapped region").region.slot(self.next)
+    fn slot_of(&self, sender: usize, len: usize) -> (*const crate::layout::SlotHeader, *const u8) {
+        let region = &self.senders[sender].as_ref().expect("located in a mapped region").region;
+        (region.slot(self.next), region.payload(self.next, len))
     }
 
     #[inline]
