@@ -3,7 +3,6 @@
 use super::Receiver;
 use crate::error::RecvError;
 use crate::layout::SlotHeader;
-use crate::ring;
 
 /// A message borrowed in place from the ring; read-only (the mapping is).
 /// Dropping it releases the slot.
@@ -38,8 +37,7 @@ impl<'a> Message<'a> {
     /// Whether the slot still holds the message that was located there.
     #[inline]
     fn intact(&self) -> bool {
-        let m = &self.rx.link.membership;
-        ring::read_intact(self.slot(), self.rx.next, self.len as u32, || m.evicted_ever())
+        self.rx.slot_intact(self.slot(), self.len)
     }
 }
 
@@ -62,7 +60,7 @@ impl Message<'_> {
     /// (Dropping a message whose slot changed also makes the receiver's
     /// next call fail with `Evicted`, so nothing is ever lost silently.)
     pub fn verify(&self) -> Result<(), RecvError> {
-        self.rx.verify_slot(self.sender, self.len).map_err(|_| RecvError::Evicted)
+        self.rx.verify_slot(self.slot(), self.len).map_err(|_| RecvError::Evicted)
     }
 
     /// Releases the slot, as dropping the message does, and says whether

@@ -8,7 +8,7 @@ mod wait_any;
 use std::time::{Duration, Instant};
 
 use crate::error::{ChannelError, RecvError};
-use crate::layout::{Arm, STATE_FREE, STATE_LIVE};
+use crate::layout::{Arm, SlotHeader, STATE_FREE, STATE_LIVE};
 use crate::link::Link;
 use crate::notify::{self, Armer, Notified, WakeFd};
 use crate::peers::{self, Peer, PeerTable, Rotated};
@@ -248,29 +248,29 @@ impl Receiver {
         buf[..len].copy_from_slice(src);
         // Only an evicted receiver can be overtaken; if the stamp changed
         // while we copied, the bytes may be torn: never return them.
-        self.verify_slot(sender, len)?;
+        self.verify_slot(self.region_of(sender).slot(self.next), len)?;
         self.consume();
         Ok(len)
     }
 
-    /// `Ok` if the slot of `self.next` still holds what was located.
+    /// `Ok` if `slot`, the slot of `self.next`, still holds what was
+    /// located there.
     #[inline]
-    fn verify_slot(&self, sender: usize, len: usize) -> Result<(), RecvError> {
-        if self.slot_intact(sender, len) {
+    pub(super) fn verify_slot(&self, slot: &SlotHeader, len: usize) -> Result<(), RecvError> {
+        if self.slot_intact(slot, len) {
             return Ok(());
         }
         self.check_membership()?;
         Err(RecvError::Overrun { expected: self.next })
     }
 
-    /// Whether the slot of `self.next` in `sender`'s region still holds
-    /// the `len`-byte message that was located there (see
-    /// `ring::read_intact`: checked once a receiver was ever evicted).
+    /// Whether `slot`, the slot of `self.next`, still holds the `len`-byte
+    /// message that was located there (see `ring::read_intact`: checked
+    /// once a receiver was ever evicted).
     #[inline]
-    pub(super) fn slot_intact(&self, sender: usize, len: usize) -> bool {
-        let region = &self.senders[sender].as_ref().expect("located in a mapped region").region;
+    pub(super) fn slot_intact(&self, slot: &SlotHeader, len: usize) -> bool {
         let m = &self.link.membership;
-        ring::read_intact(region.slot(self.next), self.next, len as u32, || m.evicted_ever())
+        ring::read_intact(slot, self.next, len as u32, || m.evicted_ever())
     }
 
     /// Makes this the copier's receiver (see `locate_lenient`).
@@ -304,14 +304,20 @@ impl Receiver {
     /// The slot of `self.next` in the region of `sender` (mapped: it was
     /// located there) and its payload, `len` bytes long.
     #[inline]
-    fn slot_of(&self, sender: usize, len: usize) -> (*const crate::layout::SlotHeader, *const u8) {
-        let region = &self.senders[sender].as_ref().expect("located in a mapped region").region;
+    fn slot_of(&self, sender: usize, len: usize) -> (*const SlotHeader, *const u8) {
+        let region = self.region_of(sender);
         (region.slot(self.next), region.payload(self.next, len))
+    }
+
+    /// The region of `sender`, where a message was located.
+    #[inline]
+    fn region_of(&self, sender: usize) -> &SenderRegion {
+        &self.senders[sender].as_ref().expect("located in a mapped region").region
     }
 
     #[inline]
     fn slot_bytes(&self, sender: usize, len: usize) -> &[u8] {
-        let region = &self.senders[sender].as_ref().expect("located in a mapped region").region;
+        let region = self.region_of(sender);
         // SAFETY: the stamp of `self.next` was seen published (Acquire) with
         // `len <= slot_bytes` (validated by `ring::probe`); no sender writes
         // this slot again before our cursor passes `self.next` (back-pressure,

@@ -79,7 +79,9 @@ impl Mechanism for Iceoryx2 {
 
     fn prepare(&self, topology: &Topology) -> Result<Box<dyn Prepared>, TransportError> {
         topology.validate()?;
-        remove_orphans();
+        // Once per process, as the corecast mechanisms clean dead names.
+        static SWEPT: std::sync::Once = std::sync::Once::new();
+        SWEPT.call_once(remove_orphans);
         Ok(Box::new(Run::new(self, topology)))
     }
 }
