@@ -3,9 +3,11 @@
 //! Each group is one channel (one sender, its members as receivers: the
 //! native one-to-many send). Point-to-point links use one channel per
 //! destination with every peer that sends to it as a sender, so
-//! receive-from-any is the channel's own total order. Each message carries
-//! an 8-byte header naming its sender, written in place through the loan
-//! API. The in-place verbs are native: a sender writes the payload into the
+//! receive-from-any is the channel's own total order. A message on a
+//! channel several peers send on carries a 16-byte header naming its
+//! sender, written in place through the loan API; on a channel with one
+//! sender (every group's) the receivers know the sender from the plan and
+//! the message is the payload alone, as a user's would be. The in-place verbs are native: a sender writes the payload into the
 //! loaned slot and a receiver reads it in the slot it borrows, so nothing
 //! is copied; the copying verbs add one copy on each side.
 //!
@@ -68,8 +70,8 @@ pub trait Api: 'static {
     fn wait_any(rxs: &mut [&mut Self::Rx], timeout: Duration) -> Result<(), TransportError>;
 }
 
-/// The suite's bytes before each message: the sending process's id (8
-/// bytes), then 8 zero bytes so the message stays at the slot payload's
+/// The suite's bytes before each message on a channel several peers
+/// send on: the sending process's id (8 bytes), then 8 zero bytes so the message stays at the slot payload's
 /// 16-byte alignment. With the id alone, every 16-byte access of the
 /// suite's fill and check was 8 bytes off, a quarter of them split across
 /// two cache lines, and 4 KiB - 1 MiB fan-out ran about 30% slower.
@@ -292,19 +294,24 @@ impl<A: Api> Prepared for PreparedCorecast<A> {
         // The parent's handles are not ours (their mappings stay with the
         // parent); forget them without saying goodbye on its connections.
         std::mem::forget(std::mem::take(&mut self.channels));
+        let plan = &self.plan;
         let mut receivers = Vec::new();
-        for name in &self.plan.inbound[me] {
+        for name in &plan.inbound[me] {
             receivers.push(A::receiver(name, self.wait)?);
         }
+        let sole_senders = plan.inbound[me].iter().map(|name| plan.sole_sender.get(name).copied()).collect();
+        let outbound = |name: &String, receivers| -> Result<Outbound<A::Tx>, TransportError> {
+            let tagged = !plan.sole_sender.contains_key(name);
+            Ok(Outbound { tx: attach_sender::<A>(name, receivers, self.wait)?, tagged })
+        };
         let mut groups = Vec::new();
-        for (name, from, n) in &self.plan.groups {
-            groups.push(if *from == me { Some(attach_sender::<A>(name, *n, self.wait)?) } else { None });
+        for (name, from, n) in &plan.groups {
+            groups.push(if *from == me { Some(outbound(name, *n)?) } else { None });
         }
         let mut links = Vec::new();
-        for to in 0..self.plan.inbound.len() {
-            let name = self.plan.links.get(&(me, to));
-            links.push(match name {
-                Some(name) => Some(attach_sender::<A>(name, 1, self.wait)?),
+        for to in 0..plan.inbound.len() {
+            links.push(match plan.links.get(&(me, to)) {
+                Some(name) => Some(outbound(name, 1)?),
                 None => None,
             });
         }
@@ -313,6 +320,7 @@ impl<A: Api> Prepared for PreparedCorecast<A> {
         Ok(Box::new(CorecastEndpoint::<A> {
             me,
             receivers,
+            sole_senders,
             gone,
             groups,
             links,
@@ -344,13 +352,23 @@ fn attach_sender<A: Api>(name: &str, receivers: usize, wait: WaitStrategy) -> Re
     Ok(tx)
 }
 
+/// A channel this process sends on.
+struct Outbound<Tx> {
+    tx: Tx,
+    /// Several peers send on it: each message starts with [`HEADER`].
+    tagged: bool,
+}
+
 struct CorecastEndpoint<A: Api> {
     me: PeerId,
     receivers: Vec<A::Rx>,
+    /// Per inbound channel: its one sender, when it has one (its
+    /// messages then carry no [`HEADER`]).
+    sole_senders: Vec<Option<PeerId>>,
     /// Per inbound channel: its senders were all gone at the last try.
     gone: Vec<bool>,
-    groups: Vec<Option<A::Tx>>,
-    links: Vec<Option<A::Tx>>,
+    groups: Vec<Option<Outbound<A::Tx>>>,
+    links: Vec<Option<Outbound<A::Tx>>>,
     next_rx: usize,
     max: usize,
     /// How this process waits on several inbound channels at once: as
@@ -359,9 +377,18 @@ struct CorecastEndpoint<A: Api> {
     crowding: Crowding,
 }
 
-/// Sends the sender header and `len` payload bytes (by `write`) in place.
-fn send_on<A: Api>(tx: &mut A::Tx, me: PeerId, len: usize, write: &mut Writer<'_>) -> Result<(), TransportError> {
-    A::send(tx, HEADER + len, &mut |slot| {
+/// Sends `len` payload bytes (by `write`) in place, after the sender
+/// header where the channel has several senders.
+fn send_on<A: Api>(
+    out: &mut Outbound<A::Tx>,
+    me: PeerId,
+    len: usize,
+    write: &mut Writer<'_>,
+) -> Result<(), TransportError> {
+    if !out.tagged {
+        return A::send(&mut out.tx, len, &mut |slot| write(slot));
+    }
+    A::send(&mut out.tx, HEADER + len, &mut |slot| {
         slot[..8].copy_from_slice(&(me as u64).to_le_bytes());
         slot[8..HEADER].fill(0);
         write(&mut slot[HEADER..]);
@@ -376,7 +403,7 @@ impl<A: Api> CorecastEndpoint<A> {
         Ok(())
     }
 
-    fn link(&mut self, to: PeerId) -> Result<&mut A::Tx, TransportError> {
+    fn link(&mut self, to: PeerId) -> Result<&mut Outbound<A::Tx>, TransportError> {
         let me = self.me;
         self.links
             .get_mut(to)
@@ -384,7 +411,7 @@ impl<A: Api> CorecastEndpoint<A> {
             .ok_or_else(|| TransportError::Topology(format!("no link {me} -> {to}")))
     }
 
-    fn group(&mut self, group: usize) -> Result<&mut A::Tx, TransportError> {
+    fn group(&mut self, group: usize) -> Result<&mut Outbound<A::Tx>, TransportError> {
         let me = self.me;
         self.groups
             .get_mut(group)
@@ -397,11 +424,16 @@ impl<A: Api> CorecastEndpoint<A> {
     fn take(&mut self, k: usize, read: &mut Reader<'_>, block: bool) -> Result<bool, TransportError> {
         let max = self.max;
         let mut malformed = None;
-        let taken = A::take(&mut self.receivers[k], block, &mut |msg| {
-            let from = msg.get(..HEADER).map(|h| u64::from_le_bytes(h[..8].try_into().expect("8 bytes")) as usize);
-            match from {
-                Some(from) if msg.len() - HEADER <= max => read(from, &msg[HEADER..]),
-                _ => malformed = Some(msg.len()),
+        let sole = self.sole_senders[k];
+        let taken = A::take(&mut self.receivers[k], block, &mut |msg| match sole {
+            Some(from) if msg.len() <= max => read(from, msg),
+            Some(_) => malformed = Some(msg.len()),
+            None => {
+                let from = msg.get(..HEADER).map(|h| u64::from_le_bytes(h[..8].try_into().expect("8 bytes")) as usize);
+                match from {
+                    Some(from) if msg.len() - HEADER <= max => read(from, &msg[HEADER..]),
+                    _ => malformed = Some(msg.len()),
+                }
             }
         })?;
         if let Some(len) = malformed {
@@ -454,7 +486,7 @@ impl<A: Api> Endpoint for CorecastEndpoint<A> {
     /// The link channel to `peer` has `peer` as its only receiver, so the
     /// keeper's membership record says whether it is alive (R7).
     fn peer_alive(&mut self, peer: PeerId) -> Option<bool> {
-        self.links.get_mut(peer).and_then(Option::as_mut).map(|tx| A::live_receivers(tx) > 0)
+        self.links.get_mut(peer).and_then(Option::as_mut).map(|out| A::live_receivers(&mut out.tx) > 0)
     }
 
     fn recv_with(&mut self, _max_len: usize, read: &mut Reader<'_>) -> Result<(), TransportError> {

@@ -65,6 +65,10 @@ pub struct Plan {
     pub links: BTreeMap<(PeerId, PeerId), String>,
     /// Channels each process receives from.
     pub inbound: Vec<Vec<String>>,
+    /// Channels whose every message comes from one process (a group's,
+    /// and a destination's with one peer linking to it), by name: their
+    /// messages need not say who sent them.
+    pub sole_sender: BTreeMap<String, PeerId>,
     /// Forwarding bridges, each with its host (an index of `host_of`).
     pub forwards: Vec<(usize, Forward)>,
     /// Delivering bridges, each with its host.
@@ -87,6 +91,7 @@ pub fn build(base: &str, key_base: &str, t: &Topology, host_of: &[usize]) -> Pla
         let receivers = local.len() + usize::from(!remote.is_empty());
         plan.channels.push(ChannelPlan { name: name.clone(), senders: 1, receivers });
         plan.groups.push((name.clone(), group.from, receivers));
+        plan.sole_sender.insert(name.clone(), group.from);
         local.iter().for_each(|&m| plan.inbound[m].push(name.clone()));
         if remote.is_empty() {
             continue;
@@ -97,6 +102,7 @@ pub fn build(base: &str, key_base: &str, t: &Topology, host_of: &[usize]) -> Pla
         for (h, members) in remote {
             let there = format!("{name}-h{h}");
             plan.channels.push(ChannelPlan { name: there.clone(), senders: 1, receivers: members.len() });
+            plan.sole_sender.insert(there.clone(), group.from);
             members.iter().for_each(|&m| plan.inbound[m].push(there.clone()));
             let deliver = Deliver { channel: there, key: key.clone(), receivers: members.len(), forward };
             plan.delivers.push((h, deliver));
@@ -121,8 +127,18 @@ pub fn build(base: &str, key_base: &str, t: &Topology, host_of: &[usize]) -> Pla
         // Each delivering bridge is one more sender.
         plan.channels.push(ChannelPlan { name: name.clone(), senders: local + remote.len(), receivers: 1 });
         plan.inbound[to].push(name.clone());
+        let sole = match senders[..] {
+            [only] => Some(only),
+            _ => None,
+        };
+        if let Some(s) = sole {
+            plan.sole_sender.insert(name.clone(), s);
+        }
         for (h, from) in remote {
             let there = format!("{name}-h{h}");
+            if let Some(s) = sole {
+                plan.sole_sender.insert(there.clone(), s);
+            }
             let key = format!("{key_base}/to{to}/h{h}");
             plan.channels.push(ChannelPlan { name: there.clone(), senders: from.len(), receivers: 1 });
             from.iter().for_each(|&s| {
@@ -150,6 +166,17 @@ mod tests {
         assert_eq!(p.groups, [("b-g0".to_string(), 0, 3)]);
         assert!(p.forwards.is_empty() && p.delivers.is_empty());
         assert!((1..=3).all(|r| p.inbound[r] == ["b-g0"] && p.links[&(r, 0)] == "b-to0"));
+        // The group's messages come from its sender alone; the replies from three peers.
+        assert_eq!(p.sole_sender, BTreeMap::from([("b-g0".to_string(), 0)]));
+    }
+
+    #[test]
+    fn a_destination_with_one_peer_linking_to_it_has_a_sole_sender_on_every_host() {
+        let p = build("b", "k", &Topology::pair(64), &[]);
+        assert_eq!(p.sole_sender, BTreeMap::from([("b-to0".to_string(), 1), ("b-to1".to_string(), 0)]));
+        let p = build("b", "k", &Topology::pair(64), &[1, 2]);
+        let sole: Vec<_> = p.sole_sender.iter().map(|(n, &s)| (n.as_str(), s)).collect();
+        assert_eq!(sole, [("b-to0", 1), ("b-to0-h2", 1), ("b-to1", 0), ("b-to1-h1", 0)]);
     }
 
     #[test]
@@ -165,6 +192,8 @@ mod tests {
         assert_eq!(d.len(), 2);
         assert_eq!(*d[0], (2, Deliver { channel: "b-g0-h2".into(), key: "k/g0".into(), receivers: 2, forward: 0 }));
         assert_eq!(p.inbound[1], ["b-g0-h2"]);
+        assert!(["b-g0", "b-g0-h2", "b-g0-h3"].iter().all(|n| p.sole_sender[*n] == 0));
+        assert_eq!(p.sole_sender.len(), 3, "replies to 0 come from three peers");
         assert_eq!(p.inbound[2], ["b-g0-h3"]);
         // Replies: host 2's two receivers share one forwarded channel.
         assert_eq!(p.links[&(1, 0)], "b-to0-h2");
