@@ -16,8 +16,10 @@
 
 use crate::sync::{AtomicU32, AtomicU64};
 
-/// Bumped whenever any region's layout changes.
-pub(crate) const LAYOUT_VERSION: u32 = 3;
+/// Bumped whenever any region's layout or the meaning of a shared word
+/// changes (4: a receiver's arm word carries `Arm::PEERS_FENCE`, and
+/// senders publish without a fence for receivers that do not set it).
+pub(crate) const LAYOUT_VERSION: u32 = 4;
 /// Alignment and padding unit for hot fields.
 pub(crate) const LINE: usize = 128;
 
@@ -259,16 +261,20 @@ pub(crate) struct Cursor {
     pub(crate) wake: AtomicU32,
 }
 
-/// The encoding of a waiter's arm word: `count << 2 | mode`. The waiter
-/// bumps `count` each time it arms, so a peer acts once per arming (one
-/// wake or one event-fd write), however many messages it publishes before
-/// the waiter is up again.
+/// The encoding of a waiter's arm word: `peers_fence | count << 2 | mode`.
+/// The waiter bumps `count` (29 bits) each time it arms, so a peer acts
+/// once per arming (one wake or one event-fd write), however many messages
+/// it publishes before the waiter is up again.
 pub(crate) struct Arm;
 
 impl Arm {
     pub(crate) const AWAKE: u32 = 0;
     pub(crate) const FUTEX: u32 = 1;
     pub(crate) const EVENT_FD: u32 = 2;
+    /// A receiver's word, whatever the mode: senders must fence between
+    /// their stamp store and their read of this word (the receiver arms
+    /// without a process-wide barrier, see `notify`).
+    pub(crate) const PEERS_FENCE: u32 = 1 << 31;
 
     pub(crate) fn word(count: u32, mode: u32) -> u32 {
         (count << 2) | mode

@@ -15,7 +15,23 @@
 //!   and acts on it once per arming ([`Notified::take`]).
 //!
 //! The two fences forbid the one bad outcome: the waiter's re-check missing
-//! the progress while the peer's read misses the arming. The keeper's
+//! the progress while the peer's read misses the arming.
+//!
+//! A sender publishes far more often than a receiver arms, so the sender's
+//! fence is the one that costs (a publish's fence waits for the stamp's
+//! cache line to reach the sender, about a tenth of a 64-byte message's
+//! time). Where the kernel has membarrier(2), a sender's process registers
+//! for process-wide barriers and publishes without the fence; a receiver
+//! that arms then issues the barrier itself (`sys::membarrier`), which
+//! makes each sender's CPU fence at some point during the call: if that
+//! point comes before the sender's read of the arm word, the read sees the
+//! arming; if after, the stamp stored before that read is visible to the
+//! re-check. A receiver that arms often (sleeping at once, or an event
+//! loop's wake fd) asks senders to fence instead ([`Arm::PEERS_FENCE`] in
+//! its arm word, made visible to every sender by one barrier when it starts
+//! asking), and a sender whose process could not register always fences.
+//! The loom models model the barrier as an interrupt that fences the
+//! sender between any two of its accesses, or its leaving the CPU. The keeper's
 //! changes need no arming: a waiter sleeps on the membership generation
 //! too, and only at the generation its last look was made under
 //! ([`generation_unchanged`]). The loom model at the end of this file runs
@@ -56,27 +72,55 @@ impl Notified {
     }
 }
 
-/// The waiter's side: its arming counter.
+/// The waiter's side: its arming counter, and the flag its words carry.
 #[derive(Debug, Default)]
 pub(crate) struct Armer {
     count: u32,
+    /// [`Arm::PEERS_FENCE`] or 0, in every word this armer stores.
+    flags: u32,
 }
 
 impl Armer {
+    /// An armer whose words ask peers to fence (or not).
+    pub(crate) fn new(peers_fence: bool) -> Armer {
+        Armer { count: 0, flags: if peers_fence { Arm::PEERS_FENCE } else { 0 } }
+    }
+
+    /// The disarmed word of this armer, to initialise a region with.
+    pub(crate) fn awake_word(&self) -> u32 {
+        Arm::AWAKE | self.flags
+    }
+
     /// Arms `word` in `mode`; the caller re-checks for progress next. The
     /// fence pairs with the peer's [`progress_made`]: either the re-check
     /// sees the peer's progress, or the peer's read of `word` sees this
-    /// arming.
+    /// arming. (A waiter whose peers do not fence issues a process-wide
+    /// barrier before its re-check instead, which stands for theirs.)
     pub(crate) fn arm(&mut self, word: &AtomicU32, mode: u32) {
-        self.count = self.count.wrapping_add(1) & 0x3fff_ffff;
+        self.count = self.count.wrapping_add(1) & 0x1fff_ffff;
         // SeqCst: also in the single order of the keeper's SeqCst
         // generation bumps and arm-word loads.
-        word.store(Arm::word(self.count, mode), Ordering::SeqCst);
+        word.store(Arm::word(self.count, mode) | self.flags, Ordering::SeqCst);
         fence(Ordering::SeqCst);
     }
 
-    pub(crate) fn disarm(word: &AtomicU32) {
-        word.store(Arm::AWAKE, Ordering::Relaxed);
+    pub(crate) fn disarm(&self, word: &AtomicU32) {
+        word.store(self.awake_word(), Ordering::Relaxed);
+    }
+
+    /// Whether this armer's words ask peers to fence.
+    pub(crate) fn peers_fence(&self) -> bool {
+        self.flags != 0
+    }
+
+    /// Makes this armer's words ask peers to fence, or stop asking, from
+    /// the disarmed `word` on. (Peers that read the word before may not
+    /// have seen the request: the caller makes sure they have before it
+    /// relies on it.)
+    pub(crate) fn set_peers_fence(&mut self, word: &AtomicU32, yes: bool) {
+        self.flags = Armer::new(yes).flags;
+        // SeqCst: as the arming stores; the caller's barrier makes it seen.
+        word.store(self.awake_word(), Ordering::SeqCst);
     }
 }
 
@@ -155,6 +199,47 @@ mod loom_model {
         }
     }
 
+    /// membarrier(2) for one registered thread, the sender: a request is
+    /// served by a full fence of the sender's at its next serving point
+    /// (the models place one before, between and after each access of the
+    /// publish, where an interrupt may land), or not at all while the
+    /// sender is off its CPU (asleep in the kernel, or finished): the
+    /// context switch was its barrier.
+    #[derive(Default)]
+    struct ProcessBarrier {
+        requested: AtomicU32,
+        served: AtomicU32,
+        off_cpu: AtomicU32,
+    }
+
+    impl ProcessBarrier {
+        /// The caller's side (`membarrier::barrier`): returns once the
+        /// sender fenced after the request, or is off its CPU.
+        fn request(&self) {
+            let ticket = self.requested.fetch_add(1, Ordering::SeqCst) + 1;
+            fence(Ordering::SeqCst);
+            while self.served.load(Ordering::SeqCst) < ticket && self.off_cpu.load(Ordering::SeqCst) == 0 {
+                loom::thread::yield_now();
+            }
+        }
+
+        /// The sender's serving point: an interrupt that fences.
+        fn serve(&self) {
+            let wanted = self.requested.load(Ordering::SeqCst);
+            if self.served.load(Ordering::SeqCst) < wanted {
+                fence(Ordering::SeqCst);
+                self.served.store(wanted, Ordering::SeqCst);
+            }
+        }
+
+        /// The sender leaves its CPU (or comes back): the scheduler's
+        /// barrier.
+        fn switch(&self, off: bool) {
+            self.off_cpu.store(u32::from(off), Ordering::SeqCst);
+            fence(Ordering::SeqCst);
+        }
+    }
+
     /// One sender and one receiver on a ring of `slots`; both wait by
     /// sleeping at once (the `Sleep` strategy: every wait goes through the
     /// handshake).
@@ -167,16 +252,34 @@ mod loom_model {
         /// The sender's arm word; it sleeps on the cursor's wake word.
         space_waiting: AtomicU32,
         kernel: Arc<Kernel>,
+        barrier: ProcessBarrier,
     }
 
     /// An endpoint's own handshake state.
-    #[derive(Default)]
     struct Side {
         armer: Armer,
         notified: Option<Notified>,
+        /// A sender: fences on every publish (not registered for
+        /// barriers). A receiver: every sender sees its armer's request to
+        /// fence, so it arms without a barrier.
+        fenced: bool,
+    }
+
+    impl Default for Side {
+        /// An endpoint of a process without barriers: senders fence.
+        fn default() -> Side {
+            Side { armer: Armer::default(), notified: None, fenced: true }
+        }
     }
 
     impl Side {
+        /// An endpoint of a registered process whose receivers ask for no
+        /// fence: the sender publishes without one, the receiver arms with
+        /// a barrier.
+        fn asymmetric() -> Side {
+            Side { fenced: false, ..Side::default() }
+        }
+
         fn notified(&mut self) -> &mut Notified {
             self.notified.get_or_insert_with(|| Notified::new(1))
         }
@@ -193,6 +296,7 @@ mod loom_model {
                 doorbell: AtomicU32::new(0),
                 space_waiting: AtomicU32::new(Arm::AWAKE),
                 kernel: kernel.clone(),
+                barrier: ProcessBarrier::default(),
             })
         }
 
@@ -213,13 +317,31 @@ mod loom_model {
                 let before = self.cursor.wake.load(Ordering::Acquire);
                 me.armer.arm(&self.space_waiting, Arm::FUTEX);
                 if !self.has_room(s) && self.cursor.wake.load(Ordering::Acquire) == before {
+                    self.barrier.switch(true);
                     self.kernel.wait_any(&[(&self.cursor.wake, before)]);
+                    self.barrier.switch(false);
                 }
-                Armer::disarm(&self.space_waiting);
+                me.armer.disarm(&self.space_waiting);
+            }
+            if !me.fenced {
+                self.barrier.serve();
             }
             ring::publish(&self.slots[(s % self.r()) as usize], s, 8, KIND_PUBLISHED);
-            progress_made();
-            if me.notified().take(0, self.sleeping.load(Ordering::Relaxed)) == Some(Arm::FUTEX) {
+            let word = if me.fenced {
+                progress_made();
+                self.sleeping.load(Ordering::Relaxed)
+            } else {
+                self.barrier.serve();
+                let word = self.sleeping.load(Ordering::Relaxed);
+                self.barrier.serve();
+                if word & Arm::PEERS_FENCE == 0 {
+                    word
+                } else {
+                    progress_made();
+                    self.sleeping.load(Ordering::Relaxed)
+                }
+            };
+            if me.notified().take(0, word) == Some(Arm::FUTEX) {
                 // Release pairs with the sleeper's load of the doorbell.
                 self.doorbell.fetch_add(1, Ordering::Release);
                 self.kernel.wake_all();
@@ -235,9 +357,13 @@ mod loom_model {
             self.doorbell.load(Ordering::SeqCst)
         }
 
-        /// `Receiver::arm_futex`: arms, then whether `s` is still not ready.
+        /// `Receiver::arm_futex`, the barrier where the sender does not
+        /// fence for it, then whether `s` is still not ready.
         fn arm_idle(&self, s: u64, me: &mut Side) -> bool {
             me.armer.arm(&self.sleeping, Arm::FUTEX);
+            if !me.fenced {
+                self.barrier.request();
+            }
             !self.ready(s)
         }
 
@@ -248,9 +374,18 @@ mod loom_model {
                 if self.arm_idle(s, me) {
                     self.kernel.wait_any(&[(&self.doorbell, value)]);
                 }
-                Armer::disarm(&self.sleeping);
+                me.armer.disarm(&self.sleeping);
             }
             self.consume(s, me);
+        }
+
+        /// `Receiver::settle_peers_fence` to asking for fences: the request
+        /// in the disarmed word, then the barrier that makes the sender see
+        /// it.
+        fn ask_for_fences(&self, me: &mut Side) {
+            me.armer.set_peers_fence(&self.sleeping, true);
+            self.barrier.request();
+            me.fenced = true;
         }
 
         fn consume(&self, s: u64, me: &mut Side) {
@@ -275,19 +410,27 @@ mod loom_model {
 
     /// Every message is delivered and neither side sleeps through the
     /// other's progress: `messages` through a ring of `slots`, so the
-    /// sender also waits for room when `messages > slots`.
-    fn one_channel(slots: u64, messages: u64) {
-        model(5, move || {
+    /// sender also waits for room when `messages > slots`. `side` makes
+    /// both endpoints' handshake state; with `switch_at`, the receiver
+    /// starts asking for fences before waiting for that message.
+    fn one_channel(slots: u64, messages: u64, preemptions: usize, side: fn() -> Side, switch_at: Option<u64>) {
+        model(preemptions, move || {
             let chan = Channel::new(slots, &Arc::new(Kernel::default()));
             let tx = {
                 let chan = chan.clone();
                 loom::thread::spawn(move || {
-                    let mut me = Side::default();
+                    let mut me = side();
                     (0..messages).for_each(|s| chan.send(s, &mut me));
+                    chan.barrier.switch(true);
                 })
             };
-            let mut me = Side::default();
-            (0..messages).for_each(|s| chan.recv(s, &mut me));
+            let mut me = side();
+            for s in 0..messages {
+                if switch_at == Some(s) {
+                    chan.ask_for_fences(&mut me);
+                }
+                chan.recv(s, &mut me);
+            }
             tx.join().unwrap();
             assert_eq!(chan.cursor.next.load(Ordering::Relaxed), messages);
         });
@@ -295,12 +438,27 @@ mod loom_model {
 
     #[test]
     fn a_sleeping_receiver_is_woken_by_every_publish_it_waits_for() {
-        one_channel(2, 2);
+        one_channel(2, 2, 5, Side::default, None);
     }
 
     #[test]
     fn a_sender_waiting_for_room_is_woken_by_the_consume_that_frees_it() {
-        one_channel(1, 2);
+        one_channel(1, 2, 5, Side::default, None);
+    }
+
+    /// A sender that publishes without a fence still wakes a receiver
+    /// that arms with a process-wide barrier.
+    #[test]
+    fn a_receiver_arming_with_a_barrier_is_woken_by_unfenced_publishes() {
+        one_channel(2, 2, 4, Side::asymmetric, None);
+    }
+
+    /// A receiver that starts asking for fences (and so stops issuing
+    /// barriers) is still woken by a sender that had read its word without
+    /// the request.
+    #[test]
+    fn a_receiver_that_starts_asking_for_fences_is_woken_by_the_sender_that_fences_for_it() {
+        one_channel(2, 2, 4, Side::asymmetric, Some(1));
     }
 
     /// `wait_any` (`receiver::wait_any`): one receiver asleep on two
@@ -326,7 +484,7 @@ mod loom_model {
                     let words: Vec<_> = chans.iter().zip(&values).map(|(c, &v)| (&c.doorbell, v)).collect();
                     kernel.wait_any(&words);
                 }
-                chans.iter().for_each(|c| Armer::disarm(&c.sleeping));
+                sides.iter().zip(&chans).for_each(|(side, c)| side.armer.disarm(&c.sleeping));
             }
             chans[busy].consume(0, &mut sides[busy]);
             tx.join().unwrap();
@@ -396,7 +554,7 @@ mod loom_model {
                 if generation_unchanged(&m.generation, known, values[0]) {
                     m.kernel.wait_any(&[(&m.generation, values[0]), (&m.doorbell, values[1])]);
                 }
-                Armer::disarm(&m.sleeping);
+                armer.disarm(&m.sleeping);
             }
             keeper.join().unwrap();
         });

@@ -294,3 +294,42 @@ fn an_in_place_read_overtaken_after_eviction_is_never_accepted_silently() {
     let mut buf = [0u8; 16];
     assert!(matches!(rx.try_recv(&mut buf), Err(RecvError::Evicted)));
 }
+
+/// A receiver asleep between messages is woken by a sender in another
+/// process whatever way it waits: adaptively (it arms with a process-wide
+/// barrier and the sender publishes without a fence), sleeping at once (it
+/// asks senders to fence), and back, switching between messages. A lost
+/// wake-up fails the receive's timeout.
+#[test]
+fn a_receiver_asleep_between_messages_is_woken_however_it_waits() {
+    use corecast::WaitStrategy;
+    const PER_PHASE: u64 = 20;
+    let phases = [WaitStrategy::default(), WaitStrategy::Sleep, WaitStrategy::default(), WaitStrategy::Sleep];
+    let count = PER_PHASE * phases.len() as u64;
+    let name = unique("asleep");
+    let chan = Channel::create(&name, &config(8, 64, 1, 1)).unwrap();
+    let mut rx = chan.receiver().unwrap();
+    let sender = fork({
+        let name = name.clone();
+        move |_| {
+            let chan = Channel::open(&name).expect("open by name");
+            let mut tx = chan.sender().expect("attach sender");
+            for seq in 0..count {
+                // Longer than the default's spin and yield: the receiver sleeps.
+                std::thread::sleep(Duration::from_millis(1));
+                tx.send(&payload(seq, 0, 64)).expect("send");
+            }
+            0
+        }
+    });
+    let mut buf = [0u8; 64];
+    for seq in 0..count {
+        if seq % PER_PHASE == 0 {
+            rx.set_wait_strategy(phases[(seq / PER_PHASE) as usize]);
+        }
+        let n = rx.recv_timeout(&mut buf, GUARD).unwrap_or_else(|e| panic!("message {seq}: {e}"));
+        assert_eq!(&buf[..n], &payload(seq, 0, 64)[..], "message {seq}");
+    }
+    let (exit, report) = sender.wait(GUARD);
+    assert_eq!(exit, Exit::Code(0), "sender failed: {report}");
+}

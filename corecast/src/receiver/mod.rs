@@ -16,7 +16,7 @@ use crate::proto::{self, Op};
 use crate::region::{ReceiverRegion, SenderRegion};
 use crate::ring::{self, Probe};
 use crate::sync::Ordering;
-use crate::sys::{futex, map::Mapping, memfd, wakefd};
+use crate::sys::{futex, map::Mapping, membarrier, memfd, wakefd};
 use crate::wait::{Crowding, WaitStrategy};
 
 pub use message::Message;
@@ -41,6 +41,9 @@ pub struct Receiver {
     notified: Notified,
     wake: WakeFd,
     armer: Armer,
+    /// Every sender sees the armer's request to fence ([`Arm::PEERS_FENCE`]):
+    /// arming needs no process-wide barrier.
+    peers_fence_seen: bool,
     /// The caller asked for the wake fd: running dry arms it.
     fd_mode: bool,
     fd_armed: bool,
@@ -75,6 +78,10 @@ impl Receiver {
         let fd = memfd::create("corecast-receiver", bytes).map_err(ChannelError::io("memfd"))?;
         let map = Mapping::new(&fd, bytes, true).map_err(ChannelError::io("map own region"))?;
         let region = ReceiverRegion::init(map, crate::sys::pid()).map_err(ChannelError::Corrupt)?;
+        let armer = Armer::new(asks_peers_to_fence(wait, false));
+        // Before the region is shared: every sender that maps it sees the request.
+        armer.disarm(&region.header().sleeping.0);
+        let peers_fence_seen = armer.peers_fence();
         let wake = WakeFd::new()?;
         let (reply, _) = link.call(Op::JoinReceiver, &[&fd, &wake.peer])?;
         match reply.status {
@@ -93,7 +100,8 @@ impl Receiver {
             senders: peers::empty(g.max_senders as usize),
             notified: Notified::new(g.max_senders as usize),
             wake,
-            armer: Armer::default(),
+            armer,
+            peers_fence_seen,
             fd_mode: false,
             fd_armed: false,
             generation: link.membership.generation(),
@@ -128,6 +136,38 @@ impl Receiver {
     /// Changes how this receiver waits for messages.
     pub fn set_wait_strategy(&mut self, wait: WaitStrategy) {
         self.wait = wait;
+        self.settle_peers_fence();
+    }
+
+    /// Asks senders to fence before they read this receiver's arm word,
+    /// or stops asking, as [`asks_peers_to_fence`] says for how it waits now.
+    fn settle_peers_fence(&mut self) {
+        let wanted = asks_peers_to_fence(self.wait, self.fd_mode);
+        if wanted == self.armer.peers_fence() {
+            return;
+        }
+        self.armer.set_peers_fence(&self.region.header().sleeping.0, wanted);
+        // A sender that read the word before publishes without a fence
+        // until it sees the request: after the barrier every one has.
+        self.peers_fence_seen = wanted && membarrier::barrier().is_ok();
+    }
+
+    /// Arms this receiver's sleep word in `mode`, then stands in for the
+    /// senders' fence where they do not fence for it: the caller re-checks
+    /// for messages next (notify's handshake).
+    fn arm(&mut self, mode: u32) -> Result<(), RecvError> {
+        self.armer.arm(&self.region.header().sleeping.0, mode);
+        self.barrier_for_senders()
+    }
+
+    /// The process-wide barrier that stands for the senders' fence between
+    /// their stamp store and their read of this receiver's arm word, when
+    /// they do not fence for it.
+    fn barrier_for_senders(&self) -> Result<(), RecvError> {
+        if self.peers_fence_seen {
+            return Ok(());
+        }
+        membarrier::barrier().map_err(|e| RecvError::Io { op: "membarrier", source: e.into() })
     }
 
     /// Copies the next message into `buf`, waiting for one; returns its length.
@@ -205,10 +245,13 @@ impl Receiver {
     pub fn wake_fd(&mut self) -> std::os::fd::BorrowedFd<'_> {
         use std::os::fd::AsFd;
         self.fd_mode = true;
+        self.settle_peers_fence();
         if !self.fd_armed {
-            self.armer.arm(&self.region.header().sleeping.0, Arm::EVENT_FD);
+            // A failed barrier makes the fd readable (a spurious wake, never
+            // a lost one); the receive that follows reports the failure.
+            let armed = self.arm(Arm::EVENT_FD);
             self.fd_armed = true;
-            if !matches!(self.ready(), Err(RecvError::WouldBlock)) {
+            if armed.is_err() || !matches!(self.ready(), Err(RecvError::WouldBlock)) {
                 wakefd::signal(&self.wake.peer);
             }
         }
@@ -225,13 +268,13 @@ impl Receiver {
     fn ready_armed(&mut self) -> Result<(usize, usize), RecvError> {
         if self.fd_armed {
             self.fd_armed = false;
-            Armer::disarm(&self.region.header().sleeping.0);
+            self.armer.disarm(&self.region.header().sleeping.0);
             wakefd::drain(&self.wake.owner);
         }
         match self.ready() {
             Err(RecvError::WouldBlock) if self.fd_mode => {
-                self.armer.arm(&self.region.header().sleeping.0, Arm::EVENT_FD);
                 self.fd_armed = true;
+                self.arm(Arm::EVENT_FD)?;
                 // Re-check after arming: pairs with `Sender::publish` (a new
                 // message) and `Keeper::bump` (senders gone, destroyed).
                 self.ready()
@@ -597,4 +640,41 @@ impl Drop for Receiver {
 #[cold]
 fn corrupt(bad: ring::BadSlot) -> RecvError {
     RecvError::Corrupt(bad.to_string())
+}
+
+/// Whether a receiver waiting so asks senders to fence before they read
+/// its arm word, instead of issuing a process-wide barrier each time it
+/// arms (a few microseconds, more with many registered processes running):
+/// when it arms often (sleeping at once, or an event loop's wake fd), or
+/// when this kernel has no such barrier.
+fn asks_peers_to_fence(wait: WaitStrategy, fd_mode: bool) -> bool {
+    matches!(wait, WaitStrategy::Sleep) || fd_mode || !membarrier::available()
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::{Channel, ChannelConfig};
+
+    #[test]
+    fn the_arm_word_asks_senders_to_fence_while_the_receiver_sleeps_at_once_or_serves_an_event_loop() {
+        let chan = Channel::create(&format!("peers-fence-{}", std::process::id()), &ChannelConfig::default()).unwrap();
+        // Relaxed: this thread's own stores.
+        let asks = |rx: &Receiver| rx.region.header().sleeping.0.load(Ordering::Relaxed) & Arm::PEERS_FENCE != 0;
+        let without_barriers = !membarrier::available();
+        let mut rx = chan.receiver_with(WaitStrategy::Sleep).unwrap();
+        assert!(asks(&rx), "from the start, before any sender maps the region");
+        rx.set_wait_strategy(WaitStrategy::default());
+        assert_eq!(asks(&rx), without_barriers);
+        rx.set_wait_strategy(WaitStrategy::Spin);
+        assert_eq!(asks(&rx), without_barriers);
+        rx.set_wait_strategy(WaitStrategy::Sleep);
+        assert!(asks(&rx) && rx.peers_fence_seen);
+        rx.set_wait_strategy(WaitStrategy::default());
+        let _ = rx.wake_fd();
+        assert!(asks(&rx) && rx.peers_fence_seen);
+        rx.set_wait_strategy(WaitStrategy::default());
+        assert!(asks(&rx), "an event loop's receiver keeps asking");
+        assert!(chan.receiver().map(|rx| asks(&rx) == without_barriers).unwrap());
+    }
 }

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use super::{Found, Receiver};
 use crate::error::RecvError;
 use crate::layout::Arm;
-use crate::notify::{self, Armer};
+use crate::notify;
 use crate::sync::Ordering;
 use crate::sys::{futex, robust};
 use crate::wait::{sleep_budget, Backoff};
@@ -65,8 +65,9 @@ impl Receiver {
     /// Sleeps on every sender's doorbell and the membership generation.
     pub(super) fn sleep(&mut self, budget: Duration) -> Result<(), RecvError> {
         let values = self.sleep_values();
-        let idle = self.arm_futex(&values);
-        if idle {
+        self.arm_futex();
+        let idle = self.barrier_for_senders().map(|()| self.still_idle(&values));
+        if idle.as_ref().is_ok_and(|&idle| idle) {
             let words: Vec<_> = self.sleep_words().into_iter().zip(values).collect();
             let r = futex::wait_any(&words, budget);
             robust::cascade(self.link.membership.keeper_word());
@@ -75,7 +76,7 @@ impl Receiver {
         } else {
             self.disarm_futex();
         }
-        Ok(())
+        idle.map(|_| ())
     }
 
     /// The futex words a sleeping receiver waits on: the membership
@@ -93,12 +94,17 @@ impl Receiver {
         self.sleep_words().iter().map(|w| w.load(Ordering::SeqCst)).collect()
     }
 
-    /// Arms this receiver's sleep word (futex mode) and checks again;
-    /// `true` if it is still idle and may sleep on `values` (taken before).
-    pub(super) fn arm_futex(&mut self, values: &[u32]) -> bool {
-        // Either a sender's publish sees this arming, or the re-check below
-        // sees its stamp (notify's handshake).
+    /// Arms this receiver's sleep word (futex mode). Either a sender's
+    /// publish sees this arming, or the re-check ([`Receiver::still_idle`],
+    /// after [`Receiver::barrier_for_senders`]) sees its stamp (notify's
+    /// handshake).
+    pub(super) fn arm_futex(&mut self) {
         self.armer.arm(&self.region.header().sleeping.0, Arm::FUTEX);
+    }
+
+    /// After arming: `true` if this receiver is still idle and may sleep on
+    /// `values` (taken before).
+    pub(super) fn still_idle(&mut self, values: &[u32]) -> bool {
         // The values are those of `sleep_words`: the generation, the keeper's word, the doorbells.
         let generation = &self.link.membership.header().generation.0;
         matches!(self.locate(), Ok(Some(Found::NotYet)))
@@ -108,6 +114,6 @@ impl Receiver {
     }
 
     pub(super) fn disarm_futex(&self) {
-        Armer::disarm(&self.region.header().sleeping.0);
+        self.armer.disarm(&self.region.header().sleeping.0);
     }
 }

@@ -41,9 +41,16 @@ pub fn wait_any(receivers: &mut [&mut Receiver], timeout: Option<Duration>) -> R
         }
         let Some(budget) = sleep_budget(deadline) else { return Ok(None) };
         let values: Vec<Vec<u32>> = receivers.iter().map(|rx| rx.sleep_values()).collect();
-        let mut idle = true;
+        receivers.iter_mut().for_each(|rx| rx.arm_futex());
+        // One process-wide barrier stands for every sender's fence (the
+        // receivers are this thread's; the barrier covers all it armed).
+        let barrier = match receivers.iter().find(|rx| !rx.peers_fence_seen) {
+            Some(rx) => rx.barrier_for_senders(),
+            None => Ok(()),
+        };
+        let mut idle = barrier.is_ok();
         for (rx, v) in receivers.iter_mut().zip(&values) {
-            idle &= rx.arm_futex(v);
+            idle &= rx.still_idle(v);
         }
         let r = if idle {
             let words: Vec<_> = receivers
@@ -59,6 +66,7 @@ pub fn wait_any(receivers: &mut [&mut Receiver], timeout: Option<Duration>) -> R
             robust::cascade(rx.link.membership.keeper_word());
             rx.disarm_futex();
         });
+        barrier?;
         r.map_err(|e| RecvError::Io { op: "futex wait", source: e.into() })?;
     }
 }

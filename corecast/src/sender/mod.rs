@@ -15,7 +15,7 @@ use crate::proto::{self, Op};
 use crate::region::{SenderRegion, Sequencer};
 use crate::ring::{self, Claim};
 use crate::sync::Ordering;
-use crate::sys::{futex, map::Mapping, memfd, robust, wakefd};
+use crate::sys::{futex, map::Mapping, membarrier, memfd, robust, wakefd};
 use crate::wait::{sleep_budget, Backoff, Crowding, WaitStrategy};
 
 pub use loan::Loan;
@@ -45,6 +45,9 @@ pub struct Sender {
     /// The caller asked for the wake fd: a full ring arms it.
     fd_mode: bool,
     fd_armed: bool,
+    /// This process is not registered for receivers' process-wide
+    /// barriers: every publish fences before it reads their arm words.
+    fence_every_publish: bool,
 }
 
 impl Sender {
@@ -108,6 +111,7 @@ impl Sender {
             armer: Armer::default(),
             fd_mode: false,
             fd_armed: false,
+            fence_every_publish: !membarrier::register(),
         })
     }
 
@@ -298,7 +302,7 @@ impl Sender {
     fn try_claim_armed(&mut self, len: usize) -> Result<u64, SendError> {
         if self.fd_armed {
             self.fd_armed = false;
-            Armer::disarm(&self.region.header().space_waiting.0);
+            self.armer.disarm(&self.region.header().space_waiting.0);
             wakefd::drain(&self.wake.owner);
         }
         match self.try_claim(len) {
@@ -412,11 +416,23 @@ impl Sender {
             ring::publish(self.region.slot(seq), seq, len, kind);
         }
         // Either a receiver arming to sleep sees this stamp, or the loads
-        // below see it armed (notify's handshake).
-        notify::progress_made();
+        // below see it armed (notify's handshake). The StoreLoad barrier
+        // between is a fence here only for receivers that ask for one; for
+        // the others, the process-wide barrier each issues as it arms.
+        let mut fenced = self.fence_every_publish;
+        if fenced {
+            notify::progress_made();
+        }
         let mut ring_bell = false;
         for (i, p) in self.room.receivers.mapped() {
-            match self.room.notified.take(i, p.region.header().sleeping.0.load(Ordering::Relaxed)) {
+            let sleeping = &p.region.header().sleeping.0;
+            let mut word = sleeping.load(Ordering::Relaxed);
+            if word & Arm::PEERS_FENCE != 0 && !fenced {
+                notify::progress_made();
+                fenced = true;
+                word = sleeping.load(Ordering::Relaxed);
+            }
+            match self.room.notified.take(i, word) {
                 Some(Arm::FUTEX) => ring_bell = true,
                 Some(Arm::EVENT_FD) => wakefd::signal(&p.wake),
                 _ => {}
@@ -513,7 +529,7 @@ impl Sender {
                 robust::cascade(keeper);
             }
         }
-        Armer::disarm(flag);
+        self.armer.disarm(flag);
         Ok(())
     }
 }

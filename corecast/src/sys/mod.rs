@@ -2,6 +2,7 @@
 
 pub(crate) mod futex;
 pub(crate) mod map;
+pub(crate) mod membarrier;
 pub(crate) mod memfd;
 pub(crate) mod process;
 pub(crate) mod robust;
