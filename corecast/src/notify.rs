@@ -114,13 +114,11 @@ impl Armer {
     }
 
     /// Makes this armer's words ask peers to fence, or stop asking, from
-    /// the disarmed `word` on. (Peers that read the word before may not
-    /// have seen the request: the caller makes sure they have before it
-    /// relies on it.)
-    pub(crate) fn set_peers_fence(&mut self, word: &AtomicU32, yes: bool) {
+    /// the next word it stores (an arming, or [`Armer::disarm`]) on. Peers
+    /// that read the word before may not have seen the request: the
+    /// caller makes sure they have before it relies on it.
+    pub(crate) fn set_peers_fence(&mut self, yes: bool) {
         self.flags = Armer::new(yes).flags;
-        // SeqCst: as the arming stores; the caller's barrier makes it seen.
-        word.store(self.awake_word(), Ordering::SeqCst);
     }
 }
 
@@ -383,7 +381,8 @@ mod loom_model {
         /// in the disarmed word, then the barrier that makes the sender see
         /// it.
         fn ask_for_fences(&self, me: &mut Side) {
-            me.armer.set_peers_fence(&self.sleeping, true);
+            me.armer.set_peers_fence(true);
+            me.armer.disarm(&self.sleeping);
             self.barrier.request();
             me.fenced = true;
         }

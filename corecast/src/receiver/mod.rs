@@ -44,6 +44,8 @@ pub struct Receiver {
     /// Every sender sees the armer's request to fence ([`Arm::PEERS_FENCE`]):
     /// arming needs no process-wide barrier.
     peers_fence_seen: bool,
+    /// When this receiver last armed to sleep.
+    last_armed: Option<Instant>,
     /// The caller asked for the wake fd: running dry arms it.
     fd_mode: bool,
     fd_armed: bool,
@@ -102,6 +104,7 @@ impl Receiver {
             wake,
             armer,
             peers_fence_seen,
+            last_armed: None,
             fd_mode: false,
             fd_armed: false,
             generation: link.membership.generation(),
@@ -146,7 +149,8 @@ impl Receiver {
         if wanted == self.armer.peers_fence() {
             return;
         }
-        self.armer.set_peers_fence(&self.region.header().sleeping.0, wanted);
+        self.armer.set_peers_fence(wanted);
+        self.armer.disarm(&self.region.header().sleeping.0);
         // A sender that read the word before publishes without a fence
         // until it sees the request: after the barrier every one has.
         self.peers_fence_seen = wanted && membarrier::barrier().is_ok();

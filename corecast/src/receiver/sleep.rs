@@ -11,6 +11,22 @@ use crate::sync::Ordering;
 use crate::sys::{futex, robust};
 use crate::wait::{sleep_budget, Backoff};
 
+/// Armings closer together than this make a receiver ask senders to fence.
+const ARMS_OFTEN: Duration = Duration::from_millis(10);
+/// A receiver that asked for fences because it armed often stops asking
+/// at its first arming after this long.
+const AWAKE_LONG: Duration = Duration::from_secs(1);
+
+/// What an arming `since` the last one does to a waiting receiver's
+/// request for fences (`asking`): `Some(ask)` changes it.
+fn adjusted_request(since: Option<Duration>, asking: bool) -> Option<bool> {
+    match since {
+        Some(gap) if gap < ARMS_OFTEN && !asking => Some(true),
+        Some(gap) if gap >= AWAKE_LONG && asking => Some(false),
+        _ => None,
+    }
+}
+
 impl Receiver {
     #[inline(always)]
     pub(super) fn wait_ready(&mut self, deadline: Option<Instant>) -> Result<(usize, usize), RecvError> {
@@ -65,8 +81,7 @@ impl Receiver {
     /// Sleeps on every sender's doorbell and the membership generation.
     pub(super) fn sleep(&mut self, budget: Duration) -> Result<(), RecvError> {
         let values = self.sleep_values();
-        self.arm_futex();
-        let idle = self.barrier_for_senders().map(|()| self.still_idle(&values));
+        let idle = self.arm_futex().map(|()| self.still_idle(&values));
         if idle.as_ref().is_ok_and(|&idle| idle) {
             let words: Vec<_> = self.sleep_words().into_iter().zip(values).collect();
             let r = futex::wait_any(&words, budget);
@@ -94,12 +109,37 @@ impl Receiver {
         self.sleep_words().iter().map(|w| w.load(Ordering::SeqCst)).collect()
     }
 
-    /// Arms this receiver's sleep word (futex mode). Either a sender's
-    /// publish sees this arming, or the re-check ([`Receiver::still_idle`],
-    /// after [`Receiver::barrier_for_senders`]) sees its stamp (notify's
-    /// handshake).
-    pub(super) fn arm_futex(&mut self) {
+    /// Arms this receiver's sleep word (futex mode), with the process-wide
+    /// barrier where senders do not fence for it. Either a sender's
+    /// publish sees this arming, or the re-check ([`Receiver::still_idle`])
+    /// sees its stamp (notify's handshake).
+    ///
+    /// A barrier interrupts every CPU that runs a sender (of any channel),
+    /// so a receiver that would issue more than one per [`ARMS_OFTEN`]
+    /// (its messages come a little slower than it waits: it sleeps between
+    /// each two) asks senders to fence instead, which a channel that slow
+    /// does not feel; it stops asking at its first arming after
+    /// [`AWAKE_LONG`] without one.
+    pub(super) fn arm_futex(&mut self) -> Result<(), RecvError> {
+        let now = Instant::now();
+        let since = self.last_armed.replace(now).map(|t| now.saturating_duration_since(t));
+        let asking = self.armer.peers_fence();
+        match adjusted_request(since, asking) {
+            _ if super::asks_peers_to_fence(self.wait, self.fd_mode) => {}
+            Some(true) => self.armer.set_peers_fence(true),
+            Some(false) => {
+                self.armer.set_peers_fence(false);
+                self.peers_fence_seen = false;
+            }
+            None => {}
+        }
         self.armer.arm(&self.region.header().sleeping.0, Arm::FUTEX);
+        if !self.peers_fence_seen {
+            self.barrier_for_senders()?;
+            // The request, if this arming made one, is seen by every sender now.
+            self.peers_fence_seen = self.armer.peers_fence();
+        }
+        Ok(())
     }
 
     /// After arming: `true` if this receiver is still idle and may sleep on
@@ -115,5 +155,53 @@ impl Receiver {
 
     pub(super) fn disarm_futex(&self) {
         self.armer.disarm(&self.region.header().sleeping.0);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::layout::Arm;
+    use crate::sync::Ordering;
+    use crate::sys::membarrier;
+    use crate::{Channel, ChannelConfig, WaitStrategy};
+
+    #[test]
+    fn armings_close_together_ask_for_fences_and_a_long_gap_stops_asking() {
+        let ms = Duration::from_millis;
+        assert_eq!(adjusted_request(None, false), None, "a first arming");
+        assert_eq!(adjusted_request(Some(ms(5)), false), Some(true));
+        assert_eq!(adjusted_request(Some(ms(5)), true), None);
+        assert_eq!(adjusted_request(Some(ms(20)), false), None);
+        assert_eq!(adjusted_request(Some(ms(500)), true), None);
+        assert_eq!(adjusted_request(Some(ms(2000)), true), Some(false));
+    }
+
+    /// The arming itself carries the request and its barrier makes it
+    /// seen; a long gap clears it. Times are set, not waited for.
+    #[test]
+    fn an_adaptive_receiver_arming_often_asks_senders_to_fence() {
+        let chan = Channel::create(&format!("arms-often-{}", std::process::id()), &ChannelConfig::default()).unwrap();
+        let mut rx = chan.receiver().unwrap();
+        // Relaxed: this thread's own stores.
+        let asks = |rx: &Receiver| rx.region.header().sleeping.0.load(Ordering::Relaxed) & Arm::PEERS_FENCE != 0;
+        if !membarrier::available() {
+            assert!(asks(&rx), "without barriers a receiver always asks");
+            return;
+        }
+        rx.arm_futex().unwrap();
+        rx.disarm_futex();
+        assert!(!asks(&rx) && !rx.peers_fence_seen, "one arming: a barrier");
+        rx.arm_futex().unwrap();
+        rx.disarm_futex();
+        assert!(asks(&rx) && rx.peers_fence_seen, "a second at once: asks, and every sender saw it");
+        rx.last_armed = Instant::now().checked_sub(AWAKE_LONG);
+        rx.arm_futex().unwrap();
+        rx.disarm_futex();
+        assert!(!asks(&rx) && !rx.peers_fence_seen, "after a long gap: barriers again");
+        rx.set_wait_strategy(WaitStrategy::Sleep);
+        rx.last_armed = Instant::now().checked_sub(AWAKE_LONG);
+        rx.arm_futex().unwrap();
+        assert!(asks(&rx), "sleeping at once always asks");
     }
 }

@@ -41,14 +41,8 @@ pub fn wait_any(receivers: &mut [&mut Receiver], timeout: Option<Duration>) -> R
         }
         let Some(budget) = sleep_budget(deadline) else { return Ok(None) };
         let values: Vec<Vec<u32>> = receivers.iter().map(|rx| rx.sleep_values()).collect();
-        receivers.iter_mut().for_each(|rx| rx.arm_futex());
-        // One process-wide barrier stands for every sender's fence (the
-        // receivers are this thread's; the barrier covers all it armed).
-        let barrier = match receivers.iter().find(|rx| !rx.peers_fence_seen) {
-            Some(rx) => rx.barrier_for_senders(),
-            None => Ok(()),
-        };
-        let mut idle = barrier.is_ok();
+        let armed = receivers.iter_mut().try_for_each(|rx| rx.arm_futex());
+        let mut idle = armed.is_ok();
         for (rx, v) in receivers.iter_mut().zip(&values) {
             idle &= rx.still_idle(v);
         }
@@ -66,7 +60,7 @@ pub fn wait_any(receivers: &mut [&mut Receiver], timeout: Option<Duration>) -> R
             robust::cascade(rx.link.membership.keeper_word());
             rx.disarm_futex();
         });
-        barrier?;
+        armed?;
         r.map_err(|e| RecvError::Io { op: "futex wait", source: e.into() })?;
     }
 }
