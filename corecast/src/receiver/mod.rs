@@ -60,6 +60,16 @@ pub struct Receiver {
     lenient: bool,
 }
 
+/// One sender region's answer for the number a receiver is owed.
+enum Step {
+    /// The number is here: a message, a gap report, or void (`None`).
+    Settled(Option<Found>),
+    /// A later number is here: this one was overwritten.
+    Newer,
+    /// Not here (yet).
+    Absent,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Found {
     Ready {
@@ -506,28 +516,46 @@ impl Receiver {
         if self.lenient {
             return self.locate_lenient();
         }
-        let mut order = Rotated::new(self.senders.mapped_bits(), self.hint);
-        let mut newer = None;
-        while let Some(j) = order.next() {
-            let found = match self.probe(j).map_err(corrupt)? {
-                Some(Probe::Ready(len)) => Some(Found::Ready { sender: j, len: len as usize }),
-                Some(Probe::Gap) => Some(Found::Gap { sender: j }),
-                Some(Probe::Void) => None,
-                Some(Probe::Newer(s)) => {
-                    newer = Some(s);
-                    continue;
-                }
-                Some(Probe::Absent) | None => continue,
+        let mapped = self.senders.mapped_bits();
+        // The common case, one sender region and the last message in it:
+        // no order to work out and no other claimant to rule out.
+        if mapped == 1 << self.hint {
+            return match self.probe_step(self.hint)? {
+                Step::Settled(found) => Ok(found),
+                Step::Newer => Err(RecvError::Overrun { expected: self.next }),
+                Step::Absent => Ok(Some(Found::NotYet)),
             };
-            if !order.is_empty() {
-                self.sole_claimant(j, order)?;
-            }
-            return Ok(found);
         }
-        if newer.is_some() {
+        let mut order = Rotated::new(mapped, self.hint);
+        let mut newer = false;
+        while let Some(j) = order.next() {
+            match self.probe_step(j)? {
+                Step::Settled(found) => {
+                    if !order.is_empty() {
+                        self.sole_claimant(j, order)?;
+                    }
+                    return Ok(found);
+                }
+                Step::Newer => newer = true,
+                Step::Absent => {}
+            }
+        }
+        if newer {
             return Err(RecvError::Overrun { expected: self.next });
         }
         Ok(Some(Found::NotYet))
+    }
+
+    /// What sender `j`'s slot says about `self.next`, for `locate`.
+    #[inline(always)]
+    fn probe_step(&self, j: usize) -> Result<Step, RecvError> {
+        Ok(match self.probe(j).map_err(corrupt)? {
+            Some(Probe::Ready(len)) => Step::Settled(Some(Found::Ready { sender: j, len: len as usize })),
+            Some(Probe::Gap) => Step::Settled(Some(Found::Gap { sender: j })),
+            Some(Probe::Void) => Step::Settled(None),
+            Some(Probe::Newer(_)) => Step::Newer,
+            Some(Probe::Absent) | None => Step::Absent,
+        })
     }
 
     /// What sender `j`'s slot for `self.next` says (`None`: not mapped).
