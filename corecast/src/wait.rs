@@ -39,7 +39,10 @@ pub enum WaitStrategy {
     Spin,
     /// Spin for `spin`, then yield the CPU for up to `yield_for`, then sleep
     /// on a futex until woken. The default. An endpoint whose last yields
-    /// ran other processes skips the spin ([`Crowding`]).
+    /// ran other processes skips the spin ([`Crowding`]). A receiver about
+    /// to sleep issues one process-wide memory barrier (membarrier(2)), so
+    /// that senders publish without a fence of their own; one that sleeps
+    /// more often than every 10 ms asks its senders to fence instead.
     Adaptive {
         /// How long to busy-poll first.
         spin: Duration,
@@ -47,7 +50,9 @@ pub enum WaitStrategy {
         yield_for: Duration,
     },
     /// Sleep on a futex as soon as there is nothing to do. Cheapest in CPU,
-    /// highest wake-up latency.
+    /// highest wake-up latency. A receiver waiting so asks its senders to
+    /// fence after each publish rather than issuing a process-wide barrier
+    /// before every sleep.
     Sleep,
 }
 
