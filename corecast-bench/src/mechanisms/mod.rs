@@ -8,6 +8,7 @@ mod fd_stream;
 mod fragment;
 #[cfg(feature = "iceoryx2")]
 pub mod iox2;
+mod leftovers;
 pub mod limit;
 pub mod mempipe;
 pub mod open_mpi;

@@ -1,6 +1,10 @@
 //! `sysv-mq`: System V message queues (`msgget`, `msgsnd`, `msgrcv`), one
 //! private queue per receiving process, created in the parent and removed
-//! with `IPC_RMID` in cleanup.
+//! with `IPC_RMID` in cleanup. A private queue has no name and says only
+//! who made it, so each run also writes a ledger of its queues (id and
+//! creation time) in the temporary directory, named with its pid: the
+//! first run of a later process removes the queues of ledgers whose
+//! process is gone (a parent killed with SIGKILL never reaches cleanup).
 //!
 //! Each queue message is `mtype = sender + 1` followed by a
 //! `fragment::frag_header` and a piece of the user message: a message
@@ -18,6 +22,10 @@
 //! needs one contiguous buffer) and the receiver copies it out of a scratch
 //! buffer (it only learns the sender from the message).
 
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::leftovers::process_exists;
 use crate::mechanisms::fd_stream;
 use crate::mechanisms::fragment::{self, Reassembly, FRAG_HEADER_BYTES};
 use crate::transport::{Availability, Endpoint, Mechanism, PeerId, Prepared, Received, Topology, TransportError};
@@ -49,14 +57,64 @@ fn remove_queue(q: i32) {
     unsafe { libc::msgctl(q, libc::IPC_RMID, std::ptr::null_mut()) };
 }
 
-/// Raises the queue's capacity where permitted; returns the capacity in force.
-fn raise_qbytes(q: i32) -> Result<usize, TransportError> {
+/// The queue's state (`IPC_STAT`), or `None` (errno set) if there is no
+/// such queue or it is not ours to read.
+fn stat(q: i32) -> Option<libc::msqid_ds> {
     // SAFETY: msqid_ds is plain data; IPC_STAT fills it.
     let mut ds: libc::msqid_ds = unsafe { std::mem::zeroed() };
     // SAFETY: ds is a valid msqid_ds for IPC_STAT to fill.
-    if unsafe { libc::msgctl(q, libc::IPC_STAT, &mut ds) } != 0 {
-        return Err(TransportError::last_os(NAME, "msgctl IPC_STAT"));
+    (unsafe { libc::msgctl(q, libc::IPC_STAT, &mut ds) } == 0).then_some(ds)
+}
+
+/// Start of a ledger's file name, before `<pid>-<run>`.
+const LEDGER_PREFIX: &str = "corecast-sysv-mq-";
+
+/// Writes the ledger of one run's queues: a line `<id> <ctime>` each (the
+/// creation time tells a queue from a later one given the same id). `None`
+/// if it cannot be written: the run goes on, only a kill would leak.
+fn write_ledger(queues: &[i32]) -> Option<PathBuf> {
+    static RUNS: AtomicU64 = AtomicU64::new(0);
+    let run = RUNS.fetch_add(1, Ordering::Relaxed);
+    let path = std::env::temp_dir().join(format!("{LEDGER_PREFIX}{}-{run}", std::process::id()));
+    let lines: String = queues.iter().filter_map(|&q| Some(format!("{q} {}\n", stat(q)?.msg_ctime))).collect();
+    std::fs::write(&path, lines).ok().map(|()| path)
+}
+
+/// Removes the queues of every ledger whose process no longer exists, and
+/// the ledger: a queue only if it is still private and was made at the
+/// time written down (an id the kernel gave to a later queue is left).
+fn remove_orphans() {
+    for e in std::fs::read_dir(std::env::temp_dir()).into_iter().flatten().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name.strip_prefix(LEDGER_PREFIX).and_then(ledger_pid) else { continue };
+        if process_exists(pid) {
+            continue;
+        }
+        for (q, ctime) in std::fs::read_to_string(e.path()).unwrap_or_default().lines().filter_map(ledger_line) {
+            if stat(q).is_some_and(|ds| ds.msg_perm.__key == libc::IPC_PRIVATE && ds.msg_ctime == ctime) {
+                remove_queue(q);
+            }
+        }
+        let _ = std::fs::remove_file(e.path());
     }
+}
+
+/// The pid at the start of what follows a ledger's prefix (`<pid>-<run>`).
+fn ledger_pid(rest: &str) -> Option<i32> {
+    let (pid, run) = rest.split_once('-')?;
+    run.parse::<u64>().ok()?;
+    pid.parse().ok().filter(|&p: &i32| p > 0)
+}
+
+/// A ledger line: queue id and creation time.
+fn ledger_line(line: &str) -> Option<(i32, libc::time_t)> {
+    let (q, ctime) = line.split_once(' ')?;
+    Some((q.parse().ok()?, ctime.parse().ok()?))
+}
+
+/// Raises the queue's capacity where permitted; returns the capacity in force.
+fn raise_qbytes(q: i32) -> Result<usize, TransportError> {
+    let Some(mut ds) = stat(q) else { return Err(TransportError::last_os(NAME, "msgctl IPC_STAT")) };
     if (ds.msg_qbytes as usize) < QBYTES_WANTED {
         let old = ds.msg_qbytes;
         ds.msg_qbytes = QBYTES_WANTED as _;
@@ -89,10 +147,18 @@ impl Mechanism for SysvMq {
     }
 
     fn prepare(&self, topology: &Topology) -> Result<Box<dyn Prepared>, TransportError> {
+        // Once per process, as the corecast mechanisms clean dead names.
+        static SWEPT: std::sync::Once = std::sync::Once::new();
+        SWEPT.call_once(remove_orphans);
         // SAFETY: getpid has no preconditions.
         let owner = unsafe { libc::getpid() };
-        let mut p =
-            SysvPrepared { topology: topology.clone(), queues: vec![None; topology.processes], piece: 0, owner };
+        let mut p = SysvPrepared {
+            topology: topology.clone(),
+            queues: vec![None; topology.processes],
+            piece: 0,
+            owner,
+            ledger: None,
+        };
         let mut limit = msgmax();
         for r in 0..topology.processes {
             if topology.senders_to(r).is_empty() {
@@ -102,6 +168,7 @@ impl Mechanism for SysvMq {
             p.queues[r] = Some(q);
             limit = limit.min(raise_qbytes(q)?);
         }
+        p.ledger = write_ledger(&p.queues.iter().flatten().copied().collect::<Vec<_>>());
         p.piece = limit.saturating_sub(FRAG_HEADER_BYTES);
         if p.piece == 0 {
             return Err(TransportError::Topology(format!("{NAME}: msgmax/msgmnb of {limit} bytes is too small")));
@@ -118,6 +185,8 @@ struct SysvPrepared {
     piece: usize,
     /// The process that created the queues and alone removes them.
     owner: libc::pid_t,
+    /// The ledger of `queues`, removed with them.
+    ledger: Option<PathBuf>,
 }
 
 impl Prepared for SysvPrepared {
@@ -143,6 +212,9 @@ impl Prepared for SysvPrepared {
         }
         for q in self.queues.iter_mut().filter_map(Option::take) {
             remove_queue(q);
+        }
+        if let Some(ledger) = self.ledger.take() {
+            let _ = std::fs::remove_file(ledger);
         }
     }
 }
@@ -293,8 +365,11 @@ mod tests {
             piece: 64,
             // SAFETY: getpid has no preconditions.
             owner: unsafe { libc::getpid() },
+            ledger: write_ledger(&ids),
         };
+        let ledger = p.ledger.clone().expect("a ledger in the temporary directory");
         p.cleanup();
+        assert!(!ledger.exists(), "cleanup leaves the ledger");
         for q in ids {
             // SAFETY: msqid_ds is plain data; IPC_STAT may fill it.
             let mut ds: libc::msqid_ds = unsafe { std::mem::zeroed() };
@@ -302,5 +377,63 @@ mod tests {
             let rc = unsafe { libc::msgctl(q, libc::IPC_STAT, &mut ds) };
             assert_ne!(rc, 0, "queue {q} still exists");
         }
+    }
+
+    /// A parent killed with SIGKILL after it made its queues never reaches
+    /// its cleanup: the next process's sweep removes them, by its ledger.
+    #[test]
+    fn the_queues_of_a_parent_killed_before_cleanup_are_removed_by_the_next_sweep() {
+        use corecast_process::{fork, ForkOptions, Signal};
+        let mut child = fork(ForkOptions::default(), |out| {
+            let prepared = SysvMq.prepare(&Topology::fan_out(2, 64)).expect("prepare");
+            // Closing the report pipe tells the parent the queues exist.
+            drop(out);
+            let _kept = prepared;
+            loop {
+                std::thread::sleep(std::time::Duration::from_secs(1));
+            }
+        })
+        .unwrap();
+        child.read_report().unwrap();
+        let ledger = std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.file_name().unwrap().to_string_lossy().starts_with(&format!("{LEDGER_PREFIX}{}-", child.pid())))
+            .expect("the child's ledger");
+        let queues: Vec<i32> =
+            std::fs::read_to_string(&ledger).unwrap().lines().filter_map(ledger_line).map(|(q, _)| q).collect();
+        assert_eq!(queues.len(), 3, "a queue per receiver and one for the replies: {queues:?}");
+        assert!(queues.iter().all(|&q| stat(q).is_some()));
+        child.signal(Signal::KILL);
+        assert!(child.wait().killed());
+        remove_orphans();
+        assert!(queues.iter().all(|&q| stat(q).is_none()), "a killed parent's queues are still there");
+        assert!(!ledger.exists(), "its ledger is still there");
+    }
+
+    /// Only what a dead process's ledger names, made when it says, goes.
+    #[test]
+    fn a_live_processs_queues_and_a_reused_id_are_left_alone() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let [reused, live] = [create_queue().unwrap(), create_queue().unwrap()];
+        let ctime = |q| stat(q).unwrap().msg_ctime;
+        let dead_ledger = std::env::temp_dir().join(format!("{LEDGER_PREFIX}{dead}-900"));
+        // An id the kernel gave to a later queue: the time written down differs.
+        std::fs::write(&dead_ledger, format!("{reused} {}\n", ctime(reused) - 1)).unwrap();
+        let live_ledger = std::env::temp_dir().join(format!("{LEDGER_PREFIX}{}-900", std::process::id()));
+        std::fs::write(&live_ledger, format!("{live} {}\n", ctime(live))).unwrap();
+        remove_orphans();
+        assert!(stat(reused).is_some(), "a queue made after the ledger went");
+        assert!(stat(live).is_some() && live_ledger.exists(), "a live process's queue went");
+        assert!(!dead_ledger.exists());
+        [reused, live].into_iter().for_each(remove_queue);
+        std::fs::remove_file(live_ledger).unwrap();
+        assert_eq!(
+            (ledger_pid("4242-7"), ledger_pid("4242"), ledger_pid("0-1"), ledger_pid("x-1")),
+            (Some(4242), None, None, None)
+        );
     }
 }

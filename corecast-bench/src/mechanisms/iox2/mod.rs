@@ -31,6 +31,7 @@ use std::time::{Duration, Instant};
 use ::iceoryx2::prelude::{Config, FileName, Path, SemanticString, ServiceName};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::leftovers::process_exists;
 use crate::transport::{Mechanism, PeerId, Prepared, Topology, TransportError};
 
 /// How a receiver waits for the next sample.
@@ -162,12 +163,6 @@ fn tag_pid(rest: &str) -> Option<i32> {
     let (pid, after) = rest.split_once('_')?;
     after.split_once('_')?.0.parse::<u64>().ok()?;
     pid.parse().ok().filter(|&p: &i32| p > 0)
-}
-
-/// Whether `pid` names a process (signal 0 only checks).
-fn process_exists(pid: i32) -> bool {
-    let Some(pid) = rustix::process::Pid::from_raw(pid) else { return false };
-    !matches!(rustix::process::test_kill_process(pid), Err(rustix::io::Errno::SRCH))
 }
 
 /// How long setup waits for the peers' ports before giving up.
