@@ -162,8 +162,12 @@ impl Receiver {
         self.armer.set_peers_fence(wanted);
         self.armer.disarm(&self.region.header().sleeping.0);
         // A sender that read the word before publishes without a fence
-        // until it sees the request: after the barrier every one has.
-        self.peers_fence_seen = wanted && membarrier::barrier().is_ok();
+        // until it sees the request: after the barrier every one has. (A
+        // failed barrier leaves it unseen: the next arming tries again.)
+        self.peers_fence_seen = false;
+        if wanted {
+            let _ = self.barrier_for_senders();
+        }
     }
 
     /// Arms this receiver's sleep word in `mode`, then stands in for the
@@ -176,12 +180,15 @@ impl Receiver {
 
     /// The process-wide barrier that stands for the senders' fence between
     /// their stamp store and their read of this receiver's arm word, when
-    /// they do not fence for it.
-    fn barrier_for_senders(&self) -> Result<(), RecvError> {
+    /// they do not fence for it. After it every sender has seen the
+    /// armer's request to fence, if its words carry one.
+    fn barrier_for_senders(&mut self) -> Result<(), RecvError> {
         if self.peers_fence_seen {
             return Ok(());
         }
-        membarrier::barrier().map_err(|e| RecvError::Io { op: "membarrier", source: e.into() })
+        membarrier::barrier().map_err(|e| RecvError::Io { op: "membarrier", source: e.into() })?;
+        self.peers_fence_seen = self.armer.peers_fence();
+        Ok(())
     }
 
     /// Copies the next message into `buf`, waiting for one; returns its length.

@@ -134,12 +134,7 @@ impl Receiver {
             None => {}
         }
         self.armer.arm(&self.region.header().sleeping.0, Arm::FUTEX);
-        if !self.peers_fence_seen {
-            self.barrier_for_senders()?;
-            // The request, if this arming made one, is seen by every sender now.
-            self.peers_fence_seen = self.armer.peers_fence();
-        }
-        Ok(())
+        self.barrier_for_senders()
     }
 
     /// After arming: `true` if this receiver is still idle and may sleep on
