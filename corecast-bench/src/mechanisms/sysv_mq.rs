@@ -25,7 +25,7 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::leftovers::process_exists;
+use super::leftovers::left_by_the_dead;
 use crate::mechanisms::fd_stream;
 use crate::mechanisms::fragment::{self, Reassembly, FRAG_HEADER_BYTES};
 use crate::transport::{Availability, Endpoint, Mechanism, PeerId, Prepared, Received, Topology, TransportError};
@@ -84,26 +84,14 @@ fn write_ledger(queues: &[i32]) -> Option<PathBuf> {
 /// the ledger: a queue only if it is still private and was made at the
 /// time written down (an id the kernel gave to a later queue is left).
 fn remove_orphans() {
-    for e in std::fs::read_dir(std::env::temp_dir()).into_iter().flatten().flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let Some(pid) = name.strip_prefix(LEDGER_PREFIX).and_then(ledger_pid) else { continue };
-        if process_exists(pid) {
-            continue;
-        }
-        for (q, ctime) in std::fs::read_to_string(e.path()).unwrap_or_default().lines().filter_map(ledger_line) {
+    for ledger in left_by_the_dead(&std::env::temp_dir(), LEDGER_PREFIX, '-') {
+        for (q, ctime) in std::fs::read_to_string(&ledger).unwrap_or_default().lines().filter_map(ledger_line) {
             if stat(q).is_some_and(|ds| ds.msg_perm.__key == libc::IPC_PRIVATE && ds.msg_ctime == ctime) {
                 remove_queue(q);
             }
         }
-        let _ = std::fs::remove_file(e.path());
+        let _ = std::fs::remove_file(ledger);
     }
-}
-
-/// The pid at the start of what follows a ledger's prefix (`<pid>-<run>`).
-fn ledger_pid(rest: &str) -> Option<i32> {
-    let (pid, run) = rest.split_once('-')?;
-    run.parse::<u64>().ok()?;
-    pid.parse().ok().filter(|&p: &i32| p > 0)
 }
 
 /// A ledger line: queue id and creation time.
@@ -355,6 +343,7 @@ impl Endpoint for SysvEndpoint {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mechanisms::leftovers::owner_pid;
 
     #[test]
     fn cleanup_removes_every_queue() {
@@ -432,7 +421,7 @@ mod tests {
         [reused, live].into_iter().for_each(remove_queue);
         std::fs::remove_file(live_ledger).unwrap();
         assert_eq!(
-            (ledger_pid("4242-7"), ledger_pid("4242"), ledger_pid("0-1"), ledger_pid("x-1")),
+            (owner_pid("4242-7", '-'), owner_pid("4242", '-'), owner_pid("0-1", '-'), owner_pid("x-1", '-')),
             (Some(4242), None, None, None)
         );
     }

@@ -691,6 +691,15 @@ fn asks_peers_to_fence(wait: WaitStrategy, fd_mode: bool) -> bool {
 }
 
 #[cfg(all(test, not(loom)))]
+impl Receiver {
+    /// Whether this receiver's shared arm word asks senders to fence.
+    fn asks_senders_to_fence(&self) -> bool {
+        // Relaxed: this thread's own stores.
+        self.region.header().sleeping.0.load(Ordering::Relaxed) & Arm::PEERS_FENCE != 0
+    }
+}
+
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use crate::{Channel, ChannelConfig};
@@ -698,8 +707,7 @@ mod tests {
     #[test]
     fn the_arm_word_asks_senders_to_fence_while_the_receiver_sleeps_at_once_or_serves_an_event_loop() {
         let chan = Channel::create(&format!("peers-fence-{}", std::process::id()), &ChannelConfig::default()).unwrap();
-        // Relaxed: this thread's own stores.
-        let asks = |rx: &Receiver| rx.region.header().sleeping.0.load(Ordering::Relaxed) & Arm::PEERS_FENCE != 0;
+        let asks = Receiver::asks_senders_to_fence;
         let without_barriers = !membarrier::available();
         let mut rx = chan.receiver_with(WaitStrategy::Sleep).unwrap();
         assert!(asks(&rx), "from the start, before any sender maps the region");

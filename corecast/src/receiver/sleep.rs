@@ -133,8 +133,7 @@ impl Receiver {
             }
             None => {}
         }
-        self.armer.arm(&self.region.header().sleeping.0, Arm::FUTEX);
-        self.barrier_for_senders()
+        self.arm(Arm::FUTEX)
     }
 
     /// After arming: `true` if this receiver is still idle and may sleep on
@@ -156,8 +155,6 @@ impl Receiver {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::layout::Arm;
-    use crate::sync::Ordering;
     use crate::sys::membarrier;
     use crate::{Channel, ChannelConfig, WaitStrategy};
 
@@ -178,8 +175,7 @@ mod tests {
     fn an_adaptive_receiver_arming_often_asks_senders_to_fence() {
         let chan = Channel::create(&format!("arms-often-{}", std::process::id()), &ChannelConfig::default()).unwrap();
         let mut rx = chan.receiver().unwrap();
-        // Relaxed: this thread's own stores.
-        let asks = |rx: &Receiver| rx.region.header().sleeping.0.load(Ordering::Relaxed) & Arm::PEERS_FENCE != 0;
+        let asks = Receiver::asks_senders_to_fence;
         if !membarrier::available() {
             assert!(asks(&rx), "without barriers a receiver always asks");
             return;

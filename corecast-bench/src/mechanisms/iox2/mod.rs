@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use ::iceoryx2::prelude::{Config, FileName, Path, SemanticString, ServiceName};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::leftovers::process_exists;
+use super::leftovers::left_by_the_dead;
 use crate::transport::{Mechanism, PeerId, Prepared, Topology, TransportError};
 
 /// How a receiver waits for the next sample.
@@ -143,27 +143,14 @@ fn remove_leftovers(tag: &str, root: &std::path::Path) {
 fn remove_orphans() {
     let roots = std::env::temp_dir();
     for (dir, prefix) in [(PathBuf::from(SHM_DIR), TAG_PREFIX.to_string()), (roots, format!("corecast-{TAG_PREFIX}"))] {
-        for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let Some(pid) = name.strip_prefix(&prefix).and_then(tag_pid) else { continue };
-            if !process_exists(pid) {
-                let _ =
-                    if e.path().is_dir() { std::fs::remove_dir_all(e.path()) } else { std::fs::remove_file(e.path()) };
-            }
+        for path in left_by_the_dead(&dir, &prefix, '_') {
+            let _ = if path.is_dir() { std::fs::remove_dir_all(path) } else { std::fs::remove_file(path) };
         }
     }
 }
 
 /// The start of every run's tag, before the parent's pid.
 const TAG_PREFIX: &str = "iox2cc";
-
-/// The parent's pid at the start of what follows a tag's prefix
-/// (`<pid>_<run>_...`).
-fn tag_pid(rest: &str) -> Option<i32> {
-    let (pid, after) = rest.split_once('_')?;
-    after.split_once('_')?.0.parse::<u64>().ok()?;
-    pid.parse().ok().filter(|&p: &i32| p > 0)
-}
 
 /// How long setup waits for the peers' ports before giving up.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(60);
@@ -229,6 +216,7 @@ fn run_config(run: &Run) -> Result<Config, TransportError> {
 mod tests {
     use super::*;
     use crate::harness::{run_processes, RunOptions};
+    use crate::mechanisms::leftovers::owner_pid;
     use crate::transport::Endpoint;
     use crate::workloads::conformance;
 
@@ -256,12 +244,12 @@ mod tests {
 
     #[test]
     fn a_tag_names_its_parent() {
-        assert_eq!(tag_pid("4242_7_rest"), Some(4242));
-        assert_eq!(tag_pid("4242_7_"), Some(4242));
-        assert_eq!(tag_pid("4242_x_"), None);
-        assert_eq!(tag_pid("0_1_"), None);
-        assert_eq!(tag_pid("abc_1_"), None);
-        assert_eq!(tag_pid("4242"), None);
+        assert_eq!(owner_pid("4242_7_rest", '_'), Some(4242));
+        assert_eq!(owner_pid("4242_7_", '_'), Some(4242));
+        assert_eq!(owner_pid("4242_x_", '_'), None);
+        assert_eq!(owner_pid("0_1_", '_'), None);
+        assert_eq!(owner_pid("abc_1_", '_'), None);
+        assert_eq!(owner_pid("4242", '_'), None);
     }
 
     #[test]
