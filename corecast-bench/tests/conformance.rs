@@ -51,6 +51,7 @@ conformance_tests! {
     corecast => "corecast",
     corecast_spin => "corecast-spin",
     corecast_sleep => "corecast-sleep",
+    corecast_nap => "corecast-nap",
     corecast_c => "corecast-c",
     #[cfg(feature = "iceoryx2")]
     iceoryx2 => "iceoryx2",

@@ -96,7 +96,9 @@ typedef enum {
 } corecast_status;
 
 // How an endpoint waits when it cannot proceed (`kind` of
-// `corecast_sender_set_wait` and `corecast_receiver_set_wait`).
+// `corecast_sender_set_wait` and `corecast_receiver_set_wait`; waiting by
+// naps instead of a futex has setters of its own,
+// `corecast_sender_set_wait_nap` and `corecast_receiver_set_wait_nap`).
 typedef enum {
   // The default: spin for `spin_ns`, then yield for `yield_ns`, then sleep
   // on a futex until woken (corecast's own default is 5 us and 200 us). An
@@ -375,6 +377,15 @@ int corecast_receiver_set_wait(corecast_receiver_t *receiver,
                                uint64_t spin_ns,
                                uint64_t yield_ns);
 
+// Makes this receiver wait for messages by polling and napping, never on a
+// futex: spin for `spin_ns`, yield for `yield_ns`, then sleep `nap_ns` at
+// a time and look again (a zero nap polls without sleeping). No sender pays
+// a wake-up for it; what comes during a nap waits for the nap's end.
+int corecast_receiver_set_wait_nap(corecast_receiver_t *receiver,
+                                   uint64_t spin_ns,
+                                   uint64_t yield_ns,
+                                   uint64_t nap_ns);
+
 // The largest message this channel carries, the sequence number of the
 // next message this receiver will get, and its index among the
 // receivers. Every out-parameter may be NULL.
@@ -460,6 +471,15 @@ int corecast_sender_set_wait(corecast_sender_t *sender,
                              int kind,
                              uint64_t spin_ns,
                              uint64_t yield_ns);
+
+// Makes this sender wait for ring space by polling and napping, never on a
+// futex: spin for `spin_ns`, yield for `yield_ns`, then sleep `nap_ns` at
+// a time and look again (a zero nap polls without sleeping). No receiver pays
+// a wake-up for it; what comes during a nap waits for the nap's end.
+int corecast_sender_set_wait_nap(corecast_sender_t *sender,
+                                 uint64_t spin_ns,
+                                 uint64_t yield_ns,
+                                 uint64_t nap_ns);
 
 // The largest message this channel carries, its live receivers now, and
 // this sender's index among the senders. Every out-parameter may be NULL.

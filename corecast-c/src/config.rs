@@ -17,7 +17,9 @@ pub struct corecast_config_t(Shell<ChannelConfig>);
 impl_handle!(corecast_config_t, ChannelConfig, "config");
 
 /// How an endpoint waits when it cannot proceed (`kind` of
-/// `corecast_sender_set_wait` and `corecast_receiver_set_wait`).
+/// `corecast_sender_set_wait` and `corecast_receiver_set_wait`; waiting by
+/// naps instead of a futex has setters of its own,
+/// `corecast_sender_set_wait_nap` and `corecast_receiver_set_wait_nap`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum corecast_wait_kind {
@@ -46,6 +48,16 @@ pub(crate) fn wait_strategy(kind: c_int, spin_ns: u64, yield_ns: u64) -> Result<
         SPIN => Ok(WaitStrategy::Spin),
         SLEEP => Ok(WaitStrategy::Sleep),
         k => Err(fail(CORECAST_INVALID_ARGUMENT, format!("wait kind {k} is not a CORECAST_WAIT_* value"))),
+    }
+}
+
+/// The napping strategy: spin `spin_ns`, yield for `yield_ns`, then sleep
+/// `nap_ns` at a time.
+pub(crate) fn nap_strategy(spin_ns: u64, yield_ns: u64, nap_ns: u64) -> WaitStrategy {
+    WaitStrategy::Nap {
+        spin: Duration::from_nanos(spin_ns),
+        yield_for: Duration::from_nanos(yield_ns),
+        nap: Duration::from_nanos(nap_ns),
     }
 }
 

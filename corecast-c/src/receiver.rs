@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use corecast::{Message, Receiver, RecvError};
 
-use crate::config::wait_strategy;
+use crate::config::{nap_strategy, wait_strategy};
 use crate::handle::{self, impl_handle, put, put_optional, tri, Shell};
 use crate::status::{self, fail, CORECAST_INVALID_ARGUMENT, CORECAST_INVALID_STATE, CORECAST_OK, CORECAST_TIMEOUT};
 
@@ -303,6 +303,23 @@ pub extern "C" fn corecast_receiver_set_wait(
     handle::with(receiver, |st| {
         let wait = tri!(wait_strategy(kind, spin_ns, yield_ns));
         tri!(st.receiver()).set_wait_strategy(wait);
+        CORECAST_OK
+    })
+}
+
+/// Makes this receiver wait for messages by polling and napping, never on a
+/// futex: spin for `spin_ns`, yield for `yield_ns`, then sleep `nap_ns` at
+/// a time and look again (a zero nap polls without sleeping). No sender pays
+/// a wake-up for it; what comes during a nap waits for the nap's end.
+#[no_mangle]
+pub extern "C" fn corecast_receiver_set_wait_nap(
+    receiver: *mut corecast_receiver_t,
+    spin_ns: u64,
+    yield_ns: u64,
+    nap_ns: u64,
+) -> c_int {
+    handle::with(receiver, |st| {
+        tri!(st.receiver()).set_wait_strategy(nap_strategy(spin_ns, yield_ns, nap_ns));
         CORECAST_OK
     })
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use corecast::{LateReceiver, Loan, SendError, Sender};
 
-use crate::config::wait_strategy;
+use crate::config::{nap_strategy, wait_strategy};
 use crate::handle::{self, impl_handle, put, put_optional, tri, Shell};
 use crate::status::{self, fail, CORECAST_INVALID_ARGUMENT, CORECAST_INVALID_STATE, CORECAST_OK};
 
@@ -263,6 +263,23 @@ pub extern "C" fn corecast_sender_set_wait(
     handle::with(sender, |st| {
         let wait = tri!(wait_strategy(kind, spin_ns, yield_ns));
         tri!(st.sender()).set_wait_strategy(wait);
+        CORECAST_OK
+    })
+}
+
+/// Makes this sender wait for ring space by polling and napping, never on a
+/// futex: spin for `spin_ns`, yield for `yield_ns`, then sleep `nap_ns` at
+/// a time and look again (a zero nap polls without sleeping). No receiver pays
+/// a wake-up for it; what comes during a nap waits for the nap's end.
+#[no_mangle]
+pub extern "C" fn corecast_sender_set_wait_nap(
+    sender: *mut corecast_sender_t,
+    spin_ns: u64,
+    yield_ns: u64,
+    nap_ns: u64,
+) -> c_int {
+    handle::with(sender, |st| {
+        tri!(st.sender()).set_wait_strategy(nap_strategy(spin_ns, yield_ns, nap_ns));
         CORECAST_OK
     })
 }

@@ -108,6 +108,12 @@ impl Armer {
         word.store(self.awake_word(), Ordering::Relaxed);
     }
 
+    /// How many times this armer has armed (modulo its 29 bits).
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn armings(&self) -> u32 {
+        self.count
+    }
+
     /// Whether this armer's words ask peers to fence.
     pub(crate) fn peers_fence(&self) -> bool {
         self.flags != 0

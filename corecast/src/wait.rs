@@ -54,6 +54,32 @@ pub enum WaitStrategy {
     /// fence after each publish rather than issuing a process-wide barrier
     /// before every sleep.
     Sleep,
+    /// Spin for `spin`, yield for up to `yield_for`, then sleep `nap` at a
+    /// time and look again, until the wait ends. Never sleeps on a futex,
+    /// so no peer pays a wake-up call or a barrier for this endpoint (the
+    /// way polling libraries wait: Aeron's back-off idle strategy,
+    /// iceoryx2's examples). The price: a message that comes during a nap
+    /// waits for its end, and an idle endpoint wakes once per `nap`.
+    Nap {
+        /// How long to busy-poll first.
+        spin: Duration,
+        /// How long to poll with `sched_yield` after that.
+        yield_for: Duration,
+        /// One sleep of the last phase.
+        nap: Duration,
+    },
+}
+
+impl WaitStrategy {
+    /// How long one sleep lasts when [`Backoff::snooze`] says to sleep:
+    /// `Some` for [`WaitStrategy::Nap`], `None` where the endpoint sleeps
+    /// until a peer wakes it.
+    pub fn nap(self) -> Option<Duration> {
+        match self {
+            WaitStrategy::Nap { nap, .. } => Some(nap),
+            _ => None,
+        }
+    }
 }
 
 impl Default for WaitStrategy {
@@ -124,8 +150,10 @@ impl Backoff {
     }
 
     /// Waits a little; returns `true` when the caller should now sleep
-    /// instead (on its futex, its poll, or a short timer) and call
-    /// [`Backoff::reset`] after waking. Always `true` for
+    /// instead (on its futex or its poll) and call [`Backoff::reset`]
+    /// after waking; under [`WaitStrategy::Nap`], sleep
+    /// [`WaitStrategy::nap`] and go on without a reset (every later
+    /// eighth call says to nap again). Always `true` for
     /// [`WaitStrategy::Sleep`], never for [`WaitStrategy::Spin`].
     pub fn snooze(&mut self) -> bool {
         self.tries = self.tries.wrapping_add(1);
@@ -135,7 +163,7 @@ impl Backoff {
                 false
             }
             WaitStrategy::Sleep => true,
-            WaitStrategy::Adaptive { spin, yield_for } => {
+            WaitStrategy::Adaptive { spin, yield_for } | WaitStrategy::Nap { spin, yield_for, .. } => {
                 // Reading the clock costs ~20 ns; look at it every 8 tries.
                 if !self.tries.is_multiple_of(8) {
                     std::hint::spin_loop();
@@ -196,6 +224,17 @@ pub(crate) fn unchanged_since(seen: &mut Option<(u64, Instant)>, value: u64, now
     }
 }
 
+/// A strategy whose spin and yield phases are over at once: it naps
+/// (`Some`) or sleeps on its futex at the first look at the clock.
+#[cfg(all(test, not(loom)))]
+pub(crate) fn phases_over(nap: Option<Duration>) -> WaitStrategy {
+    let (spin, yield_for) = (Duration::ZERO, Duration::ZERO);
+    match nap {
+        Some(nap) => WaitStrategy::Nap { spin, yield_for, nap },
+        None => WaitStrategy::Adaptive { spin, yield_for },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -228,6 +267,19 @@ mod tests {
         assert!(yielded_within(&mut b, 8), "the 8th snooze reads the clock and yields");
         let mut b = Backoff::after(long_spin(), Crowding { crowded: false });
         assert!(!yielded_within(&mut b, 1000));
+    }
+
+    #[test]
+    fn a_nap_comes_after_the_yields_and_again_every_eighth_snooze() {
+        let nap = Duration::from_millis(3);
+        let strategy = phases_over(Some(nap));
+        assert_eq!(strategy.nap(), Some(nap));
+        assert_eq!(WaitStrategy::default().nap(), None);
+        let mut b = Backoff::new(strategy);
+        for round in 0..3 {
+            let says: Vec<bool> = (0..8).map(|_| b.snooze()).collect();
+            assert_eq!(says, [false, false, false, false, false, false, false, true], "round {round}");
+        }
     }
 
     #[test]

@@ -218,7 +218,23 @@ fn a_sender_killed_holding_a_claim_does_not_wedge_the_ring() {
 
 #[test]
 fn a_stalled_receiver_is_reported_late_then_evicted() {
-    let name = unique("late");
+    reported_late_then_evicted(corecast::WaitStrategy::default(), "late");
+}
+
+/// A sender that naps rather than sleeping on a futex looks at its
+/// receivers between naps: the stalled one is reported all the same.
+#[test]
+fn a_napping_sender_reports_a_stalled_receiver_late() {
+    let nap = corecast::WaitStrategy::Nap {
+        spin: Duration::from_micros(5),
+        yield_for: Duration::from_micros(200),
+        nap: Duration::from_millis(1),
+    };
+    reported_late_then_evicted(nap, "late-nap");
+}
+
+fn reported_late_then_evicted(wait: corecast::WaitStrategy, label: &str) {
+    let name = unique(label);
     let cfg = ChannelConfig { deadline: Some(Duration::from_millis(200)), ..config(4, 16, 1, 4) };
     let chan = Channel::create(&name, &cfg).unwrap();
     let mut honest = chan.receiver().unwrap();
@@ -238,7 +254,7 @@ fn a_stalled_receiver_is_reported_late_then_evicted() {
     let ready = stalled.read_line();
     let index: usize = ready.strip_prefix("ready ").unwrap().parse().unwrap();
     stalled.kill(libc::SIGSTOP);
-    let mut tx = chan.sender().unwrap();
+    let mut tx = chan.sender_with(wait).unwrap();
     let mut buf = [0u8; 16];
     for i in 0..4u8 {
         tx.send(&[i]).unwrap();
@@ -298,13 +314,15 @@ fn an_in_place_read_overtaken_after_eviction_is_never_accepted_silently() {
 /// A receiver asleep between messages is woken by a sender in another
 /// process whatever way it waits: adaptively (it arms with a process-wide
 /// barrier and the sender publishes without a fence), sleeping at once (it
-/// asks senders to fence), and back, switching between messages. A lost
-/// wake-up fails the receive's timeout.
+/// asks senders to fence), and back, switching between messages; napping,
+/// it is never woken and looks again after each nap. A lost wake-up fails
+/// the receive's timeout.
 #[test]
 fn a_receiver_asleep_between_messages_is_woken_however_it_waits() {
     use corecast::WaitStrategy;
     const PER_PHASE: u64 = 20;
-    let phases = [WaitStrategy::default(), WaitStrategy::Sleep, WaitStrategy::default(), WaitStrategy::Sleep];
+    let nap = WaitStrategy::Nap { spin: Duration::ZERO, yield_for: Duration::ZERO, nap: Duration::from_micros(300) };
+    let phases = [WaitStrategy::default(), WaitStrategy::Sleep, WaitStrategy::default(), nap, WaitStrategy::Sleep];
     let count = PER_PHASE * phases.len() as u64;
     let name = unique("asleep");
     let chan = Channel::create(&name, &config(8, 64, 1, 1)).unwrap();

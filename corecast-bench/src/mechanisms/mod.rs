@@ -55,6 +55,7 @@ pub fn all() -> Vec<Box<dyn crate::transport::Mechanism>> {
         Box::new(corecast_channel::Corecast::ADAPTIVE),
         Box::new(corecast_channel::Corecast::SPIN),
         Box::new(corecast_channel::Corecast::SLEEP),
+        Box::new(corecast_channel::Corecast::NAP),
         Box::new(corecast_channel::Corecast::C_API),
         Box::new(corecast_channel::Corecast::NON_EQUIVOCATING),
         Box::new(open_mpi::Mpi::point_to_point()),

@@ -172,30 +172,31 @@ pub fn futex_wake_all(word: &AtomicU32) {
     let _ = futex::wake(word, futex::Flags::empty(), i32::MAX as u32);
 }
 
-/// The polling mechanisms wait the way corecast's default does (spin about
-/// 5 us, yield for up to 1 ms), then sleep [`SLEEP`] at a time: a waiting
+/// How the polling mechanisms wait: spin about 5 us, yield for up to 1 ms
+/// (as corecast's default does), then sleep 50 us at a time: a waiting
 /// process gives its core to the one it waits for when processes outnumber
 /// cores, and a long wait does not keep a core busy forever. A deliberate
-/// deviation from pure spinning, shared with corecast ([`corecast::Backoff`]).
-pub struct Backoff(corecast::Backoff);
+/// deviation from pure spinning; `corecast-nap` waits the same way, so the
+/// polling mechanisms and corecast can be compared under one strategy.
+pub const POLL_WAIT: corecast::WaitStrategy = corecast::WaitStrategy::Nap {
+    spin: std::time::Duration::from_micros(5),
+    yield_for: std::time::Duration::from_millis(1),
+    nap: std::time::Duration::from_micros(50),
+};
 
-/// One sleep of a long wait.
-pub const SLEEP: std::time::Duration = std::time::Duration::from_micros(50);
+/// One wait under [`POLL_WAIT`].
+pub struct Backoff(corecast::Backoff);
 
 impl Backoff {
     /// A fresh back-off (starts spinning).
     pub fn new() -> Backoff {
-        let strategy = corecast::WaitStrategy::Adaptive {
-            spin: std::time::Duration::from_micros(5),
-            yield_for: std::time::Duration::from_millis(1),
-        };
-        Backoff(corecast::Backoff::new(strategy))
+        Backoff(corecast::Backoff::new(POLL_WAIT))
     }
 
     /// Waits a little, longer the more often it has been called.
     pub fn snooze(&mut self) {
         if self.0.snooze() {
-            std::thread::sleep(SLEEP);
+            std::thread::sleep(POLL_WAIT.nap().unwrap_or_default());
         }
     }
 }

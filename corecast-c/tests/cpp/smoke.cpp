@@ -92,24 +92,33 @@ int main(int argc, char **argv) {
   CHECK(corecast_sender_send(tx, nullptr, 3) == CORECAST_INVALID_ARGUMENT);
   CHECK(corecast_sender_set_wait(tx, 7, 0, 0) == CORECAST_INVALID_ARGUMENT);
   CHECK(corecast_sender_set_wait(tx, CORECAST_WAIT_SPIN, 0, 0) == CORECAST_OK);
+  // Napping endpoints: a wait that finds nothing times out, and a message
+  // sent meanwhile is found after a nap.
+  CHECK(corecast_sender_set_wait_nap(tx, 0, 0, 100000) == CORECAST_OK);
+  CHECK(corecast_receiver_set_wait_nap(rx, 0, 0, 100000) == CORECAST_OK);
+  CHECK(corecast_receiver_recv_timeout(rx, buf, sizeof buf, &len, 2000000) == CORECAST_TIMEOUT);
+  CHECK(corecast_sender_send(tx, "nap", 3) == CORECAST_OK);
+  CHECK(corecast_receiver_recv_timeout(rx, buf, sizeof buf, &len, 2000000000) == CORECAST_OK && len == 3);
+  CHECK(std::memcmp(buf, "nap", 3) == 0);
+  CHECK(corecast_receiver_set_wait_nap(nullptr, 0, 0, 1) == CORECAST_INVALID_ARGUMENT);
 
   int fd = -1;
   CHECK(corecast_receiver_wake_fd(rx, &fd) == CORECAST_OK && fd >= 0);
 
-  // Inspection: one live sender, one live receiver at cursor 4.
+  // Inspection: one live sender, one live receiver at cursor 5.
   corecast_inspection_t *snap = nullptr;
   CHECK(corecast_channel_inspect(chan, &snap) == CORECAST_OK);
   size_t members = 0;
   CHECK(corecast_inspection_member_count(snap, &members) == CORECAST_OK && members == 2);
   uint64_t sent = 0;
-  CHECK(corecast_inspection_summary(snap, &sent, nullptr, nullptr, nullptr) == CORECAST_OK && sent == 4);
+  CHECK(corecast_inspection_summary(snap, &sent, nullptr, nullptr, nullptr) == CORECAST_OK && sent == 5);
   for (size_t k = 0; k < members; k++) {
     int is_sender = -1, state = -1;
     uint64_t cursor = 0;
     CHECK(corecast_inspection_member(snap, k, &is_sender, nullptr, nullptr, &state) == CORECAST_OK);
     CHECK(state == CORECAST_MEMBER_LIVE);
     CHECK(corecast_inspection_member_progress(snap, k, &cursor, nullptr, nullptr, nullptr) == CORECAST_OK);
-    CHECK(is_sender ? cursor == UINT64_MAX : cursor == 4);
+    CHECK(is_sender ? cursor == UINT64_MAX : cursor == 5);
   }
   CHECK(corecast_inspection_member(snap, members, nullptr, nullptr, nullptr, nullptr) == CORECAST_INVALID_ARGUMENT);
   CHECK(corecast_inspection_close(snap) == CORECAST_OK);

@@ -51,9 +51,15 @@ impl Receiver {
             // What the wait has seen of the CPU so far is the next wait's guide.
             backoff.record(&mut self.crowding);
             if sleep {
-                backoff.reset();
                 let Some(budget) = sleep_budget(deadline) else { return Err(RecvError::Timeout) };
-                self.sleep(budget)?;
+                match self.wait.nap() {
+                    // Unarmed: no sender wakes it; it looks again after the nap.
+                    Some(nap) => std::thread::sleep(nap.min(budget)),
+                    None => {
+                        backoff.reset();
+                        self.sleep(budget)?;
+                    }
+                }
             }
         }
     }
@@ -156,6 +162,7 @@ impl Receiver {
 mod tests {
     use super::*;
     use crate::sys::membarrier;
+    use crate::wait::phases_over;
     use crate::{Channel, ChannelConfig, WaitStrategy};
 
     #[test]
@@ -167,6 +174,33 @@ mod tests {
         assert_eq!(adjusted_request(Some(ms(20)), false), None);
         assert_eq!(adjusted_request(Some(ms(500)), true), None);
         assert_eq!(adjusted_request(Some(ms(2000)), true), Some(false));
+    }
+
+    /// A napping receiver waits without arming (no sender ever wakes it or
+    /// pays for it), still honours its deadline, and still gets a message
+    /// sent while it naps; the same wait that sleeps arms.
+    #[test]
+    fn a_napping_receiver_never_arms_and_a_sleeping_one_does() {
+        let chan = Channel::create(&format!("naps-{}", std::process::id()), &ChannelConfig::default()).unwrap();
+        let mut tx = chan.sender().unwrap();
+        let mut rx = chan.receiver_with(phases_over(Some(Duration::from_millis(1)))).unwrap();
+        let mut buf = [0u8; 8];
+        let r = rx.recv_timeout(&mut buf, Duration::from_millis(20));
+        assert!(matches!(r, Err(RecvError::Timeout)), "{r:?}");
+        assert_eq!(rx.armer.armings(), 0, "napping never arms");
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(5));
+                tx.send(b"late").unwrap();
+            });
+            let n = rx.recv_timeout(&mut buf, Duration::from_secs(30)).expect("the napping receiver looks again");
+            assert_eq!(&buf[..n], b"late");
+        });
+        assert_eq!(rx.armer.armings(), 0);
+        rx.set_wait_strategy(phases_over(None));
+        let r = rx.recv_timeout(&mut buf, Duration::from_millis(20));
+        assert!(matches!(r, Err(RecvError::Timeout)), "{r:?}");
+        assert!(rx.armer.armings() > 0, "the adaptive wait sleeps on its futex");
     }
 
     /// The arming itself carries the request and its barrier makes it

@@ -462,7 +462,6 @@ impl Sender {
         if !sleep {
             return Ok(());
         }
-        backoff.reset();
         // SeqCst: read in the one total order of the claims of `next` (ring::try_claim), so it is never older than a claim the reader already saw.
         let next = self.sequencer.next().load(Ordering::SeqCst);
         // A tampered `next` holds everyone back; no receiver is to blame.
@@ -477,6 +476,12 @@ impl Sender {
             let due = first + Duration::from_millis(u64::from(ms));
             budget = budget.min(due.saturating_duration_since(Instant::now()).max(Duration::from_millis(1)));
         }
+        if let Some(nap) = self.wait.nap() {
+            // Unarmed: no receiver wakes it; the caller looks again after the nap.
+            std::thread::sleep(nap.min(budget));
+            return Ok(());
+        }
+        backoff.reset();
         // Sleep on the membership generation (a receiver leaving or dying
         // frees room too), the keeper's word, and the wake word of the
         // receiver still in the way after the re-check below.
@@ -559,5 +564,31 @@ impl Drop for Sender {
         if let Some(outer) = &self.outer {
             outer.leave();
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::wait::phases_over;
+    use crate::{Channel, ChannelConfig};
+
+    /// A napping sender waits for room without arming (no receiver ever
+    /// wakes it or pays for it); the same wait that sleeps arms.
+    #[test]
+    fn a_napping_sender_never_arms_and_a_sleeping_one_does() {
+        let cfg = ChannelConfig { slots: 2, max_message_bytes: 8, ..ChannelConfig::default() };
+        let chan = Channel::create(&format!("naps-tx-{}", std::process::id()), &cfg).unwrap();
+        let _rx = chan.receiver().unwrap();
+        let mut tx = chan.sender_with(phases_over(Some(Duration::from_millis(1)))).unwrap();
+        tx.send(b"one").unwrap();
+        tx.send(b"two").unwrap();
+        let full = tx.send_timeout(b"three", Duration::from_millis(20));
+        assert!(matches!(full, Err(SendError::Timeout)), "{full:?}");
+        assert_eq!(tx.armer.armings(), 0, "napping never arms");
+        tx.set_wait_strategy(phases_over(None));
+        let full = tx.send_timeout(b"three", Duration::from_millis(20));
+        assert!(matches!(full, Err(SendError::Timeout)), "{full:?}");
+        assert!(tx.armer.armings() > 0, "the adaptive wait sleeps on its futex");
     }
 }

@@ -17,7 +17,7 @@
 //! message, so none is missed.
 //!
 //! Two ways in, the same channels: the Rust API ([`Native`]: `corecast`,
-//! `corecast-spin`, `corecast-sleep`) and the C API ([`CApi`]:
+//! `corecast-spin`, `corecast-sleep`, `corecast-nap`) and the C API ([`CApi`]:
 //! `corecast-c`, calling the very functions a C program calls), so the
 //! tables show what the C boundary costs.
 
@@ -114,6 +114,16 @@ impl Corecast<Native> {
         name: "corecast-sleep",
         describe: "corecast channels, endpoints sleep on a futex at once",
         wait: WaitStrategy::Sleep,
+        delivery: Delivery::Direct,
+        bridged: false,
+        api: PhantomData,
+    };
+    /// Endpoints that poll and nap, never sleeping on a futex: the
+    /// polling mechanisms' waits (`limit`, iceoryx2's endpoints).
+    pub const NAP: Corecast<Native> = Corecast {
+        name: "corecast-nap",
+        describe: "corecast channels, endpoints poll (spin, yield) then nap 50 us at a time, never a futex",
+        wait: crate::mechanisms::shared_memory::POLL_WAIT,
         delivery: Delivery::Direct,
         bridged: false,
         api: PhantomData,
