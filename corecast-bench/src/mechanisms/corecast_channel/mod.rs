@@ -522,6 +522,11 @@ impl<A: Api> Endpoint for CorecastEndpoint<A> {
                         }
                     }
                     if backoff.snooze() {
+                        // Napping endpoints never sleep where a sender must wake them.
+                        if let Some(nap) = self.wait.nap() {
+                            std::thread::sleep(nap);
+                            continue;
+                        }
                         // A channel whose senders are all gone would wake
                         // the wait at once: leave it out; it is tried
                         // again above after every wake or timeout.
