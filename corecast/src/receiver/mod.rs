@@ -174,8 +174,13 @@ impl Receiver {
     /// senders' fence where they do not fence for it: the caller re-checks
     /// for messages next (notify's handshake).
     fn arm(&mut self, mode: u32) -> Result<(), RecvError> {
-        self.armer.arm(&self.region.header().sleeping.0, mode);
+        self.arm_word(mode);
         self.barrier_for_senders()
+    }
+
+    /// Stores this receiver's arming in `mode` in its shared sleep word.
+    fn arm_word(&mut self, mode: u32) {
+        self.armer.arm(&self.region.header().sleeping.0, mode);
     }
 
     /// The process-wide barrier that stands for the senders' fence between
@@ -183,12 +188,7 @@ impl Receiver {
     /// they do not fence for it. After it every sender has seen the
     /// armer's request to fence, if its words carry one.
     fn barrier_for_senders(&mut self) -> Result<(), RecvError> {
-        if self.peers_fence_seen {
-            return Ok(());
-        }
-        membarrier::barrier().map_err(|e| RecvError::Io { op: "membarrier", source: e.into() })?;
-        self.peers_fence_seen = self.armer.peers_fence();
-        Ok(())
+        barrier_for_senders_of(&mut [self])
     }
 
     /// Copies the next message into `buf`, waiting for one; returns its length.
@@ -677,6 +677,20 @@ impl Drop for Receiver {
 
 /// A slot that failed validation, as the error a receive reports.
 #[cold]
+/// [`Receiver::barrier_for_senders`] for several receivers that armed: one
+/// barrier reaches every sender of every channel, so it is issued once,
+/// and only if some receiver's senders do not fence for it already.
+fn barrier_for_senders_of(receivers: &mut [&mut Receiver]) -> Result<(), RecvError> {
+    if receivers.iter().all(|rx| rx.peers_fence_seen) {
+        return Ok(());
+    }
+    membarrier::barrier().map_err(|e| RecvError::Io { op: "membarrier", source: e.into() })?;
+    for rx in receivers.iter_mut() {
+        rx.peers_fence_seen = rx.armer.peers_fence();
+    }
+    Ok(())
+}
+
 fn corrupt(bad: ring::BadSlot) -> RecvError {
     RecvError::Corrupt(bad.to_string())
 }

@@ -127,6 +127,13 @@ impl Receiver {
     /// does not feel; it stops asking at its first arming after
     /// [`AWAKE_LONG`] without one.
     pub(super) fn arm_futex(&mut self) -> Result<(), RecvError> {
+        self.arm_futex_word();
+        self.barrier_for_senders()
+    }
+
+    /// [`Receiver::arm_futex`] without its barrier: the caller issues it
+    /// (once for several receivers) before any of them re-checks.
+    pub(super) fn arm_futex_word(&mut self) {
         let now = Instant::now();
         let since = self.last_armed.replace(now).map(|t| now.saturating_duration_since(t));
         let asking = self.armer.peers_fence();
@@ -139,7 +146,7 @@ impl Receiver {
             }
             None => {}
         }
-        self.arm(Arm::FUTEX)
+        self.arm_word(Arm::FUTEX);
     }
 
     /// After arming: `true` if this receiver is still idle and may sleep on

@@ -47,7 +47,21 @@ pub(crate) fn register() -> bool {
 /// A full memory barrier on every CPU running a registered process's
 /// thread, and on this one.
 pub(crate) fn barrier() -> rustix::io::Result<()> {
+    #[cfg(test)]
+    ISSUED.with(|n| n.set(n.get() + 1));
     super::retry(|| membarrier(MembarrierCommand::GlobalExpedited))
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Barriers this thread asked for, for tests that count them.
+    static ISSUED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many barriers this thread has asked for.
+#[cfg(test)]
+pub(crate) fn issued_by_this_thread() -> u64 {
+    ISSUED.with(|n| n.get())
 }
 
 #[cfg(test)]
