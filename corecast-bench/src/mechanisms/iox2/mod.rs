@@ -78,6 +78,10 @@ impl Mechanism for Iceoryx2 {
         true
     }
 
+    fn ring_slots(&self, message_bytes: usize) -> Option<usize> {
+        Some(setup::queue_len(message_bytes))
+    }
+
     fn prepare(&self, topology: &Topology) -> Result<Box<dyn Prepared>, TransportError> {
         topology.validate()?;
         // Once per process, as the corecast mechanisms clean dead names.
