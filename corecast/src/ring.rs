@@ -67,6 +67,11 @@ pub(crate) enum Probe {
 #[inline]
 pub(crate) fn probe(slot: &SlotHeader, seq: u64, slots: u64, slot_bytes: u32) -> Result<Probe, BadSlot> {
     let st = slot.stamp.load(Ordering::Acquire);
+    // The common case, `seq` published in its slot: this one comparison
+    // stands for every check of the stamp below.
+    if st == stamp(seq, KIND_PUBLISHED) {
+        return published_len(slot, seq, slot_bytes).map(Probe::Ready);
+    }
     let n = st >> 2;
     if n == 0 {
         return Ok(Probe::Absent);
@@ -84,13 +89,7 @@ pub(crate) fn probe(slot: &SlotHeader, seq: u64, slots: u64, slot_bytes: u32) ->
         return Ok(Probe::Newer(n - 1));
     }
     match st & 3 {
-        KIND_PUBLISHED => {
-            let len = slot.len.load(Ordering::Relaxed);
-            if len > slot_bytes {
-                return Err(BadSlot::TooLong { seq, len, slot_bytes });
-            }
-            Ok(Probe::Ready(len))
-        }
+        KIND_PUBLISHED => published_len(slot, seq, slot_bytes).map(Probe::Ready),
         KIND_VOID => Ok(Probe::Void),
         KIND_WRITING => Ok(Probe::Absent),
         // The two bits leave only KIND_GAP.
@@ -99,6 +98,17 @@ pub(crate) fn probe(slot: &SlotHeader, seq: u64, slots: u64, slot_bytes: u32) ->
             len => Err(BadSlot::BadGap { seq, len }),
         },
     }
+}
+
+/// The length of the message `seq` published in `slot`, validated.
+#[inline(always)]
+fn published_len(slot: &SlotHeader, seq: u64, slot_bytes: u32) -> Result<u32, BadSlot> {
+    // Relaxed: the stamp's Acquire load came first.
+    let len = slot.len.load(Ordering::Relaxed);
+    if len > slot_bytes {
+        return Err(BadSlot::TooLong { seq, len, slot_bytes });
+    }
+    Ok(len)
 }
 
 /// Why a slot header read by [`probe`] is invalid (shared memory is
