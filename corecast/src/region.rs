@@ -89,12 +89,19 @@ impl Membership {
         read(unsafe { ptr::addr_of!((*self.map.base().cast::<MembershipHeader>()).keeper_pid) })
     }
 
+    /// Entry `k`: the senders' first, then the receivers'. The callers
+    /// check `k` against the geometry.
     #[inline]
     fn entry(&self, k: usize) -> &MemberEntry {
+        let g = &self.geometry;
+        debug_assert!(k < (g.max_senders + g.max_receivers) as usize);
         let off = std::mem::size_of::<MembershipHeader>() + k * std::mem::size_of::<MemberEntry>();
-        assert!(off + std::mem::size_of::<MemberEntry>() <= self.map.len());
-        // SAFETY: in bounds (asserted) and 64-byte aligned (header is a
-        // multiple of 128 and entries are 64 bytes).
+        // SAFETY: `k < max_senders + max_receivers` (asserted by `sender`
+        // and `receiver`), and the mapping holds `membership_bytes()` of
+        // this geometry, which covers every entry: checked when the view was
+        // made, and the geometry is this view's own copy, never written
+        // after. 64-byte aligned (the header is a multiple of 128 bytes and
+        // entries are 64).
         unsafe { &*self.map.base().add(off).cast::<MemberEntry>() }
     }
 

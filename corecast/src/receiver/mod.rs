@@ -411,12 +411,18 @@ impl Receiver {
         // loads below see it armed (notify's handshake).
         notify::progress_made();
         let mut wake_futex = false;
-        for (j, s) in self.senders.mapped() {
-            match self.notified.take(j, s.region.header().space_waiting.0.load(Ordering::Relaxed)) {
-                Some(Arm::FUTEX) => wake_futex = true,
-                Some(Arm::EVENT_FD) => wakefd::signal(&s.wake),
-                _ => {}
-            }
+        let mut look = |j: usize, s: &Peer<SenderRegion>| match self
+            .notified
+            .take(j, s.region.header().space_waiting.0.load(Ordering::Relaxed))
+        {
+            Some(Arm::FUTEX) => wake_futex = true,
+            Some(Arm::EVENT_FD) => wakefd::signal(&s.wake),
+            _ => {}
+        };
+        // The common case, one sender region: no walk over the set.
+        match &self.senders[self.hint] {
+            Some(s) if self.senders.mapped_bits() == 1 << self.hint => look(self.hint, s),
+            _ => self.senders.mapped().for_each(|(j, s)| look(j, s)),
         }
         if wake_futex {
             futex::wake_all(&self.region.header().cursor.0.wake);
