@@ -382,6 +382,58 @@ pub(crate) fn effective_cursor(cursor: u64, start: u64, next: u64) -> u64 {
 /// `RUSTFLAGS="--cfg loom" cargo test -p corecast --lib --release loom_model`.
 /// Payloads live in loom `UnsafeCell`s, so loom reports a data race if a
 /// receiver could read a slot while a sender writes it, or vice versa.
+#[cfg(all(test, not(loom)))]
+mod probe_tests {
+    use super::*;
+    use crate::sync::{AtomicU32, AtomicU64};
+    use proptest::prelude::*;
+
+    /// The probe with its checks one by one and no shortcut.
+    fn stepwise(st: u64, len: u32, seq: u64, slots: u64, slot_bytes: u32) -> Result<Probe, BadSlot> {
+        let n = st >> 2;
+        if n == 0 {
+            return Ok(Probe::Absent);
+        }
+        if (n - 1) % slots != seq % slots {
+            return Err(BadSlot::Misplaced { seq, found: n - 1 });
+        }
+        if n < seq + 1 {
+            return Ok(Probe::Absent);
+        }
+        if n > seq + 1 {
+            return Ok(Probe::Newer(n - 1));
+        }
+        match st & 3 {
+            KIND_PUBLISHED if len > slot_bytes => Err(BadSlot::TooLong { seq, len, slot_bytes }),
+            KIND_PUBLISHED => Ok(Probe::Ready(len)),
+            KIND_VOID => Ok(Probe::Void),
+            KIND_WRITING => Ok(Probe::Absent),
+            _ if len == GAP_BYTES => Ok(Probe::Gap),
+            _ => Err(BadSlot::BadGap { seq, len }),
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2048, ..ProptestConfig::default() })]
+        /// Stamps near the number asked for (any kind, the same slot or
+        /// not; half of them the number itself, published), and garbage:
+        /// the probe answers as the checks one by one do.
+        #[test]
+        fn the_probe_answers_as_its_checks_one_by_one(
+            seq in 0u64..1 << 40,
+            delta in prop_oneof![Just(0i64), -9i64..9],
+            kind in prop_oneof![Just(KIND_PUBLISHED), 0u64..4],
+            garbage in proptest::option::weighted(0.2, any::<u64>()),
+            len in prop_oneof![0u32..300, Just(GAP_BYTES), any::<u32>()],
+        ) {
+            let (slots, slot_bytes) = (8, 256);
+            let st = garbage.unwrap_or_else(|| stamp(seq.saturating_add_signed(delta), kind));
+            let slot = SlotHeader { stamp: AtomicU64::new(st), len: AtomicU32::new(len), _reserved: 0 };
+            prop_assert_eq!(probe(&slot, seq, slots, slot_bytes), stepwise(st, len, seq, slots, slot_bytes));
+        }
+    }
+}
+
 #[cfg(all(test, loom))]
 mod loom_model {
     use super::*;
