@@ -45,6 +45,7 @@ pub fn base(
         params: Default::default(),
         notes: Vec::new(),
         path: None,
+        round_values: Vec::new(),
     }
 }
 

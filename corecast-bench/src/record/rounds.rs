@@ -22,27 +22,43 @@ use super::summary::Summary;
 /// - `samples`: every round's samples in order; `min`, `max` over them and
 ///   the rounds' own extremes; `p99`: the median of the rounds' p99s;
 /// - `repetitions` and `count`: their sums; `params.rounds`: the number of
-///   rounds merged; a note saying how the value was formed.
+///   rounds merged; a note saying how the value was formed;
+/// - `round_values`: each round's value in round order (`None` for a round
+///   without this record), when there was more than one round.
 pub fn merge(rounds: &[Vec<Record>]) -> Vec<Record> {
-    let mut groups: Vec<(Identity, usize, Vec<&Record>)> = Vec::new();
-    for round in rounds {
+    let mut groups: Vec<(Identity, usize, Vec<InRound>)> = Vec::new();
+    for (k, round) in rounds.iter().enumerate() {
         let mut seen: Vec<Identity> = Vec::new();
         for r in round {
             let id = (r.key(), r.params.clone());
-            let rank = seen.iter().filter(|k| **k == id).count();
+            let rank = seen.iter().filter(|i| **i == id).count();
             seen.push(id.clone());
-            match groups.iter_mut().find(|(k, n, _)| *k == id && *n == rank) {
-                Some((_, _, g)) => g.push(r),
-                None => groups.push((id, rank, vec![r])),
+            match groups.iter_mut().find(|(i, n, _)| *i == id && *n == rank) {
+                Some((_, _, g)) => g.push((k, r)),
+                None => groups.push((id, rank, vec![(k, r)])),
             }
         }
     }
-    groups.iter().map(|(_, _, g)| merge_one(g)).collect()
+    groups
+        .iter()
+        .map(|(_, _, g)| {
+            let records: Vec<&Record> = g.iter().map(|&(_, r)| r).collect();
+            let mut merged = merge_one(&records);
+            if rounds.len() > 1 {
+                merged.round_values = vec![None; rounds.len()];
+                g.iter().for_each(|&(k, r)| merged.round_values[k] = Some(r.value));
+            }
+            merged
+        })
+        .collect()
 }
 
 /// What makes two rounds' records the same measurement: the key and the
 /// parameters (a heatmap's records differ only in their CPU pair).
 type Identity = (RecordKey, std::collections::BTreeMap<String, u64>);
+
+/// A record and the index of the round that made it.
+type InRound<'a> = (usize, &'a Record);
 
 /// What happened to one point over its rounds, as one status: the rounds
 /// that measured it merged by [`merge`] (a note on each record names the
@@ -54,16 +70,23 @@ pub fn merge_statuses(mut statuses: Vec<Status>) -> Status {
     if rounds == 1 {
         return statuses.swap_remove(0);
     }
-    let (mut measured, mut failures, mut skipped) = (Vec::new(), Vec::new(), None);
+    // Every round keeps its place (empty where it measured nothing), so
+    // that the merged records' `round_values` line up with other points'.
+    let (mut per_round, mut failures, mut skipped, mut any_measured) = (Vec::new(), Vec::new(), None, false);
     for status in statuses {
         match status {
-            Status::Measured(rs) => measured.push(rs),
+            Status::Measured(rs) => {
+                any_measured = true;
+                per_round.push(rs);
+                continue;
+            }
             Status::Failed(e) => failures.push(e),
             Status::Skipped(why) => skipped = skipped.or(Some(why)),
         }
+        per_round.push(Vec::new());
     }
-    if !measured.is_empty() {
-        let mut records = merge(&measured);
+    if any_measured {
+        let mut records = merge(&per_round);
         if let Some(last) = failures.last() {
             let note = format!("failed in {} of {rounds} rounds, last: {last}", failures.len());
             records.iter_mut().for_each(|r| r.notes.push(note.clone()));
@@ -178,6 +201,8 @@ mod tests {
         assert_eq!((m.repetitions, m.count), (5, 3000));
         assert_eq!(m.params.get("rounds"), Some(&3));
         assert!(m.notes.iter().any(|n| n.contains("5 samples from 3 rounds")), "{:?}", m.notes);
+        assert_eq!(m.round_values, vec![Some(10.5), Some(30.5), Some(12.0)]);
+        assert!(merge(&rounds[..1])[0].round_values.is_empty(), "one round: no per-round values");
     }
 
     #[test]
@@ -218,6 +243,7 @@ mod tests {
         ];
         let Status::Measured(rs) = merge_statuses(statuses.to_vec()) else { panic!("measured") };
         assert_eq!(rs[0].samples, vec![1.0, 3.0]);
+        assert_eq!(rs[0].round_values, vec![Some(1.0), None, Some(3.0)], "the failed round keeps its place");
         assert!(rs[0].notes.iter().any(|n| n == "failed in 1 of 3 rounds, last: watchdog"), "{:?}", rs[0].notes);
         let failed = [Status::Failed("a".into()), Status::Failed("b".into())];
         assert!(matches!(merge_statuses(failed.to_vec()), Status::Failed(e) if e == "b"));

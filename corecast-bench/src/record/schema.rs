@@ -235,6 +235,13 @@ pub struct Record {
     /// (records of schema version 3 on).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<DataPath>,
+    /// A run made in rounds (`params.rounds` above 1): this point's value
+    /// in each round, in round order, `null` for a round that did not
+    /// measure it; empty otherwise. Two points' values of one round were
+    /// measured close together, so their per-round ratios cancel a slow
+    /// spell of the machine that hit both, where a ratio of medians keeps it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub round_values: Vec<Option<f64>>,
 }
 
 /// How a point's messages moved through its mechanism.
@@ -333,6 +340,7 @@ pub(crate) mod tests {
             params: Default::default(),
             notes: Vec::new(),
             path: None,
+            round_values: Vec::new(),
         }
     }
 

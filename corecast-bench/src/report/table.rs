@@ -20,7 +20,9 @@ use crate::workloads::{registry, Table, Workload};
 type Column = (&'static str, usize, usize);
 
 enum Cell {
-    Value(f64, Option<usize>),
+    /// A measured value, its note's number, and its value in each round
+    /// of a run made in rounds (`Record::round_values`).
+    Value(f64, Option<usize>, Vec<Option<f64>>),
     Note(&'static str, usize),
 }
 
@@ -66,8 +68,11 @@ fn render_main(outcomes: &[Outcome]) -> String {
             }
             let cell = match &o.status {
                 Status::Measured(rs) => match rs.first() {
-                    Some(r) if r.notes.is_empty() => Cell::Value(r.value, None),
-                    Some(r) => Cell::Value(r.value, Some(note(&mut notes, &r.notes.join("; ")))),
+                    Some(r) if r.notes.is_empty() => Cell::Value(r.value, None, r.round_values.clone()),
+                    Some(r) => {
+                        let n = note(&mut notes, &r.notes.join("; "));
+                        Cell::Value(r.value, Some(n), r.round_values.clone())
+                    }
                     None => continue,
                 },
                 Status::Failed(e) => Cell::Note("FAILED", note(&mut notes, &format!("{name}: {e}"))),
@@ -146,7 +151,7 @@ fn headers(columns: &[Column]) -> Vec<(String, String)> {
 fn show(cell: Option<&Cell>, w: &str) -> String {
     match cell {
         None => "-".to_string(),
-        Some(Cell::Value(v, n)) => {
+        Some(Cell::Value(v, n, _)) => {
             let v = if higher_is_better(w) { human(*v) } else { sig3(*v) };
             n.map_or(v.clone(), |n| format!("{v} [{n}]"))
         }
@@ -179,7 +184,8 @@ fn ratios(
     };
     let _ = writeln!(
         out,
-        "\n{base}'s ratio over each mechanism and each other corecast mode ({which}; >1 means {base} is better)"
+        "\n{base}'s ratio over each mechanism and each other corecast mode ({which}; >1 means {base} is better){}",
+        PAIRED
     );
     relative(out, &base, &others, columns, headers, cells, Direction::BaseOverRow);
 }
@@ -201,10 +207,17 @@ fn ceiling(
     let _ = writeln!(
         out,
         "\neach mechanism as a fraction of the ceiling `{CEILING}` (a bare broadcast ring with polling waits and no \
-         robustness, not a product; 1 = as fast as the hardware allows here)"
+         robustness, not a product; 1 = as fast as the hardware allows here){PAIRED}"
     );
     relative(out, CEILING, &others, columns, headers, cells, Direction::RowOverBase);
 }
+
+/// How a relative table's ratios are formed, said under its title.
+const PAIRED: &str = "; where the run had rounds, a ratio is the median of the two points' ratios \
+                      round by round, which a slow spell of the machine hitting both cancels";
+
+/// A measured cell's value and its values round by round.
+type Measured<'a> = (f64, &'a [Option<f64>]);
 
 /// Which way a relative table divides.
 #[derive(Clone, Copy)]
@@ -226,10 +239,10 @@ fn relative(
     cells: &BTreeMap<(String, Column), Cell>,
     direction: Direction,
 ) {
-    let reference: Vec<Option<f64>> = columns
+    let reference: Vec<Option<Measured>> = columns
         .iter()
         .map(|c| match cells.get(&(base.to_string(), *c)) {
-            Some(Cell::Value(v, _)) if *v > 0.0 => Some(*v),
+            Some(Cell::Value(v, _, rounds)) if *v > 0.0 => Some((*v, rounds.as_slice())),
             _ => None,
         })
         .collect();
@@ -240,8 +253,9 @@ fn relative(
                 .iter()
                 .zip(&reference)
                 .map(|(c, b)| match (cells.get(&(r.clone(), *c)), b) {
-                    (Some(Cell::Value(v, _)), Some(b)) if *v > 0.0 => {
-                        let base_better = if higher_is_better(c.0) { b / v } else { v / b };
+                    (Some(Cell::Value(v, _, rounds)), Some((b, base_rounds))) if *v > 0.0 => {
+                        let better = |b: f64, v: f64| if higher_is_better(c.0) { b / v } else { v / b };
+                        let base_better = paired(base_rounds, rounds, better).unwrap_or_else(|| better(*b, *v));
                         let x = match direction {
                             Direction::BaseOverRow => base_better,
                             Direction::RowOverBase => 1.0 / base_better,
@@ -254,6 +268,24 @@ fn relative(
         })
         .collect();
     grid(out, rows, headers, &body);
+}
+
+/// The median over the rounds that measured both points of `ratio(base,
+/// row)` within the round; `None` unless the two were measured in the
+/// same rounds, at least two of them.
+fn paired(base: &[Option<f64>], row: &[Option<f64>], ratio: impl Fn(f64, f64) -> f64) -> Option<f64> {
+    if base.len() != row.len() {
+        return None;
+    }
+    let ratios: Vec<f64> = base
+        .iter()
+        .zip(row)
+        .filter_map(|(b, v)| match (b, v) {
+            (Some(b), Some(v)) if *b > 0.0 && *v > 0.0 => Some(ratio(*b, *v)),
+            _ => None,
+        })
+        .collect();
+    (ratios.len() >= 2).then(|| crate::record::summary::Summary::of(&ratios).map(|s| s.median)).flatten()
 }
 
 #[cfg(test)]
@@ -309,6 +341,48 @@ mod tests {
         assert!(!t.lines().any(|l| l.starts_with("ice ")), "{t}");
         // Bytes per second never show in the table.
         assert!(!t.contains("64.0M"), "{t}");
+    }
+
+    /// `measured`, from a run in rounds whose values were `rounds`.
+    fn in_rounds(mech: &str, w: &'static str, value: f64, rounds: &[Option<f64>]) -> Outcome {
+        let mut o = measured(mech, w, 1, value);
+        let Status::Measured(rs) = &mut o.status else { unreachable!() };
+        rs[0].round_values = rounds.to_vec();
+        o
+    }
+
+    /// The ratio section's line for `mech`.
+    fn ratio_line(t: &str, mech: &str) -> String {
+        let ratios = t.split("ratio over").nth(1).expect("a ratio section");
+        ratios.lines().find(|l| l.starts_with(mech)).expect("a ratio line").to_string()
+    }
+
+    #[test]
+    fn rounds_pair_the_ratio_round_by_round() {
+        // corecast is twice pipe's rate in each round, but pipe's median
+        // fell in a fast round and corecast's in a slow one.
+        let fast_slow = [Some(100.0), Some(10.0), Some(10.0)];
+        let t = render(&[
+            in_rounds("corecast", "fanout", 10.0, &fast_slow),
+            in_rounds("pipe", "fanout", 50.0, &[Some(50.0), Some(5.0), Some(5.0)]),
+            in_rounds("tcp", "fanout", 5.0, &[Some(50.0), Some(5.0)]),
+        ]);
+        assert!(ratio_line(&t, "pipe").contains("2.00x"), "{t}");
+        assert!(t.contains("the median of the two points' ratios round by round"), "{t}");
+        // Not the same rounds: the ratio of the medians.
+        assert!(ratio_line(&t, "tcp").contains("2.00x"), "{t}");
+        let t = render(&[
+            in_rounds("corecast", "fanout", 10.0, &fast_slow),
+            in_rounds("tcp", "fanout", 5.0, &[Some(50.0), Some(5.0)]),
+            in_rounds("udp", "fanout", 50.0, &[Some(50.0), None, None]),
+        ]);
+        assert!(ratio_line(&t, "udp").contains("0.20x"), "one round in common: the medians' ratio\n{t}");
+        // Latencies: lower is better, per round too.
+        let t = render(&[
+            in_rounds("corecast", "pingpong", 2.0, &[Some(1.0), Some(10.0), Some(10.0)]),
+            in_rounds("pipe", "pingpong", 2.0, &[Some(4.0), Some(40.0), Some(40.0)]),
+        ]);
+        assert!(ratio_line(&t, "pipe").contains("4.00x"), "{t}");
     }
 
     #[test]
