@@ -378,10 +378,7 @@ pub(crate) fn effective_cursor(cursor: u64, start: u64, next: u64) -> u64 {
     cursor.max(start).min(next)
 }
 
-/// Exhaustive interleaving check of the protocol with loom:
-/// `RUSTFLAGS="--cfg loom" cargo test -p corecast --lib --release loom_model`.
-/// Payloads live in loom `UnsafeCell`s, so loom reports a data race if a
-/// receiver could read a slot while a sender writes it, or vice versa.
+/// The probe's shortcut held to its checks one by one.
 #[cfg(all(test, not(loom)))]
 mod probe_tests {
     use super::*;
@@ -434,6 +431,10 @@ mod probe_tests {
     }
 }
 
+/// Exhaustive interleaving check of the protocol with loom:
+/// `RUSTFLAGS="--cfg loom" cargo test -p corecast --lib --release loom_model`.
+/// Payloads live in loom `UnsafeCell`s, so loom reports a data race if a
+/// receiver could read a slot while a sender writes it, or vice versa.
 #[cfg(all(test, loom))]
 mod loom_model {
     use super::*;

@@ -184,8 +184,7 @@ fn ratios(
     };
     let _ = writeln!(
         out,
-        "\n{base}'s ratio over each mechanism and each other corecast mode ({which}; >1 means {base} is better){}",
-        PAIRED
+        "\n{base}'s ratio over each mechanism and each other corecast mode ({which}; >1 means {base} is better){PAIRED}"
     );
     relative(out, &base, &others, columns, headers, cells, Direction::BaseOverRow);
 }
@@ -212,7 +211,7 @@ fn ceiling(
     relative(out, CEILING, &others, columns, headers, cells, Direction::RowOverBase);
 }
 
-/// How a relative table's ratios are formed, said under its title.
+/// How a relative table's ratios are formed, said at the end of its title.
 const PAIRED: &str = "; where the run had rounds, a ratio is the median of the two points' ratios \
                       round by round, which a slow spell of the machine hitting both cancels";
 

@@ -681,8 +681,6 @@ impl Drop for Receiver {
     }
 }
 
-/// A slot that failed validation, as the error a receive reports.
-#[cold]
 /// [`Receiver::barrier_for_senders`] for several receivers that armed: one
 /// barrier reaches every sender of every channel, so it is issued once,
 /// and only if some receiver's senders do not fence for it already.
@@ -697,6 +695,8 @@ fn barrier_for_senders_of(receivers: &mut [&mut Receiver]) -> Result<(), RecvErr
     Ok(())
 }
 
+/// A slot that failed validation, as the error a receive reports.
+#[cold]
 fn corrupt(bad: ring::BadSlot) -> RecvError {
     RecvError::Corrupt(bad.to_string())
 }
