@@ -4,8 +4,8 @@
 //! budget, 32 slots of 1 MiB filled the whole 32 MiB L3 of the AMD machines
 //! here, and a run could fall to memory's rate (1 MiB fan-out to one
 //! receiver measured anywhere from 1.0k to 12.5k msg/s). corecast, the
-//! `limit` ceiling and iceoryx2 (its subscriber queues) share this rule,
-//! so their ratios compare equal rings; records carry the length
+//! `limit` ceiling, iceoryx2 (its subscriber queues) and zimp share this
+//! rule, so their ratios compare equal rings; records carry the length
 //! (`params.ring_slots`).
 
 use std::sync::OnceLock;

@@ -30,8 +30,6 @@ use super::shared_memory::{line_round, protocol, Backoff, SharedMapping, CACHE_L
 use crate::transport::{Endpoint, Mechanism, PeerId, Prepared, Received, Topology, TransportError};
 
 const NAME: &str = "zimp";
-/// Buffer memory per channel, as corecast's benchmark channels get.
-const RING_BUDGET_BYTES: usize = 32 << 20;
 /// Largest message.
 const MAX_MESSAGE: usize = 64 << 20;
 /// Readers per channel: one bit each in a 64-bit bitmap.
@@ -51,6 +49,10 @@ impl Mechanism for Zimp {
 
     fn max_message_bytes(&self) -> Option<usize> {
         Some(MAX_MESSAGE)
+    }
+
+    fn ring_slots(&self, message_bytes: usize) -> Option<usize> {
+        Some(entries(stride(message_bytes)))
     }
 
     fn prepare(&self, topology: &Topology) -> Result<Box<dyn Prepared>, TransportError> {
@@ -86,10 +88,16 @@ impl Mechanism for Zimp {
     }
 }
 
-/// Entries of a channel with `stride`-byte entries.
+/// Entries of a channel with `stride`-byte entries: as many as the slots
+/// of the suite's other rings of that stride (`ring_size`).
 fn entries(stride: usize) -> usize {
-    let fit = (RING_BUDGET_BYTES / stride).clamp(4, 256);
-    1 << (usize::BITS - 1 - fit.leading_zeros())
+    super::ring_size::slots(stride)
+}
+
+/// An entry's stride for messages of up to `max` bytes: the bitmap's line,
+/// the stamp's, then the message.
+fn stride(max: usize) -> usize {
+    2 * CACHE_LINE + line_round(max.max(1))
 }
 
 /// Where one channel lies in the mapping.
@@ -108,7 +116,7 @@ struct Layout {
 
 impl Layout {
     fn new(base: usize, readers: usize, max: usize) -> Layout {
-        let stride = 2 * CACHE_LINE + line_round(max.max(1));
+        let stride = stride(max);
         Layout {
             control: base,
             next_read: base + CACHE_LINE,
