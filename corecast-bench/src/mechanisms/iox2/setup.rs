@@ -39,7 +39,8 @@ use crate::transport::{PeerId, TransportError};
 pub(super) fn queue_len(max_bytes: usize) -> usize {
     // A sample takes its headers' line (the payload is line-aligned) and
     // the payload, as a slot of the `limit` ring does.
-    crate::mechanisms::ring_size::slots(64 + max_bytes)
+    use crate::mechanisms::shared_memory::{line_round, CACHE_LINE};
+    crate::mechanisms::ring_size::slots(CACHE_LINE + line_round(max_bytes.max(1)))
 }
 
 type PubSub = publish_subscribe::PortFactory<ipc::Service, [u8], Seq>;
