@@ -213,7 +213,8 @@ fn ceiling(
 
 /// How a relative table's ratios are formed, said at the end of its title.
 const PAIRED: &str = "; where the run had rounds, a ratio is the median of the two points' ratios \
-                      round by round, which a slow spell of the machine hitting both cancels";
+                      round by round, which a slow spell of the machine hitting both cancels, and ~ marks one whose \
+                      rounds disagree on which is better (fewer than three in four on its side of 1)";
 
 /// A measured cell's value and its values round by round.
 type Measured<'a> = (f64, &'a [Option<f64>]);
@@ -254,12 +255,15 @@ fn relative(
                 .map(|(c, b)| match (cells.get(&(r.clone(), *c)), b) {
                     (Some(Cell::Value(v, _, rounds)), Some((b, base_rounds))) if *v > 0.0 => {
                         let better = |b: f64, v: f64| if higher_is_better(c.0) { b / v } else { v / b };
-                        let base_better = paired(base_rounds, rounds, better).unwrap_or_else(|| better(*b, *v));
+                        let (base_better, split) = match paired(base_rounds, rounds, better) {
+                            Some(p) => (p.median, p.split),
+                            None => (better(*b, *v), false),
+                        };
                         let x = match direction {
                             Direction::BaseOverRow => base_better,
                             Direction::RowOverBase => 1.0 / base_better,
                         };
-                        format!("{}x", sig3(x))
+                        format!("{}{}x", if split { SPLIT } else { "" }, sig3(x))
                     }
                     _ => "-".to_string(),
                 })
@@ -269,10 +273,23 @@ fn relative(
     grid(out, rows, headers, &body);
 }
 
-/// The median over the rounds that measured both points of `ratio(base,
-/// row)` within the round; `None` unless the two were measured in the
-/// same rounds, at least two of them.
-fn paired(base: &[Option<f64>], row: &[Option<f64>], ratio: impl Fn(f64, f64) -> f64) -> Option<f64> {
+/// Two points' ratio from the rounds that measured both.
+#[derive(Debug, PartialEq)]
+struct Paired {
+    /// The median of the within-round ratios.
+    median: f64,
+    /// The rounds disagree on which point is better: fewer than three in
+    /// four of them fall on the median's side of 1.
+    split: bool,
+}
+
+/// The mark of a ratio whose rounds disagree on which point is better.
+const SPLIT: &str = "~";
+
+/// `ratio(base, row)` within each round that measured both points;
+/// `None` unless the two were measured in the same rounds, at least two
+/// of them.
+fn paired(base: &[Option<f64>], row: &[Option<f64>], ratio: impl Fn(f64, f64) -> f64) -> Option<Paired> {
     if base.len() != row.len() {
         return None;
     }
@@ -284,7 +301,12 @@ fn paired(base: &[Option<f64>], row: &[Option<f64>], ratio: impl Fn(f64, f64) ->
             _ => None,
         })
         .collect();
-    (ratios.len() >= 2).then(|| crate::record::summary::Summary::of(&ratios).map(|s| s.median)).flatten()
+    if ratios.len() < 2 {
+        return None;
+    }
+    let median = crate::record::summary::Summary::of(&ratios)?.median;
+    let agree = ratios.iter().filter(|r| (**r >= 1.0) == (median >= 1.0)).count();
+    Some(Paired { median, split: 4 * agree < 3 * ratios.len() })
 }
 
 #[cfg(test)]
@@ -382,6 +404,33 @@ mod tests {
             in_rounds("pipe", "pingpong", 2.0, &[Some(4.0), Some(40.0), Some(40.0)]),
         ]);
         assert!(ratio_line(&t, "pipe").contains("4.00x"), "{t}");
+    }
+
+    #[test]
+    fn a_ratio_whose_rounds_disagree_on_which_is_better_is_marked() {
+        let div = |b: f64, v: f64| b / v;
+        let steady = [Some(10.0); 4];
+        let three_of_four = paired(&steady, &[Some(5.0), Some(5.0), Some(5.0), Some(20.0)], div);
+        assert_eq!(three_of_four, Some(Paired { median: 2.0, split: false }));
+        let two_of_four = paired(&steady, &[Some(5.0), Some(5.0), Some(20.0), Some(20.0)], div);
+        assert_eq!(two_of_four, Some(Paired { median: 1.25, split: true }));
+        // Below 1 alike: three of four rounds say the row is better.
+        let below = paired(&steady, &[Some(20.0), Some(20.0), Some(20.0), Some(5.0)], div);
+        assert_eq!(below, Some(Paired { median: 0.5, split: false }));
+        // A failed round counts for neither side.
+        let with_gap = paired(&steady, &[Some(5.0), None, Some(5.0), Some(5.0)], div);
+        assert_eq!(with_gap, Some(Paired { median: 2.0, split: false }));
+        let t = render(&[
+            in_rounds("corecast", "fanout", 10.0, &steady),
+            in_rounds("limit", "fanout", 10.0, &[Some(5.0), Some(5.0), Some(20.0), Some(20.0)]),
+            in_rounds("pipe", "fanout", 5.0, &[Some(5.0), Some(5.0), Some(5.0), Some(20.0)]),
+        ]);
+        assert!(ratio_line(&t, "limit").contains("~1.25x"), "{t}");
+        assert!(ratio_line(&t, "pipe").contains(" 2.00x"), "{t}");
+        let ceiling = t.split("fraction of the ceiling").nth(1).expect("a ceiling table");
+        let row = ceiling.lines().find(|l| l.starts_with("corecast")).unwrap();
+        assert!(row.contains("~0.80x"), "the same rounds, divided the other way\n{t}");
+        assert!(t.contains("~ marks one whose rounds disagree"), "{t}");
     }
 
     #[test]
