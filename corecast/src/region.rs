@@ -204,7 +204,90 @@ impl Sequencer {
 pub(crate) struct SenderRegion {
     map: Mapping,
     pub(crate) geometry: Geometry,
+    slots: SlotArray,
+}
+
+/// Where a mapped sender region's header and slots lie, as plain numbers:
+/// what a receiver that reads one region alone keeps at hand, so its
+/// per-message work does not go through its table of regions. Only as
+/// valid as the mapping it was taken from; every access is an `unsafe fn`
+/// whose caller guarantees that mapping is still there.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SlotArray {
+    base: *mut u8,
+    mask: u64,
     stride: usize,
+    /// The ring's length and slot size, from the channel's geometry (this
+    /// process's validated copy, not the region's header).
+    pub(crate) slots: u32,
+    pub(crate) slot_bytes: u32,
+}
+
+// SAFETY: an address and numbers; a `SlotArray` reads nothing by itself.
+// What its callers read through it (atomics, and payload bytes the ring
+// protocol hands out) is what they could read through the `Mapping` it
+// came from, which is `Send` and `Sync`.
+unsafe impl Send for SlotArray {}
+// SAFETY: as for `Send`: shared use only reads, through the same mapping.
+unsafe impl Sync for SlotArray {}
+
+impl SlotArray {
+    /// The slots of a region of geometry `g` mapped by `map` (whose length
+    /// the caller checked against `g.sender_region_bytes()`).
+    fn of(map: &Mapping, g: &Geometry) -> SlotArray {
+        SlotArray {
+            base: map.base(),
+            mask: u64::from(g.slots - 1),
+            stride: g.slot_stride(),
+            slots: g.slots,
+            slot_bytes: g.slot_bytes,
+        }
+    }
+
+    /// The region's header.
+    ///
+    /// # Safety
+    /// The mapping this array was taken from is still mapped, for `'a`.
+    #[inline]
+    pub(crate) unsafe fn header<'a>(&self) -> &'a SenderHeader {
+        // SAFETY: the header starts the region (its length was checked
+        // when the mapping was wrapped), which the caller keeps mapped.
+        unsafe { &*self.base.cast::<SenderHeader>() }
+    }
+
+    /// The start of the slot of `seq`.
+    ///
+    /// # Safety
+    /// As for [`SlotArray::header`].
+    #[inline]
+    unsafe fn slot_ptr(&self, seq: u64) -> *mut u8 {
+        let i = (seq & self.mask) as usize;
+        // SAFETY: `i < slots`, and the region holds header + slots *
+        // stride bytes (checked when the mapping was wrapped).
+        unsafe { self.base.add(std::mem::size_of::<SenderHeader>() + i * self.stride) }
+    }
+
+    /// The header of the slot of `seq`.
+    ///
+    /// # Safety
+    /// As for [`SlotArray::header`].
+    #[inline]
+    pub(crate) unsafe fn slot<'a>(&self, seq: u64) -> &'a SlotHeader {
+        // SAFETY: in bounds and mapped (the caller's guarantee, see
+        // `slot_ptr`); 64-byte aligned.
+        unsafe { &*self.slot_ptr(seq).cast::<SlotHeader>() }
+    }
+
+    /// The payload of the slot of `seq`, `slot_bytes` long.
+    ///
+    /// # Safety
+    /// As for [`SlotArray::header`].
+    #[inline]
+    pub(crate) unsafe fn payload(&self, seq: u64) -> *mut u8 {
+        // SAFETY: the payload follows the 16-byte header inside the stride
+        // (`Geometry::slot_stride`); mapped by the caller's guarantee.
+        unsafe { self.slot_ptr(seq).add(std::mem::size_of::<SlotHeader>()) }
+    }
 }
 
 impl SenderRegion {
@@ -218,12 +301,14 @@ impl SenderRegion {
             ptr::addr_of_mut!((*h).pid).write(pid);
             ptr::addr_of_mut!((*h).magic).write(MAGIC_SENDER);
         }
-        Ok(SenderRegion { map, geometry, stride: geometry.slot_stride() })
+        let slots = SlotArray::of(&map, &geometry);
+        Ok(SenderRegion { map, geometry, slots })
     }
 
     pub(crate) fn open(map: Mapping, geometry: Geometry) -> Result<Self, String> {
         check_len(&map, geometry.sender_region_bytes(), "sender")?;
-        let region = SenderRegion { map, geometry, stride: geometry.slot_stride() };
+        let slots = SlotArray::of(&map, &geometry);
+        let region = SenderRegion { map, geometry, slots };
         region.check_header()?;
         Ok(region)
     }
@@ -248,27 +333,26 @@ impl SenderRegion {
         unsafe { &*self.map.base().cast::<SenderHeader>() }
     }
 
+    /// Where this region's header and slots lie, for a receiver that keeps
+    /// them beside the region (valid while this region is mapped).
     #[inline]
-    fn slot_ptr(&self, seq: u64) -> *mut u8 {
-        let i = (seq & u64::from(self.geometry.slots - 1)) as usize;
-        // SAFETY: i < slots, and the region holds header + slots * stride
-        // bytes (checked at open/init).
-        unsafe { self.map.base().add(std::mem::size_of::<SenderHeader>() + i * self.stride) }
+    pub(crate) fn slot_array(&self) -> SlotArray {
+        self.slots
     }
 
     /// The header of the slot that holds `seq`.
     #[inline]
     pub(crate) fn slot(&self, seq: u64) -> &SlotHeader {
-        // SAFETY: in bounds (see slot_ptr); 64-byte aligned.
-        unsafe { &*self.slot_ptr(seq).cast::<SlotHeader>() }
+        // SAFETY: `self` owns the mapping `slots` was taken from.
+        unsafe { self.slots.slot(seq) }
     }
 
     /// The payload bytes of the slot of `seq`, `len <= slot_bytes` long.
     #[inline]
     pub(crate) fn payload(&self, seq: u64, len: usize) -> *mut u8 {
         assert!(len <= self.geometry.slot_bytes as usize);
-        // SAFETY: the payload follows the 16-byte header inside the stride.
-        unsafe { self.slot_ptr(seq).add(std::mem::size_of::<SlotHeader>()) }
+        // SAFETY: `self` owns the mapping `slots` was taken from.
+        unsafe { self.slots.payload(seq) }
     }
 }
 

@@ -175,3 +175,26 @@ fn a_gap_report_reaches_every_receiver_in_order_then_they_go_on() {
         chan.destroy().unwrap();
     }
 }
+
+/// Endpoints move to other threads and are shared between them (by
+/// reference), as a user of a channel across a thread pool does; a field
+/// that made one of them `!Send` or `!Sync` (a raw pointer kept beside a
+/// mapping, say) fails to compile here.
+#[test]
+fn endpoints_can_move_to_and_be_shared_between_threads() {
+    fn send_and_sync<T: Send + Sync>() {}
+    send_and_sync::<Channel>();
+    send_and_sync::<corecast::Sender>();
+    send_and_sync::<corecast::Receiver>();
+    let chan = Channel::create(&unique("threads"), &config(4, 64)).unwrap();
+    let mut rx = chan.receiver().unwrap();
+    let mut tx = chan.sender().unwrap();
+    let worker = std::thread::spawn(move || {
+        tx.send(b"from a thread").unwrap();
+        let mut buf = [0u8; 64];
+        let n = rx.recv(&mut buf).unwrap();
+        (rx, buf[..n].to_vec())
+    });
+    let (_rx, got) = worker.join().unwrap();
+    assert_eq!(got, b"from a thread");
+}

@@ -13,7 +13,7 @@ use crate::link::Link;
 use crate::notify::{self, Armer, Notified, WakeFd};
 use crate::peers::{self, Peer, PeerTable, Rotated};
 use crate::proto::{self, Op};
-use crate::region::{ReceiverRegion, SenderRegion};
+use crate::region::{ReceiverRegion, SenderRegion, SlotArray};
 use crate::ring::{self, Probe};
 use crate::sync::Ordering;
 use crate::sys::{futex, map::Mapping, membarrier, memfd, wakefd};
@@ -58,6 +58,18 @@ pub struct Receiver {
     /// The copier's receiver: regions that fail validation are passed over
     /// (`locate_lenient`).
     lenient: bool,
+    /// The sender region, when exactly one is mapped (the common case):
+    /// the common receive reaches its slot and its space-wait word through
+    /// this, without the table of regions. Rebuilt by every refresh, the
+    /// only place the mapped regions change.
+    sole: Option<SoleSender>,
+}
+
+/// The one sender region a receiver has mapped.
+#[derive(Clone, Copy, Debug)]
+struct SoleSender {
+    index: usize,
+    slots: SlotArray,
 }
 
 /// One sender region's answer for the number a receiver is owed.
@@ -126,6 +138,7 @@ impl Receiver {
             wait,
             crowding: Crowding::default(),
             lenient: false,
+            sole: None,
         };
         rx.refresh()?;
         Ok(rx)
@@ -369,6 +382,12 @@ impl Receiver {
     /// located there) and its payload, `len` bytes long.
     #[inline]
     fn slot_of(&self, sender: usize, len: usize) -> (*const SlotHeader, *const u8) {
+        if let Some(sole) = self.sole.filter(|s| s.index == sender) {
+            assert!(len <= sole.slots.slot_bytes as usize);
+            // SAFETY: `sole` is rebuilt whenever the mapped regions change,
+            // so its region is mapped.
+            return unsafe { (sole.slots.slot(self.next), sole.slots.payload(self.next)) };
+        }
         let region = self.region_of(sender);
         (region.slot(self.next), region.payload(self.next, len))
     }
@@ -411,18 +430,24 @@ impl Receiver {
         // loads below see it armed (notify's handshake).
         notify::progress_made();
         let mut wake_futex = false;
-        let mut look = |j: usize, s: &Peer<SenderRegion>| match self
-            .notified
-            .take(j, s.region.header().space_waiting.0.load(Ordering::Relaxed))
-        {
+        let (notified, senders) = (&mut self.notified, &self.senders);
+        let mut look = |j: usize, space_waiting: u32| match notified.take(j, space_waiting) {
             Some(Arm::FUTEX) => wake_futex = true,
-            Some(Arm::EVENT_FD) => wakefd::signal(&s.wake),
+            Some(Arm::EVENT_FD) => {
+                if let Some(s) = &senders[j] {
+                    wakefd::signal(&s.wake);
+                }
+            }
             _ => {}
         };
-        // The common case, one sender region: no walk over the set.
-        match &self.senders[self.hint] {
-            Some(s) if self.senders.mapped_bits() == 1 << self.hint => look(self.hint, s),
-            _ => self.senders.mapped().for_each(|(j, s)| look(j, s)),
+        match self.sole {
+            // The common case, one sender region: no walk over the set.
+            // SAFETY: `sole` is rebuilt whenever the mapped regions change,
+            // so its region is mapped.
+            Some(sole) => look(sole.index, unsafe { sole.slots.header() }.space_waiting.0.load(Ordering::Relaxed)),
+            None => {
+                senders.mapped().for_each(|(j, s)| look(j, s.region.header().space_waiting.0.load(Ordering::Relaxed)))
+            }
         }
         if wake_futex {
             futex::wake_all(&self.region.header().cursor.0.wake);
@@ -447,6 +472,15 @@ impl Receiver {
     pub(super) fn ready_at_once(&mut self) -> Option<(usize, usize)> {
         if self.poisoned || self.check_membership().is_err() {
             return None;
+        }
+        if let Some(sole) = self.sole {
+            // SAFETY: `sole` is rebuilt whenever the mapped regions change,
+            // so its region is mapped.
+            let slot = unsafe { sole.slots.slot(self.next) };
+            return match ring::probe(slot, self.next, sole.slots.slots.into(), sole.slots.slot_bytes) {
+                Ok(Probe::Ready(len)) => Some((sole.index, len as usize)),
+                _ => None,
+            };
         }
         match self.locate() {
             Ok(Some(Found::Ready { sender, len })) => {
@@ -663,7 +697,7 @@ impl Receiver {
         // A sender that broke its own header hurts only itself: its region
         // is ignored (the keeper excludes it and voids its numbers), the
         // channel goes on.
-        peers::refresh(
+        let refreshed = peers::refresh(
             &self.link,
             Op::FetchSenders,
             &mut self.senders,
@@ -671,7 +705,14 @@ impl Receiver {
             |_| true,
             |map| Ok(SenderRegion::open(map, g).ok()),
             |j| notified.forget(j),
-        )
+        );
+        // Also after a failed refresh: it may have changed some regions.
+        let mapped = self.senders.mapped_bits();
+        self.sole = (mapped.count_ones() == 1).then(|| mapped.trailing_zeros() as usize).and_then(|index| {
+            let p = self.senders[index].as_ref()?;
+            Some(SoleSender { index, slots: p.region.slot_array() })
+        });
+        refreshed
     }
 }
 
@@ -723,6 +764,76 @@ impl Receiver {
 mod tests {
     use super::*;
     use crate::{Channel, ChannelConfig};
+
+    /// Receives until a message arrives, letting the receiver refresh its
+    /// regions on the way (a hang guard, not a timing assumption).
+    fn next_message(rx: &mut Receiver) -> Vec<u8> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            match rx.try_recv_in_place() {
+                Ok(m) => return m.to_vec(),
+                Err(RecvError::WouldBlock) if Instant::now() < deadline => std::thread::yield_now(),
+                Err(e) => panic!("{e}"),
+            }
+        }
+    }
+
+    /// Whether the receiver's shortcut is the one region its table maps
+    /// (same index, same mapping), or absent when the table maps several.
+    fn shortcut_matches_the_table(rx: &Receiver) -> bool {
+        let mapped = rx.senders.mapped_bits();
+        match rx.sole {
+            None => mapped.count_ones() != 1,
+            Some(sole) => {
+                let region = &rx.senders[sole.index].as_ref().expect("mapped").region;
+                // SAFETY: the region is mapped (the table holds it).
+                let via_shortcut = unsafe { sole.slots.slot(rx.next) } as *const SlotHeader;
+                mapped == 1 << sole.index && std::ptr::eq(via_shortcut, region.slot(rx.next))
+            }
+        }
+    }
+
+    /// A receiver reads the one sender region it maps without its table of
+    /// regions; as senders leave and join, that shortcut follows the
+    /// table. A stale one would read the region of a sender that left,
+    /// unmapped when a new sender took its place (a crash), or miss the
+    /// new sender's messages (a hang).
+    #[test]
+    fn the_one_sender_shortcut_follows_senders_leaving_and_joining() {
+        let one = ChannelConfig { max_senders: 1, ..ChannelConfig::default() };
+        let chan = Channel::create(&format!("sole-1-{}", std::process::id()), &one).unwrap();
+        let mut rx = chan.receiver().unwrap();
+        let mut a = chan.sender().unwrap();
+        a.send(b"a0").unwrap();
+        assert_eq!(next_message(&mut rx), b"a0");
+        assert!(rx.sole.is_some() && shortcut_matches_the_table(&rx));
+        drop(a);
+        let mut c = chan.sender().unwrap();
+        c.send(b"c1").unwrap();
+        assert_eq!(next_message(&mut rx), b"c1", "the new sender's region, in the only slot");
+        assert!(rx.sole.is_some() && shortcut_matches_the_table(&rx));
+        assert_eq!(rx.next_sequence(), 2);
+
+        let two = ChannelConfig { max_senders: 2, ..ChannelConfig::default() };
+        let chan = Channel::create(&format!("sole-2-{}", std::process::id()), &two).unwrap();
+        let mut rx = chan.receiver().unwrap();
+        let mut a = chan.sender().unwrap();
+        a.send(b"a0").unwrap();
+        assert_eq!(next_message(&mut rx), b"a0");
+        let mut b = chan.sender().unwrap();
+        b.send(b"b1").unwrap();
+        assert_eq!(next_message(&mut rx), b"b1");
+        assert!(rx.sole.is_none() && shortcut_matches_the_table(&rx), "two regions mapped");
+        drop(b);
+        drop(a);
+        let mut c = chan.sender().unwrap();
+        for (i, msg) in [&b"c2"[..], b"c3", b"c4"].into_iter().enumerate() {
+            c.send(msg).unwrap();
+            assert_eq!(next_message(&mut rx), msg);
+            assert!(shortcut_matches_the_table(&rx), "after message {}", i + 2);
+        }
+        assert_eq!(rx.next_sequence(), 5);
+    }
 
     #[test]
     fn the_arm_word_asks_senders_to_fence_while_the_receiver_sleeps_at_once_or_serves_an_event_loop() {
