@@ -329,8 +329,8 @@ impl SenderRegion {
 
     #[inline]
     pub(crate) fn header(&self) -> &SenderHeader {
-        // SAFETY: validated to fit.
-        unsafe { &*self.map.base().cast::<SenderHeader>() }
+        // SAFETY: `self` owns the mapping `slots` was taken from.
+        unsafe { self.slots.header() }
     }
 
     /// Where this region's header and slots lie, for a receiver that keeps

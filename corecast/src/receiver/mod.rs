@@ -800,12 +800,17 @@ mod tests {
     /// new sender's messages (a hang).
     #[test]
     fn the_one_sender_shortcut_follows_senders_leaving_and_joining() {
-        let one = ChannelConfig { max_senders: 1, ..ChannelConfig::default() };
-        let chan = Channel::create(&format!("sole-1-{}", std::process::id()), &one).unwrap();
-        let mut rx = chan.receiver().unwrap();
-        let mut a = chan.sender().unwrap();
-        a.send(b"a0").unwrap();
-        assert_eq!(next_message(&mut rx), b"a0");
+        // A channel of `max_senders` whose receiver got "a0" from sender a.
+        let opened = |max_senders: u32| {
+            let cfg = ChannelConfig { max_senders, ..ChannelConfig::default() };
+            let chan = Channel::create(&format!("sole-{max_senders}-{}", std::process::id()), &cfg).unwrap();
+            let mut rx = chan.receiver().unwrap();
+            let mut a = chan.sender().unwrap();
+            a.send(b"a0").unwrap();
+            assert_eq!(next_message(&mut rx), b"a0");
+            (chan, rx, a)
+        };
+        let (chan, mut rx, a) = opened(1);
         assert!(rx.sole.is_some() && shortcut_matches_the_table(&rx));
         drop(a);
         let mut c = chan.sender().unwrap();
@@ -814,12 +819,7 @@ mod tests {
         assert!(rx.sole.is_some() && shortcut_matches_the_table(&rx));
         assert_eq!(rx.next_sequence(), 2);
 
-        let two = ChannelConfig { max_senders: 2, ..ChannelConfig::default() };
-        let chan = Channel::create(&format!("sole-2-{}", std::process::id()), &two).unwrap();
-        let mut rx = chan.receiver().unwrap();
-        let mut a = chan.sender().unwrap();
-        a.send(b"a0").unwrap();
-        assert_eq!(next_message(&mut rx), b"a0");
+        let (chan, mut rx, a) = opened(2);
         let mut b = chan.sender().unwrap();
         b.send(b"b1").unwrap();
         assert_eq!(next_message(&mut rx), b"b1");
