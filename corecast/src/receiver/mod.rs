@@ -321,11 +321,13 @@ impl Receiver {
         if buf.len() < len {
             return Err(RecvError::BufferTooSmall { needed: len });
         }
-        let src = self.slot_bytes(sender, len);
-        buf[..len].copy_from_slice(src);
+        let (slot, _) = self.slot_of(sender, len);
+        buf[..len].copy_from_slice(self.slot_bytes(sender, len));
         // Only an evicted receiver can be overtaken; if the stamp changed
         // while we copied, the bytes may be torn: never return them.
-        self.verify_slot(self.region_of(sender).slot(self.next), len)?;
+        // SAFETY: `slot_of` points into a mapped region, and nothing
+        // remapped one since (that takes `&mut self`, in `refresh`).
+        self.verify_slot(unsafe { &*slot }, len)?;
         self.consume();
         Ok(len)
     }
@@ -400,12 +402,14 @@ impl Receiver {
 
     #[inline]
     fn slot_bytes(&self, sender: usize, len: usize) -> &[u8] {
-        let region = self.region_of(sender);
+        let (_, payload) = self.slot_of(sender, len);
         // SAFETY: the stamp of `self.next` was seen published (Acquire) with
-        // `len <= slot_bytes` (validated by `ring::probe`); no sender writes
-        // this slot again before our cursor passes `self.next` (back-pressure,
-        // see `ring`), and the mapping lives as long as `self`.
-        unsafe { std::slice::from_raw_parts(region.payload(self.next, len), len) }
+        // `len <= slot_bytes` (validated by `ring::probe`, asserted by
+        // `slot_of`); no sender writes this slot again before our cursor
+        // passes `self.next` (back-pressure, see `ring`), and the mapping
+        // stays while `self` is borrowed (only `refresh`, through `&mut
+        // self`, remaps).
+        unsafe { std::slice::from_raw_parts(payload, len) }
     }
 
     /// Reads the gap report at `self.next` (published by `sender`), moves
