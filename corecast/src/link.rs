@@ -188,8 +188,7 @@ impl Link {
                 return Err(ChannelError::CopierFailed(self.name.clone()));
             }
             let gen = m.generation();
-            let _ =
-                crate::sys::futex::wait_any(&[(&m.header().generation.0, gen)], std::time::Duration::from_millis(10));
+            let _ = crate::sys::futex::wait(&m.header().generation.0, gen, std::time::Duration::from_millis(10));
         }
         Ok(())
     }

@@ -356,7 +356,7 @@ mod loom_model {
             matches!(ring::probe(&self.slots[(s % self.r()) as usize], s, self.r(), 8), Ok(Probe::Ready(8)))
         }
 
-        /// The doorbell's value, read before arming (`Receiver::sleep_values`).
+        /// The doorbell's value, read before arming (`Receiver::read_sleep_values`).
         fn bell(&self) -> u32 {
             self.doorbell.load(Ordering::SeqCst)
         }

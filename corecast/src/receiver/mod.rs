@@ -63,6 +63,9 @@ pub struct Receiver {
     /// this, without the table of regions. Rebuilt by every refresh, the
     /// only place the mapped regions change.
     sole: Option<SoleSender>,
+    /// The values of the futex words a sleep waits on, kept between
+    /// sleeps so that sleeping allocates nothing.
+    sleep_values: Vec<u32>,
 }
 
 /// The one sender region a receiver has mapped.
@@ -139,6 +142,7 @@ impl Receiver {
             crowding: Crowding::default(),
             lenient: false,
             sole: None,
+            sleep_values: Vec::with_capacity(2 + g.max_senders as usize),
         };
         rx.refresh()?;
         Ok(rx)

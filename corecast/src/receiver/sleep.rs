@@ -80,22 +80,26 @@ impl Receiver {
             return;
         }
         let words = [(&m.header().generation.0, gen), (keeper, keeper_value)];
-        let _ = futex::wait_any(&words, budget);
+        let _ = futex::wait_any(words, budget);
         robust::cascade(keeper);
     }
 
     /// Sleeps on every sender's doorbell and the membership generation.
+    /// Allocates nothing once the receiver has slept before: the values are
+    /// read into a buffer the receiver keeps.
     pub(super) fn sleep(&mut self, budget: Duration) -> Result<(), RecvError> {
-        let values = self.sleep_values();
+        let mut values = std::mem::take(&mut self.sleep_values);
+        self.read_sleep_values(&mut values);
         let idle = self.arm_futex().map(|()| self.still_idle(&values));
         if idle.as_ref().is_ok_and(|&idle| idle) {
-            let words: Vec<_> = self.sleep_words().into_iter().zip(values).collect();
-            let r = futex::wait_any(&words, budget);
+            let r = futex::wait_any(self.sleep_words().zip(values.iter().copied()), budget);
             robust::cascade(self.link.membership.keeper_word());
             self.disarm_futex();
+            self.sleep_values = values;
             r.map_err(|e| RecvError::Io { op: "futex wait", source: e.into() })?;
         } else {
             self.disarm_futex();
+            self.sleep_values = values;
         }
         idle.map(|_| ())
     }
@@ -103,16 +107,17 @@ impl Receiver {
     /// The futex words a sleeping receiver waits on: the membership
     /// generation first, the keeper's robust word (its death), then every
     /// sender's doorbell.
-    pub(super) fn sleep_words(&self) -> Vec<&crate::sync::AtomicU32> {
+    pub(super) fn sleep_words(&self) -> impl Iterator<Item = &crate::sync::AtomicU32> {
         let m = &self.link.membership;
-        let mut words = vec![&m.header().generation.0, m.keeper_word()];
-        words.extend(self.senders.iter().flatten().map(|s| &s.region.header().doorbell.0));
-        words
+        let doorbells = self.senders.iter().flatten().map(|s| &s.region.header().doorbell.0);
+        [&m.header().generation.0, m.keeper_word()].into_iter().chain(doorbells)
     }
 
-    pub(super) fn sleep_values(&self) -> Vec<u32> {
+    /// Replaces `values` with the current values of [`Receiver::sleep_words`].
+    pub(super) fn read_sleep_values(&self, values: &mut Vec<u32>) {
+        values.clear();
         // SeqCst: the futex values are read before arming and compared after it; pairs with the senders' and keeper's SeqCst bumps.
-        self.sleep_words().iter().map(|w| w.load(Ordering::SeqCst)).collect()
+        values.extend(self.sleep_words().map(|w| w.load(Ordering::SeqCst)));
     }
 
     /// Arms this receiver's sleep word (futex mode), with the process-wide
@@ -134,17 +139,18 @@ impl Receiver {
     /// [`Receiver::arm_futex`] without its barrier: the caller issues it
     /// (once for several receivers) before any of them re-checks.
     pub(super) fn arm_futex_word(&mut self) {
-        let now = Instant::now();
-        let since = self.last_armed.replace(now).map(|t| now.saturating_duration_since(t));
-        let asking = self.armer.peers_fence();
-        match adjusted_request(since, asking) {
-            _ if super::asks_peers_to_fence(self.wait, self.fd_mode) => {}
-            Some(true) => self.armer.set_peers_fence(true),
-            Some(false) => {
-                self.armer.set_peers_fence(false);
-                self.peers_fence_seen = false;
+        // A receiver that always asks needs no clock: nothing to adjust.
+        if !super::asks_peers_to_fence(self.wait, self.fd_mode) {
+            let now = Instant::now();
+            let since = self.last_armed.replace(now).map(|t| now.saturating_duration_since(t));
+            match adjusted_request(since, self.armer.peers_fence()) {
+                Some(true) => self.armer.set_peers_fence(true),
+                Some(false) => {
+                    self.armer.set_peers_fence(false);
+                    self.peers_fence_seen = false;
+                }
+                None => {}
             }
-            None => {}
         }
         self.arm_word(Arm::FUTEX);
     }

@@ -31,7 +31,7 @@ use crate::wait::sleep_budget;
 /// ```
 pub fn wait_any(receivers: &mut [&mut Receiver], timeout: Option<Duration>) -> Result<Option<usize>, RecvError> {
     let deadline = timeout.map(|t| Instant::now() + t);
-    let words: usize = receivers.iter().map(|rx| rx.sleep_words().len()).sum();
+    let words: usize = receivers.iter().map(|rx| rx.sleep_words().count()).sum();
     if words > 128 {
         return wait_any_fds(receivers, deadline);
     }
@@ -40,7 +40,14 @@ pub fn wait_any(receivers: &mut [&mut Receiver], timeout: Option<Duration>) -> R
             return Ok(Some(i));
         }
         let Some(budget) = sleep_budget(deadline) else { return Ok(None) };
-        let values: Vec<Vec<u32>> = receivers.iter().map(|rx| rx.sleep_values()).collect();
+        let values: Vec<Vec<u32>> = receivers
+            .iter()
+            .map(|rx| {
+                let mut v = Vec::new();
+                rx.read_sleep_values(&mut v);
+                v
+            })
+            .collect();
         receivers.iter_mut().for_each(|rx| rx.arm_futex_word());
         let armed = super::barrier_for_senders_of(receivers);
         let mut idle = armed.is_ok();
@@ -48,12 +55,8 @@ pub fn wait_any(receivers: &mut [&mut Receiver], timeout: Option<Duration>) -> R
             idle &= rx.still_idle(v);
         }
         let r = if idle {
-            let words: Vec<_> = receivers
-                .iter()
-                .zip(&values)
-                .flat_map(|(rx, v)| rx.sleep_words().into_iter().zip(v.iter().copied()))
-                .collect();
-            futex::wait_any(&words, budget)
+            let words = receivers.iter().zip(&values).flat_map(|(rx, v)| rx.sleep_words().zip(v.iter().copied()));
+            futex::wait_any(words, budget)
         } else {
             Ok(futex::Woken::Changed)
         };

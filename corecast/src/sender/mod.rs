@@ -96,6 +96,7 @@ impl Sender {
             me: reply.index as usize,
             senders: peers::empty(if g.max_senders == 1 { 0 } else { g.max_senders as usize }),
             rewound: None,
+            wake_values: Vec::with_capacity(g.max_receivers as usize),
         };
         let index = reply.index as usize;
         Ok(Sender {
@@ -496,7 +497,9 @@ impl Sender {
         // consumed after this read may have spent that wake already; one
         // whose word still reads the same has not, and its next consume
         // both changes the word and wakes this sender.
-        let before: Vec<Option<u32>> = self.room.receivers.iter().map(|p| p.as_ref().map(wake_word_value)).collect();
+        let Room { receivers, wake_values, .. } = &mut self.room;
+        wake_values.clear();
+        wake_values.extend(receivers.iter().map(|p| p.as_ref().map(wake_word_value)));
         let receivers_known = self.room.generation;
         let flag = &self.region.header().space_waiting.0;
         // Either a receiver's consume sees this arming, or the re-check
@@ -507,30 +510,31 @@ impl Sender {
         self.room.limit = 0;
         let g = self.region.geometry;
         let room_now = self.room.check(&self.link, &g, next);
-        // A receiver set refreshed by the check makes `before` stale: try again.
+        // A receiver set refreshed by the check makes `wake_values` stale: try again.
         if !room_now && !self.room.pending && self.room.generation == receivers_known {
             let keeper = m.keeper_word();
             // Acquire pairs with the keeper's Release store of its robust word (sys::robust).
             let keeper_value = keeper.load(Ordering::Acquire);
-            let mut words = vec![(gen_word, gen), (keeper, keeper_value)];
+            let mut slowest_wake = None;
             let sleep = match self.room.slowest(m) {
                 // Its death is told once: read dead, it would never wake this
                 // sleep; the caller's next claim reports it.
                 _ if robust::owner_died(keeper_value) => false,
                 // No live receiver: only a membership change brings room.
                 None => true,
-                Some(i) => match (self.room.receivers[i].as_ref(), before[i]) {
+                Some(i) => match (self.room.receivers[i].as_ref(), self.room.wake_values[i]) {
                     (Some(p), Some(v)) if wake_word_value(p) == v => {
-                        words.push((&p.region.header().cursor.0.wake, v));
+                        slowest_wake = Some((&p.region.header().cursor.0.wake, v));
                         true
                     }
-                    // It consumed since `before` and may have spent its wake
+                    // It consumed since `wake_values` and may have spent its wake
                     // on this arming: no sleep; the caller tries again.
                     _ => false,
                 },
             };
             if sleep {
-                futex::wait_any(&words, budget).map_err(|e| SendError::Io { op: "futex wait", source: e.into() })?;
+                let words = [(gen_word, gen), (keeper, keeper_value)].into_iter().chain(slowest_wake);
+                futex::wait_any(words, budget).map_err(|e| SendError::Io { op: "futex wait", source: e.into() })?;
                 robust::cascade(keeper);
             }
         }

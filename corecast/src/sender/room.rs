@@ -48,6 +48,9 @@ pub(super) struct Room {
     /// Set by `check` when `next` offered a number already claimed: one
     /// past the highest number known to be claimed.
     pub(super) rewound: Option<u64>,
+    /// Every receiver's wake word as a sender about to sleep for room read
+    /// it, kept between sleeps so that sleeping allocates nothing.
+    pub(super) wake_values: Vec<Option<u32>>,
 }
 
 impl Room {

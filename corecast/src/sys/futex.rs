@@ -33,26 +33,45 @@ pub(crate) fn wait(word: &AtomicU32, expected: u32, timeout: Duration) -> Result
     }
 }
 
-/// Sleeps until any `words[i] != expected[i]`, at most `timeout`.
-pub(crate) fn wait_any(words: &[(&AtomicU32, u32)], timeout: Duration) -> Result<Woken, Errno> {
-    if let [(w, v)] = words {
-        return wait(w, *v, timeout);
+/// `futex_waitv` entries kept on the stack: a sleeping receiver of a
+/// channel with up to four senders, or a blocked sender, waits on fewer.
+const INLINE_WAITS: usize = 8;
+
+/// Sleeps until any word differs from the value paired with it, at most
+/// `timeout`. Takes the pairs as an iterator so that the common waits (one
+/// to eight words) allocate nothing: a sleep happens once per message when
+/// messages come slower than a waiter's spin and yield phases.
+pub(crate) fn wait_any<'a>(
+    words: impl IntoIterator<Item = (&'a AtomicU32, u32)>,
+    timeout: Duration,
+) -> Result<Woken, Errno> {
+    let mut words = words.into_iter();
+    let Some(first) = words.next() else { return Ok(Woken::Changed) };
+    let Some(second) = words.next() else { return wait(first.0, first.1, timeout) };
+    let mut inline = [futex::Wait::new(); INLINE_WAITS];
+    let mut spilled = Vec::new();
+    let mut n = 0;
+    for (w, v) in [first, second].into_iter().chain(words) {
+        let mut x = futex::Wait::new();
+        x.val = u64::from(v);
+        x.uaddr = futex::WaitPtr::new((w as *const AtomicU32).cast_mut().cast());
+        x.flags = futex::WaitFlags::SIZE_U32;
+        if n < INLINE_WAITS {
+            inline[n] = x;
+        } else {
+            if n == INLINE_WAITS {
+                spilled.extend_from_slice(&inline);
+            }
+            spilled.push(x);
+        }
+        n += 1;
     }
-    let waits: Vec<futex::Wait> = words
-        .iter()
-        .map(|(w, v)| {
-            let mut x = futex::Wait::new();
-            x.val = u64::from(*v);
-            x.uaddr = futex::WaitPtr::new((*w as *const AtomicU32).cast_mut().cast());
-            x.flags = futex::WaitFlags::SIZE_U32;
-            x
-        })
-        .collect();
+    let waits = if n <= INLINE_WAITS { &inline[..n] } else { &spilled[..] };
     // futex_waitv takes an absolute CLOCK_MONOTONIC deadline.
     let now = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
     let deadline = Duration::new(now.tv_sec as u64, now.tv_nsec as u32) + timeout;
     let ts = timespec(deadline);
-    match futex::waitv(&waits, futex::WaitvFlags::empty(), Some(&ts), rustix::time::ClockId::Monotonic) {
+    match futex::waitv(waits, futex::WaitvFlags::empty(), Some(&ts), rustix::time::ClockId::Monotonic) {
         Ok(_) | Err(Errno::AGAIN) | Err(Errno::INTR) => Ok(Woken::Changed),
         Err(Errno::TIMEDOUT) => Ok(Woken::TimedOut),
         Err(e) => Err(e),
@@ -64,4 +83,27 @@ pub(crate) fn wake_all(word: &AtomicU32) -> usize {
     // A wake on a valid mapped word cannot fail in a way the caller could
     // act on; the count is informational.
     futex::wake(word, futex::Flags::empty(), i32::MAX as u32).unwrap_or(0)
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// Every word counts, however many: one that differs ends the wait at
+    /// once, wherever it stands (in the stack buffer or past it), and a
+    /// wait on words that all still hold their values lasts its timeout.
+    #[test]
+    fn any_word_that_differs_ends_the_wait_for_one_to_twenty_words() {
+        let words: Vec<AtomicU32> = (0..20).map(AtomicU32::new).collect();
+        let short = Duration::from_millis(1);
+        for n in 1..=words.len() {
+            let held = || words[..n].iter().zip(0..);
+            assert_eq!(wait_any(held(), short), Ok(Woken::TimedOut), "{n} words, all held");
+            for changed in 0..n {
+                let pairs = held().map(|(w, v)| (w, if v == changed as u32 { v + 100 } else { v }));
+                assert_eq!(wait_any(pairs, short), Ok(Woken::Changed), "{n} words, word {changed} changed");
+            }
+        }
+        assert_eq!(wait_any(std::iter::empty(), short), Ok(Woken::Changed), "no word: nothing to wait for");
+    }
 }
