@@ -14,6 +14,13 @@
 //! learner learned exactly its value, and every learner reports a digest of
 //! all it learned, which must equal the client's.
 //!
+//! The window never exceeds the length of the mechanism's rings for the
+//! request size (`Mechanism::ring_slots`; 4 for 1 MiB requests on these
+//! machines): with more undecided instances than a ring holds, the cycle
+//! client, leader, acceptor, learners (replying to the client) can fill
+//! every ring on it and leave each process blocked in a send. The records
+//! carry the window a point ran with.
+//!
 //! Crash: with `kill_after = N` the acceptor kills itself with SIGKILL after
 //! multicasting its N-th value. The leader switches to the backup (ballot
 //! 2) and resends its undecided instances when a send to the acceptor fails
@@ -76,6 +83,8 @@ pub struct PaxosResult {
     pub client: ClientReport,
     /// With `kill_after`: the takeover.
     pub takeover: Option<Takeover>,
+    /// The window the run had: the asked one, or the rings' length.
+    pub window: usize,
 }
 
 /// The PaxosInside job: one role per process. Sent as bytes, so launched
@@ -105,6 +114,8 @@ pub fn run(mechanism: &dyn Mechanism, p: &PaxosParams, opts: &RunOptions) -> Res
             "paxos needs requests of at least {MIN_REQUEST_BYTES} B, a window, a repetition and kill_after >= 1"
         )));
     }
+    let window = p.window.min(mechanism.ring_slots(p.size).unwrap_or(usize::MAX));
+    let p = &PaxosParams { window, ..p.clone() };
     let mut opts = opts.clone();
     if p.kill_after.is_some() {
         if mechanism.launcher().is_some() {
@@ -164,7 +175,7 @@ pub fn run(mechanism: &dyn Mechanism, p: &PaxosParams, opts: &RunOptions) -> Res
             Some(Takeover { takeover_us: us(first), detection_us: us(switch_ns), detection })
         }
     };
-    Ok(PaxosResult { client, takeover })
+    Ok(PaxosResult { client, takeover, window })
 }
 
 /// PaxosInside as a workload (SPEC B4).
@@ -218,7 +229,7 @@ impl Workload for Paxos {
         b.count = r.client.decisions;
         b.duration_s = s.duration.as_secs_f64();
         b.warmup = p.warmup;
-        b.params = params(&[("window", p.window as u64)]);
+        b.params = params(&[("window", r.window as u64)]);
         let mut out: Vec<Record> = Vec::new();
         if let (Some(t), Some(n)) = (&r.takeover, p.kill_after) {
             let how = match t.detection {
