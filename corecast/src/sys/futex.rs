@@ -33,8 +33,9 @@ pub(crate) fn wait(word: &AtomicU32, expected: u32, timeout: Duration) -> Result
     }
 }
 
-/// `futex_waitv` entries kept on the stack: a sleeping receiver of a
-/// channel with up to four senders, or a blocked sender, waits on fewer.
+/// `futex_waitv` entries kept on the stack: enough for a sleeping receiver
+/// of a channel with up to six senders (two keeper words and a doorbell
+/// each) and for a blocked sender (three words).
 const INLINE_WAITS: usize = 8;
 
 /// Sleeps until any word differs from the value paired with it, at most

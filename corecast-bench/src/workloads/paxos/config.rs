@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::transport::{Group, PeerId, Topology};
+use crate::transport::{Group, Mechanism, PeerId, Topology};
 use crate::workloads::wire::HEADER_BYTES;
 
 pub const CLIENT: PeerId = 0;
@@ -51,6 +51,13 @@ impl PaxosParams {
             kill_after: None,
             takeover_timeout: Duration::from_millis(20),
         }
+    }
+
+    /// The window a run over `mechanism` has: the asked one, at most the
+    /// length of the mechanism's rings for the request size (see the
+    /// module's notes on the cycle of blocked sends).
+    pub fn window_over(&self, mechanism: &dyn Mechanism) -> usize {
+        self.window.min(mechanism.ring_slots(self.size).unwrap_or(usize::MAX))
     }
 
     /// Number of processes.

@@ -114,7 +114,7 @@ pub fn run(mechanism: &dyn Mechanism, p: &PaxosParams, opts: &RunOptions) -> Res
             "paxos needs requests of at least {MIN_REQUEST_BYTES} B, a window, a repetition and kill_after >= 1"
         )));
     }
-    let window = p.window.min(mechanism.ring_slots(p.size).unwrap_or(usize::MAX));
+    let window = p.window_over(mechanism);
     let p = &PaxosParams { window, ..p.clone() };
     let mut opts = opts.clone();
     if p.kill_after.is_some() {
@@ -221,7 +221,7 @@ impl Workload for Paxos {
                 "the acceptor was killed after {n} instances and the run never finished: over a mechanism that \
                  does not report a dead receiver, the leader's send to it blocks once its buffer is full, which a \
                  window of {} allows",
-                p.window
+                p.window_over(m)
             )),
             _ => e,
         })?;
