@@ -45,9 +45,9 @@ pub fn judge(r: &RoundResult) -> (Figures, Vec<String>) {
         f.names_stolen += 1;
         notes.push(format!("{tag}: the destroyed channel's keeper took the re-created channel's name"));
     }
-    if r.keeper_killed && r.cleaned == 0 {
+    if r.name_left {
         f.unexpected += 1;
-        notes.push(format!("{tag}: the killed keeper's name was not left for clean (or clean did not remove it)"));
+        notes.push(format!("{tag}: the killed keeper's name outlived clean"));
     }
     let mut msgs: BTreeMap<(u32, u64), Msg> = BTreeMap::new();
     let mut by_seq: HashMap<u64, (u32, u64, u64)> = HashMap::new();

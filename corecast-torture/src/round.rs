@@ -68,6 +68,11 @@ pub struct RoundResult {
     /// Names of dead channels `clean` removed after the round (a killed
     /// keeper cannot remove its own name; the next participant does).
     pub cleaned: usize,
+    /// After a keeper kill: the round's name was still there once `clean`
+    /// had run. Gone is right whoever removed it: `clean`, or a participant
+    /// whose join after the kill found the name dead (every open removes
+    /// such a leftover).
+    pub name_left: bool,
 }
 
 struct Round<'a> {
@@ -290,6 +295,7 @@ pub fn run(name: &str, plan: RoundPlan) -> Result<RoundResult> {
     }
     // A killed keeper cannot remove its name; a new participant does.
     let cleaned = if keeper_killed { corecast::clean().iter().filter(|n| *n == name).count() } else { 0 };
+    let name_left = keeper_killed && corecast::channel_dir().join(name).exists();
     Ok(RoundResult {
         participants: r.parts,
         evicted_pids,
@@ -300,6 +306,7 @@ pub fn run(name: &str, plan: RoundPlan) -> Result<RoundResult> {
         name_kept,
         tampered,
         cleaned,
+        name_left,
         plan,
     })
 }
