@@ -325,13 +325,11 @@ impl Receiver {
         if buf.len() < len {
             return Err(RecvError::BufferTooSmall { needed: len });
         }
-        let (slot, _) = self.slot_of(sender, len);
-        buf[..len].copy_from_slice(self.slot_bytes(sender, len));
+        let (slot, bytes) = self.slot_and_bytes(sender, len);
+        buf[..len].copy_from_slice(bytes);
         // Only an evicted receiver can be overtaken; if the stamp changed
         // while we copied, the bytes may be torn: never return them.
-        // SAFETY: `slot_of` points into a mapped region, and nothing
-        // remapped one since (that takes `&mut self`, in `refresh`).
-        self.verify_slot(unsafe { &*slot }, len)?;
+        self.verify_slot(slot, len)?;
         self.consume();
         Ok(len)
     }
@@ -404,22 +402,24 @@ impl Receiver {
         &self.senders[sender].as_ref().expect("located in a mapped region").region
     }
 
+    /// The slot of `self.next` in the region of `sender` and its payload,
+    /// `len` bytes, for reading while `self` is borrowed.
     #[inline]
-    fn slot_bytes(&self, sender: usize, len: usize) -> &[u8] {
-        let (_, payload) = self.slot_of(sender, len);
-        // SAFETY: the stamp of `self.next` was seen published (Acquire) with
-        // `len <= slot_bytes` (validated by `ring::probe`, asserted by
-        // `slot_of`); no sender writes this slot again before our cursor
-        // passes `self.next` (back-pressure, see `ring`), and the mapping
-        // stays while `self` is borrowed (only `refresh`, through `&mut
-        // self`, remaps).
-        unsafe { std::slice::from_raw_parts(payload, len) }
+    fn slot_and_bytes(&self, sender: usize, len: usize) -> (&SlotHeader, &[u8]) {
+        let (slot, payload) = self.slot_of(sender, len);
+        // SAFETY: both point into a mapped region, which stays while `self`
+        // is borrowed (only `refresh`, through `&mut self`, remaps); the
+        // stamp of `self.next` was seen published (Acquire) with `len <=
+        // slot_bytes` (validated by `ring::probe`, asserted by `slot_of`);
+        // no sender writes this slot again before our cursor passes
+        // `self.next` (back-pressure, see `ring`).
+        unsafe { (&*slot, std::slice::from_raw_parts(payload, len)) }
     }
 
     /// Reads the gap report at `self.next` (published by `sender`), moves
     /// past it and returns it as the error the caller reports.
     fn take_gap(&mut self, sender: usize) -> RecvError {
-        let bytes = self.slot_bytes(sender, ring::GAP_BYTES as usize);
+        let (_, bytes) = self.slot_and_bytes(sender, ring::GAP_BYTES as usize);
         let word = |k: usize| u64::from_le_bytes(bytes[k..k + 8].try_into().expect("8 bytes"));
         let (first, last) = (word(0), word(8));
         self.consume();
