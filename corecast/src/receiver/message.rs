@@ -67,6 +67,7 @@ impl Message<'_> {
     /// the bytes stayed intact until now (one check, where `verify` then
     /// `drop` make two): [`RecvError::Evicted`] if the slot changed, and
     /// the message then counts as not delivered.
+    #[inline]
     pub fn release(mut self) -> Result<(), RecvError> {
         let intact = self.settle();
         std::mem::forget(self);

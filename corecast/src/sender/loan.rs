@@ -41,6 +41,7 @@ impl Loan<'_> {
     /// sender slot, where a late commit is delivered), and with
     /// [`SendError::TooLarge`] (the loan then becomes a void) if `len` is
     /// larger than the slot.
+    #[inline]
     pub fn commit(self, len: usize) -> Result<(), SendError> {
         let max = self.sender.region.geometry.slot_bytes as usize;
         if len > max {
