@@ -135,7 +135,8 @@ fn clean_removes_a_dead_channels_name() {
     let out = ok_in(Some(&dir), &["channel", "clean"]);
     assert!(out.lines().any(|l| l == format!("removed {name}")), "{out}");
     assert!(!path.exists());
-    let _ = std::fs::remove_dir(&dir);
+    // The directory still holds the per-user lock file `clean` takes.
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

@@ -31,10 +31,27 @@ fn pipe_ready() -> bool {
     }
 }
 
-fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("corecast-cli-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join("out.jsonl")
+/// A test's own directory under the temporary directory, removed when the
+/// test ends, failed or not.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("corecast-cli-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+
+    /// Where the test's command writes its records.
+    fn out(&self) -> PathBuf {
+        self.0.join("out.jsonl")
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 fn records(path: &PathBuf) -> Vec<Value> {
@@ -77,7 +94,8 @@ fn bench_fanout_writes_sane_records() {
     if !pipe_ready() {
         return;
     }
-    let out = tmp("fanout");
+    let scratch = Scratch::new("fanout");
+    let out = scratch.out();
     let o = corecast(&[
         "bench",
         "fanout",
@@ -114,7 +132,6 @@ fn bench_fanout_writes_sane_records() {
         let (msgs, bytes) = (of("msg/s"), of("B/s"));
         assert!((f(bytes, "value") / f(msgs, "value") - 64.0).abs() < 1e-6);
     }
-    std::fs::remove_dir_all(out.parent().unwrap()).unwrap();
 }
 
 #[test]
@@ -122,7 +139,8 @@ fn bench_pingpong_writes_percentiles_and_placement() {
     if !pipe_ready() {
         return;
     }
-    let out = tmp("pingpong");
+    let scratch = Scratch::new("pingpong");
+    let out = scratch.out();
     let o = corecast(&[
         "bench",
         "pingpong",
@@ -150,7 +168,6 @@ fn bench_pingpong_writes_percentiles_and_placement() {
         assert_eq!(r["placement"]["mode"], "pinned");
         assert_eq!(r["placement"]["process_cpus"], serde_json::json!([0, 0]));
     }
-    std::fs::remove_dir_all(out.parent().unwrap()).unwrap();
 }
 
 #[test]
@@ -158,7 +175,8 @@ fn bench_paxos_kills_the_acceptor_and_records_the_takeover() {
     if !pipe_ready() {
         return;
     }
-    let out = tmp("paxos");
+    let scratch = Scratch::new("paxos");
+    let out = scratch.out();
     let o = corecast(&[
         "bench",
         "paxos",
@@ -196,7 +214,8 @@ fn bench_rounds_spread_each_points_repetitions_over_the_run() {
     if !pipe_ready() {
         return;
     }
-    let out = tmp("rounds");
+    let scratch = Scratch::new("rounds");
+    let out = scratch.out();
     let args = ["bench", "pingpong", "--mechanisms", "pipe", "--sizes", "64,128", "--duration", "20ms"];
     let o = corecast(&[&args[..], &["--repetitions", "2", "--rounds", "3", "--out", out.to_str().unwrap()]].concat());
     assert!(o.status.success(), "stderr: {}", text(&o.stderr));
@@ -219,7 +238,6 @@ fn bench_rounds_spread_each_points_repetitions_over_the_run() {
     }
     let bad = corecast(&["bench", "pingpong", "--rounds", "0"]);
     assert!(!bad.status.success() && text(&bad.stderr).contains("--rounds"), "{}", text(&bad.stderr));
-    std::fs::remove_dir_all(out.parent().unwrap()).unwrap();
 }
 
 #[test]
@@ -227,7 +245,8 @@ fn bench_logp_and_bandwidth_write_their_records() {
     if !pipe_ready() {
         return;
     }
-    let out = tmp("logp");
+    let scratch = Scratch::new("logp");
+    let out = scratch.out();
     let run = |cmd: &str| {
         let args =
             ["bench", cmd, "--mechanisms", "pipe", "--sizes", "64", "--duration", "5ms", "--repetitions", "1", "--out"];
@@ -264,7 +283,6 @@ fn bench_logp_and_bandwidth_write_their_records() {
         assert!(f(r, "value") > 0.0, "{r}");
     }
     assert_eq!(rs[5]["mechanism"], "memcpy");
-    std::fs::remove_dir_all(out.parent().unwrap()).unwrap();
 }
 
 #[test]
@@ -322,7 +340,8 @@ fn compare_lists_what_got_faster_and_slower() {
         })
         .to_string()
     };
-    let old = tmp("compare-old");
+    let scratch = Scratch::new("compare-old");
+    let old = scratch.out();
     let new = old.with_file_name("new.jsonl");
     std::fs::write(&old, [line("a", "throughput", "msg/s", 100.0), line("b", "throughput", "msg/s", 100.0)].join("\n"))
         .unwrap();
@@ -334,7 +353,6 @@ fn compare_lists_what_got_faster_and_slower() {
     assert!(s.starts_with("1 slower, 1 faster"), "{s}");
     assert!(s.lines().any(|l| l.starts_with("faster") && l.contains(" a ") && l.contains("x2.00")), "{s}");
     assert!(s.lines().any(|l| l.starts_with("slower") && l.contains(" b ") && l.contains("x0.50")), "{s}");
-    std::fs::remove_dir_all(old.parent().unwrap()).unwrap();
 }
 
 /// The binary is its own MPI rank program: a tiny ping-pong and fan-out
@@ -342,7 +360,8 @@ fn compare_lists_what_got_faster_and_slower() {
 #[cfg(feature = "mpi")]
 #[test]
 fn bench_runs_mpi_ranks_under_mpirun() {
-    let out = tmp("mpi");
+    let scratch = Scratch::new("mpi");
+    let out = scratch.out();
     let path = out.to_str().unwrap();
     let common = ["--sizes", "64", "--duration", "5ms", "--repetitions", "1", "--out", path];
     let o = corecast(&[&["bench", "pingpong", "--mechanisms", "mpi"][..], &common].concat());
@@ -364,12 +383,12 @@ fn bench_runs_mpi_ranks_under_mpirun() {
         ]
     );
     assert!(rs.iter().all(|r| f(r, "value") > 0.0));
-    std::fs::remove_dir_all(out.parent().unwrap()).unwrap();
 }
 
 #[test]
 fn bench_overhead_sets_the_suite_beside_plain_loops() {
-    let out = tmp("overhead");
+    let scratch = Scratch::new("overhead");
+    let out = scratch.out();
     let o = corecast(&[
         "bench",
         "overhead",
@@ -393,7 +412,6 @@ fn bench_overhead_sets_the_suite_beside_plain_loops() {
     assert!(rs.iter().filter(|r| r["mechanism"] == "limit+copy").all(|r| r["path"] == "copy"));
     let too_small = corecast(&["bench", "overhead", "--sizes", "4", "--mechanisms", "limit"]);
     assert!(!too_small.status.success() && text(&too_small.stderr).contains("too small"));
-    std::fs::remove_dir_all(out.parent().unwrap()).unwrap();
 }
 
 /// Checks that `text` is well-formed XML as far as an SVG needs: every
@@ -421,8 +439,8 @@ fn assert_well_formed(text: &str) {
 #[test]
 fn report_draws_every_chart_from_fixture_records() {
     let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/report.jsonl");
-    let out = tmp("report");
-    let dir = out.parent().unwrap().to_path_buf();
+    let scratch = Scratch::new("report");
+    let dir = &scratch.0;
     let html = dir.join("report.html");
     let svg = dir.join("svg");
     let o = corecast(&["report", fixture, "--html", html.to_str().unwrap(), "--svg", svg.to_str().unwrap()]);
@@ -457,7 +475,6 @@ fn report_draws_every_chart_from_fixture_records() {
     }
     assert!(!corecast(&["report", fixture]).status.success(), "no output asked for is an error");
     browser_renders(&html);
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 /// Opens the page in headless Chromium: no console errors, and a
@@ -497,7 +514,8 @@ fn browser_renders(html: &std::path::Path) {
 #[test]
 fn bench_heatmap_records_every_cpu_pair() {
     let online = corecast_bench::host::topology::CpuTopology::read().online_cpus;
-    let out = tmp("heatmap");
+    let scratch = Scratch::new("heatmap");
+    let out = scratch.out();
     let args = ["bench", "heatmap", "--mechanisms", "limit", "--duration", "20ms", "--repetitions", "1"];
     let o = corecast(&[&args[..], &["--out", out.to_str().unwrap()]].concat());
     if online.len() < 2 {
@@ -514,5 +532,4 @@ fn bench_heatmap_records_every_cpu_pair() {
         assert!(f(p, "value") > 0.0);
         assert_eq!(p["placement"]["mode"], "pinned");
     }
-    std::fs::remove_dir_all(out.parent().unwrap()).unwrap();
 }
