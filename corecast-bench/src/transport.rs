@@ -368,6 +368,12 @@ pub trait Prepared: Send {
     /// Called once in process `me` after the fork: closes what `me` does not
     /// need and returns its endpoint.
     fn endpoint(&mut self, me: PeerId) -> Result<Box<dyn Endpoint>, TransportError>;
+    /// Called once in the parent when every process is forked: drops the
+    /// parent's copies of what the processes own. A pipe or socket end
+    /// then closes when the last process holding it dies, and its peer is
+    /// told (end of file, `EPIPE`, `ECONNREFUSED`) as between unrelated
+    /// programs; a copy left open in the parent hides every death.
+    fn close_parent_copies(&mut self) {}
     /// Called once in the parent after every process has exited: removes
     /// names, files and kernel objects the run created.
     fn cleanup(&mut self) {}

@@ -79,6 +79,7 @@ pub fn run_processes(
             }
         }
     }
+    prepared.close_parent_copies();
     let reports = match forked {
         Ok(()) => collect(&mut children, options, mechanism.name()),
         Err(e) => {

@@ -31,6 +31,10 @@ pub(crate) struct StreamPrepared {
 }
 
 impl Prepared for StreamPrepared {
+    fn close_parent_copies(&mut self) {
+        self.links.clear();
+    }
+
     fn endpoint(&mut self, me: PeerId) -> Result<Box<dyn Endpoint>, TransportError> {
         let fds = take_fds(&mut self.links, self.topology.processes, me);
         let max = self.topology.max_message_bytes;
@@ -47,6 +51,7 @@ impl Prepared for StreamPrepared {
             groups: my_groups(&self.topology.groups, me),
             out: fds.out,
             inboxes,
+            ended: false,
             next: 0,
             frame: Vec::new(),
         }))
@@ -102,7 +107,7 @@ impl Inbox {
                     return Ok(());
                 }
                 Err(Errno::INTR) => {}
-                Err(e) => return Err(TransportError::Io { mechanism: name, op: "read", source: e.into() }),
+                Err(e) => return Err(fd_stream::gone_or_io(name, "read", self.from, e)),
             }
         }
     }
@@ -129,6 +134,8 @@ struct StreamEndpoint {
     inboxes: Vec<Inbox>,
     /// Where the next round-robin scan of the inboxes starts.
     next: usize,
+    /// Whether a stream ended (its writer exited): its inbox was dropped.
+    ended: bool,
     /// The frame an in-place send builds, reused.
     frame: Vec<u8>,
 }
@@ -185,11 +192,14 @@ impl Endpoint for StreamEndpoint {
     }
 
     fn recv_with(&mut self, _max_len: usize, read: &mut Reader<'_>) -> Result<(), TransportError> {
-        let n = self.inboxes.len();
-        if n == 0 {
-            return Err(TransportError::Topology(format!("no peer sends to {}", self.me)));
-        }
         loop {
+            let n = self.inboxes.len();
+            if n == 0 && self.ended {
+                return Err(TransportError::PeerGone { mechanism: self.name, peer: None });
+            }
+            if n == 0 {
+                return Err(TransportError::Topology(format!("no peer sends to {}", self.me)));
+            }
             for k in 0..n {
                 let i = (self.next + k) % n;
                 if let Some(len) = self.inboxes[i].frame(self.name, self.max)? {
@@ -199,7 +209,17 @@ impl Endpoint for StreamEndpoint {
                 }
             }
             let i = fd_stream::wait_any_readable(self.name, self.inboxes.iter().map(|b| b.fd.as_fd()), self.next)?;
-            self.inboxes[i].fill(self.name, self.max)?;
+            match self.inboxes[i].fill(self.name, self.max) {
+                // An ended stream stays readable (end of file) for good:
+                // drop it, as a writer that left is not an error to a
+                // reader of others (the protocol decides when to stop).
+                Err(TransportError::PeerGone { .. }) => {
+                    self.inboxes.remove(i);
+                    self.ended = true;
+                    self.next = 0;
+                }
+                other => other?,
+            }
         }
     }
 }

@@ -84,6 +84,10 @@ struct CmaPrepared {
 }
 
 impl Prepared for CmaPrepared {
+    fn close_parent_copies(&mut self) {
+        self.links.clear();
+    }
+
     fn endpoint(&mut self, me: PeerId) -> Result<Box<dyn Endpoint>, TransportError> {
         allow_sibling_readers();
         let mut out = Vec::new();

@@ -80,7 +80,7 @@ pub(crate) fn pipe(name: &'static str) -> Result<(OwnedFd, OwnedFd), TransportEr
 }
 
 /// A write or read error: a peer that closed its end is gone.
-fn gone_or_io(name: &'static str, op: &'static str, peer: PeerId, e: Errno) -> TransportError {
+pub(crate) fn gone_or_io(name: &'static str, op: &'static str, peer: PeerId, e: Errno) -> TransportError {
     match e {
         Errno::PIPE | Errno::CONNRESET => TransportError::PeerGone { mechanism: name, peer: Some(peer) },
         e => TransportError::Io { mechanism: name, op, source: e.into() },

@@ -85,6 +85,10 @@ struct ShmemPrepared {
 }
 
 impl Prepared for ShmemPrepared {
+    fn close_parent_copies(&mut self) {
+        self.links.clear();
+    }
+
     fn endpoint(&mut self, me: PeerId) -> Result<Box<dyn Endpoint>, TransportError> {
         let map = self.map.take().ok_or_else(|| TransportError::Topology("endpoint called twice".into()))?;
         let mut out = Vec::new();
@@ -292,7 +296,12 @@ impl ShmemEndpoint {
         let mut ret = [0u8; RET];
         ret[..8].copy_from_slice(&off.to_le_bytes());
         ret[8..].copy_from_slice(&(line_round(len.max(1)) as u64).to_le_bytes());
-        write_all(NAME, &l.ret_wr, &ret).map_err(|e| peer_gone_is(e, l.from))?;
+        // A producer that has exited needs no space back; what it sent
+        // is still delivered.
+        match write_all(NAME, &l.ret_wr, &ret) {
+            Ok(()) | Err(TransportError::PeerGone { .. }) => {}
+            Err(e) => return Err(e),
+        }
         Ok(Some(Received { from: l.from, len }))
     }
 }

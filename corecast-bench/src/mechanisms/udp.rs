@@ -31,6 +31,7 @@ use rustix::net::sockopt;
 
 use crate::mechanisms::fd_stream::{self, FdLink, PeerFds};
 use crate::mechanisms::fragment::{self, FRAG_HEADER_BYTES};
+use crate::mechanisms::shared_memory::peer_gone_is;
 use crate::transport::{Endpoint, Mechanism, PeerId, Prepared, Received, Topology, TransportError};
 
 /// Loopback UDP with fragmentation and credit flow control.
@@ -94,6 +95,10 @@ struct UdpPrepared {
 }
 
 impl Prepared for UdpPrepared {
+    fn close_parent_copies(&mut self) {
+        self.links.clear();
+    }
+
     fn endpoint(&mut self, me: PeerId) -> Result<Box<dyn Endpoint>, TransportError> {
         let n = self.topology.processes;
         let fds = fd_stream::take_fds(&mut self.links, n, me);
@@ -130,8 +135,10 @@ struct UdpEndpoint {
 }
 
 /// `sendmsg`/`recvmsg` over `parts` on `fd`, retrying on EINTR; returns the
-/// byte count and the message flags.
-fn msg_io(fd: RawFd, parts: &mut [libc::iovec], recv: bool) -> Result<(usize, i32), TransportError> {
+/// byte count and the message flags. `PeerGone` when the socket's peer has
+/// closed its own (a datagram sent to it came back refused); the kernel
+/// says so once, ahead of any datagram still queued.
+fn msg_io(fd: RawFd, parts: &mut [libc::iovec], recv: bool, flags: i32) -> Result<(usize, i32), TransportError> {
     loop {
         // SAFETY: msghdr is plain data; zeroed means no address and no control data.
         let mut mh: libc::msghdr = unsafe { std::mem::zeroed() };
@@ -139,16 +146,18 @@ fn msg_io(fd: RawFd, parts: &mut [libc::iovec], recv: bool) -> Result<(usize, i3
         mh.msg_iovlen = parts.len() as _;
         let n = if recv {
             // SAFETY: every iovec points into a live writable buffer of the caller.
-            unsafe { libc::recvmsg(fd, &mut mh, 0) }
+            unsafe { libc::recvmsg(fd, &mut mh, flags) }
         } else {
             // SAFETY: every iovec points into a live readable buffer of the caller.
-            unsafe { libc::sendmsg(fd, &mh, 0) }
+            unsafe { libc::sendmsg(fd, &mh, flags) }
         };
         if n >= 0 {
             return Ok((n as usize, mh.msg_flags));
         }
-        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return Err(TransportError::last_os(NAME, if recv { "recvmsg" } else { "sendmsg" }));
+        match std::io::Error::last_os_error().raw_os_error() {
+            Some(libc::EINTR) => {}
+            Some(libc::ECONNREFUSED) => return Err(TransportError::PeerGone { mechanism: NAME, peer: None }),
+            _ => return Err(TransportError::last_os(NAME, if recv { "recvmsg" } else { "sendmsg" })),
         }
     }
 }
@@ -175,7 +184,7 @@ impl UdpEndpoint {
     fn take_credit(&mut self, to: PeerId, fd: RawFd, need: u64) -> Result<(), TransportError> {
         while self.credit[to] < need {
             let mut c = [0u8; 8];
-            let (n, _) = msg_io(fd, &mut [iov_mut(&mut c)], true)?;
+            let (n, _) = msg_io(fd, &mut [iov_mut(&mut c)], true, 0).map_err(|e| peer_gone_is(e, to))?;
             let back = u64::from_le_bytes(c);
             if n != 8 || back > self.window - self.credit[to] {
                 return Err(TransportError::Protocol { mechanism: NAME, detail: format!("bad credit from {to}") });
@@ -191,7 +200,7 @@ impl UdpEndpoint {
         for (offset, piece) in fragment::fragments(msg, self.piece) {
             let h = fragment::frag_header(self.me, msg.len(), offset);
             self.take_credit(to, fd, cost(h.len() + piece.len()))?;
-            msg_io(fd, &mut [iov(&h), iov(piece)], false)?;
+            msg_io(fd, &mut [iov(&h), iov(piece)], false, 0).map_err(|e| peer_gone_is(e, to))?;
         }
         Ok(())
     }
@@ -207,7 +216,15 @@ impl UdpEndpoint {
         let (from, fd) = (self.fds.inc[i].0, self.inc_raw[i]);
         let mut h = [0u8; FRAG_HEADER_BYTES];
         let buf_len = buf.len();
-        let (n, flags) = msg_io(fd, &mut [iov_mut(&mut h), iov_mut(&mut buf[filled..])], true)?;
+        let mut parts = [iov_mut(&mut h), iov_mut(&mut buf[filled..])];
+        let (n, flags) = match msg_io(fd, &mut parts, true, 0) {
+            // Its sender is gone: all it sent is queued already (loopback),
+            // so the rest of a started message is read without waiting,
+            // and finding none means the sender died mid-message.
+            Err(TransportError::PeerGone { .. }) if filled > 0 => msg_io(fd, &mut parts, true, libc::MSG_DONTWAIT)
+                .map_err(|_| TransportError::PeerGone { mechanism: NAME, peer: Some(from) })?,
+            r => r.map_err(|e| peer_gone_is(e, from))?,
+        };
         if flags & libc::MSG_TRUNC != 0 || n < FRAG_HEADER_BYTES {
             return Err(TransportError::Protocol {
                 mechanism: NAME,
@@ -228,7 +245,11 @@ impl UdpEndpoint {
         self.owed[from] += cost(n);
         if self.owed[from] >= self.window / 4 {
             let c = self.owed[from].to_le_bytes();
-            msg_io(fd, &mut [iov(&c)], false)?;
+            match msg_io(fd, &mut [iov(&c)], false, 0) {
+                // A sender that has closed its socket needs no credit.
+                Ok(_) | Err(TransportError::PeerGone { .. }) => {}
+                Err(e) => return Err(e),
+            }
             self.owed[from] = 0;
         }
         Ok((f, piece))
@@ -253,9 +274,17 @@ impl Endpoint for UdpEndpoint {
         if self.inc_raw.is_empty() {
             return Err(TransportError::Topology(format!("no peer sends to {}", self.me)));
         }
-        let i = fd_stream::wait_readable(NAME, &self.fds.inc, self.next)?;
-        self.next = i + 1;
-        let (first, mut filled) = self.recv_piece(i, buf, 0)?;
+        let (i, first, mut filled) = loop {
+            let i = fd_stream::wait_readable(NAME, &self.fds.inc, self.next)?;
+            self.next = i + 1;
+            match self.recv_piece(i, buf, 0) {
+                Ok((first, filled)) => break (i, first, filled),
+                // Its sender closed its socket after credit was sent to it:
+                // reported once; what it sent before is still queued.
+                Err(TransportError::PeerGone { .. }) => continue,
+                Err(e) => return Err(e),
+            }
+        };
         while filled < first.total {
             let (f, piece) = self.recv_piece(i, buf, filled)?;
             if f.total != first.total || piece == 0 {

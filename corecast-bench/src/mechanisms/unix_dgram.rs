@@ -94,6 +94,10 @@ struct DgramPrepared {
 }
 
 impl Prepared for DgramPrepared {
+    fn close_parent_copies(&mut self) {
+        self.links.clear();
+    }
+
     fn endpoint(&mut self, me: PeerId) -> Result<Box<dyn Endpoint>, TransportError> {
         let fds = fd_stream::take_fds(&mut self.links, self.topology.processes, me);
         Ok(Box::new(DgramEndpoint {

@@ -74,6 +74,11 @@ struct VmsplicePrepared {
 }
 
 impl Prepared for VmsplicePrepared {
+    fn close_parent_copies(&mut self) {
+        self.data.clear();
+        self.acks.clear();
+    }
+
     fn endpoint(&mut self, me: PeerId) -> Result<Box<dyn Endpoint>, TransportError> {
         let n = self.topology.processes;
         let data = fd_stream::take_fds(&mut self.data, n, me);

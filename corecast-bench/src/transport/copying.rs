@@ -101,6 +101,10 @@ impl Prepared for CopyingPrepared {
         Ok(Box::new(CopyingEndpoint(self.0.endpoint(me)?)))
     }
 
+    fn close_parent_copies(&mut self) {
+        self.0.close_parent_copies();
+    }
+
     fn cleanup(&mut self) {
         self.0.cleanup();
     }
