@@ -67,13 +67,48 @@ fn reader_learns_writer_died(name: &str) {
     assert_eq!(reports[1], 0usize.to_le_bytes(), "nothing was sent");
 }
 
+/// Process 0 sends to 2 and leaves; process 1 sends to 2 only once it has
+/// seen 0 gone. Process 2 gets both messages and then learns that every
+/// sender is gone: one writer leaving is not an error to a reader of
+/// others (the protocol decides when to stop).
+fn reader_of_two_outlives_one(name: &str) {
+    let m = by_name(name).unwrap_or_else(|| panic!("{name} is not registered"));
+    let topology =
+        Topology { processes: 3, max_message_bytes: SIZE, links: vec![(0, 2), (1, 2), (0, 1)], groups: vec![] };
+    let reports = run_processes(&*m, &topology, &options(), &|me, ep| match me {
+        0 => {
+            ep.send_to(2, b"from 0")?;
+            ep.send_to(1, b"bye")?;
+            Ok(Vec::new())
+        }
+        1 => {
+            while !until_gone(ep.recv_with(SIZE, &mut |_, _| {}))? {}
+            // Gives process 2 time to find 0's stream ended before this
+            // message comes (what a reader must survive); the outcome
+            // does not depend on it.
+            std::thread::sleep(Duration::from_millis(50));
+            ep.send_to(2, b"from 1")?;
+            Ok(Vec::new())
+        }
+        _ => {
+            let mut got = Vec::new();
+            while !until_gone(ep.recv_with(SIZE, &mut |from, msg| got.push((from, msg.to_vec()))))? {}
+            got.sort();
+            Ok(format!("{got:?}").into_bytes())
+        }
+    })
+    .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let want = format!("{:?}", [(0usize, b"from 0".to_vec()), (1, b"from 1".to_vec())]);
+    assert_eq!(String::from_utf8_lossy(&reports[2]), want);
+}
+
 #[test]
 fn unix_dgram_writer() {
     writer_learns_reader_died("unix-dgram");
 }
 
 macro_rules! death_tests {
-    ($($writer:ident, $reader:ident => $name:literal),* $(,)?) => {
+    ($($writer:ident, $reader:ident, $outlives:ident => $name:literal),* $(,)?) => {
         $(
             #[test]
             fn $writer() {
@@ -83,15 +118,19 @@ macro_rules! death_tests {
             fn $reader() {
                 reader_learns_writer_died($name);
             }
+            #[test]
+            fn $outlives() {
+                reader_of_two_outlives_one($name);
+            }
         )*
     };
 }
 
 death_tests! {
-    pipe_writer, pipe_reader => "pipe",
-    unix_stream_writer, unix_stream_reader => "unix-stream",
-    tcp_writer, tcp_reader => "tcp",
-    cma_writer, cma_reader => "cma",
-    shmem_pipe_writer, shmem_pipe_reader => "shmem-pipe",
-    vmsplice_writer, vmsplice_reader => "vmsplice",
+    pipe_writer, pipe_reader, pipe_outlives => "pipe",
+    unix_stream_writer, unix_stream_reader, unix_stream_outlives => "unix-stream",
+    tcp_writer, tcp_reader, tcp_outlives => "tcp",
+    cma_writer, cma_reader, cma_outlives => "cma",
+    shmem_pipe_writer, shmem_pipe_reader, shmem_pipe_outlives => "shmem-pipe",
+    vmsplice_writer, vmsplice_reader, vmsplice_outlives => "vmsplice",
 }

@@ -95,6 +95,7 @@ impl Prepared for VmsplicePrepared {
             data,
             acks,
             next: 0,
+            ended: false,
         }))
     }
 }
@@ -111,6 +112,8 @@ struct VmspliceEndpoint {
     /// acknowledges our messages.
     ack_in: Vec<Option<usize>>,
     next: usize,
+    /// Whether a data pipe ended (its sender exited): it was dropped.
+    ended: bool,
 }
 
 /// Splices every byte of `parts` into the pipe `fd`, retrying on EINTR and
@@ -197,14 +200,31 @@ impl Endpoint for VmspliceEndpoint {
     }
 
     fn recv_any(&mut self, buf: &mut [u8]) -> Result<Received, TransportError> {
-        if self.data.inc.is_empty() {
-            return Err(TransportError::Topology(format!("no peer sends to {}", self.me)));
-        }
-        let i = fd_stream::wait_readable(NAME, &self.data.inc, self.next)?;
+        let mut h = [0u8; HEADER_BYTES];
+        let i = loop {
+            if self.data.inc.is_empty() && self.ended {
+                return Err(TransportError::PeerGone { mechanism: NAME, peer: None });
+            }
+            if self.data.inc.is_empty() {
+                return Err(TransportError::Topology(format!("no peer sends to {}", self.me)));
+            }
+            let i = fd_stream::wait_readable(NAME, &self.data.inc, self.next)?;
+            let (from, fd) = (self.data.inc[i].0, self.data.inc[i].1.as_fd());
+            match fd_stream::read_exact(NAME, fd, from, &mut h) {
+                Ok(()) => break i,
+                // A data pipe that ends between frames stays readable (end
+                // of file) for good: drop it, as a sender that left is not
+                // an error to a receiver of others.
+                Err(TransportError::PeerGone { .. }) => {
+                    self.data.inc.remove(i);
+                    self.ended = true;
+                    self.next = 0;
+                }
+                Err(e) => return Err(e),
+            }
+        };
         self.next = i + 1;
         let (from, fd) = (self.data.inc[i].0, self.data.inc[i].1.as_fd());
-        let mut h = [0u8; HEADER_BYTES];
-        fd_stream::read_exact(NAME, fd, from, &mut h)?;
         let len = fd_stream::parse_header(NAME, &h, from, self.max, buf.len())?;
         fd_stream::read_exact(NAME, fd, from, &mut buf[..len])?;
         // The whole frame is out of the pipe: release the sender's pages.
