@@ -13,11 +13,24 @@
 
 use std::time::Duration;
 
+use corecast_bench::harness::spawn::Body;
 use corecast_bench::harness::{run_processes, BenchError, RunOptions};
 use corecast_bench::mechanisms::by_name;
 use corecast_bench::transport::{Topology, TransportError};
 
 const SIZE: usize = 64 * 1024;
+
+/// One run at a time: a process forked while another test's run is being
+/// prepared inherits that run's pipe and socket ends and holds them open
+/// until it exits, hiding the deaths the other test waits to see (as the
+/// parent's own copies did). The suite runs one point at a time.
+static ONE_RUN_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn run(name: &str, topology: &Topology, body: &Body<'_>) -> Vec<Vec<u8>> {
+    let m = by_name(name).unwrap_or_else(|| panic!("{name} is not registered"));
+    let _alone = ONE_RUN_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    run_processes(&*m, topology, &options(), body).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
 
 /// One link, process 0 to process 1.
 fn one_link() -> Topology {
@@ -39,31 +52,27 @@ fn until_gone(result: Result<(), TransportError>) -> Result<bool, BenchError> {
 
 /// Process 1 exits at once without reading; process 0 sends until told.
 fn writer_learns_reader_died(name: &str) {
-    let m = by_name(name).unwrap_or_else(|| panic!("{name} is not registered"));
     let msg = vec![7u8; SIZE];
-    let reports = run_processes(&*m, &one_link(), &options(), &|me, ep| {
+    let reports = run(name, &one_link(), &|me, ep| {
         if me == 1 {
             return Ok(Vec::new());
         }
         while !until_gone(ep.send_to(1, &msg))? {}
         Ok(b"told".to_vec())
-    })
-    .unwrap_or_else(|e| panic!("{name}: {e}"));
+    });
     assert_eq!(reports[0], b"told");
 }
 
 /// Process 0 exits at once without writing; process 1 reads until told.
 fn reader_learns_writer_died(name: &str) {
-    let m = by_name(name).unwrap_or_else(|| panic!("{name} is not registered"));
-    let reports = run_processes(&*m, &one_link(), &options(), &|me, ep| {
+    let reports = run(name, &one_link(), &|me, ep| {
         if me == 0 {
             return Ok(Vec::new());
         }
         let mut delivered = 0usize;
         while !until_gone(ep.recv_with(SIZE, &mut |_, _| delivered += 1))? {}
         Ok(delivered.to_le_bytes().to_vec())
-    })
-    .unwrap_or_else(|e| panic!("{name}: {e}"));
+    });
     assert_eq!(reports[1], 0usize.to_le_bytes(), "nothing was sent");
 }
 
@@ -72,10 +81,9 @@ fn reader_learns_writer_died(name: &str) {
 /// sender is gone: one writer leaving is not an error to a reader of
 /// others (the protocol decides when to stop).
 fn reader_of_two_outlives_one(name: &str) {
-    let m = by_name(name).unwrap_or_else(|| panic!("{name} is not registered"));
     let topology =
         Topology { processes: 3, max_message_bytes: SIZE, links: vec![(0, 2), (1, 2), (0, 1)], groups: vec![] };
-    let reports = run_processes(&*m, &topology, &options(), &|me, ep| match me {
+    let reports = run(name, &topology, &|me, ep| match me {
         0 => {
             ep.send_to(2, b"from 0")?;
             ep.send_to(1, b"bye")?;
@@ -96,8 +104,7 @@ fn reader_of_two_outlives_one(name: &str) {
             got.sort();
             Ok(format!("{got:?}").into_bytes())
         }
-    })
-    .unwrap_or_else(|e| panic!("{name}: {e}"));
+    });
     let want = format!("{:?}", [(0usize, b"from 0".to_vec()), (1, b"from 1".to_vec())]);
     assert_eq!(String::from_utf8_lossy(&reports[2]), want);
 }

@@ -194,11 +194,8 @@ impl Endpoint for StreamEndpoint {
     fn recv_with(&mut self, _max_len: usize, read: &mut Reader<'_>) -> Result<(), TransportError> {
         loop {
             let n = self.inboxes.len();
-            if n == 0 && self.ended {
-                return Err(TransportError::PeerGone { mechanism: self.name, peer: None });
-            }
             if n == 0 {
-                return Err(TransportError::Topology(format!("no peer sends to {}", self.me)));
+                return Err(fd_stream::nothing_to_read(self.name, self.me, self.ended));
             }
             for k in 0..n {
                 let i = (self.next + k) % n;

@@ -53,6 +53,16 @@ pub(crate) fn take_fds(links: &mut Vec<FdLink>, processes: usize, me: PeerId) ->
     PeerFds { out, inc }
 }
 
+/// Why a receive has no incoming link to read: every writer's stream ended
+/// (`ended`: `PeerGone`), or no peer ever sent to `me`.
+pub(crate) fn nothing_to_read(name: &'static str, me: PeerId, ended: bool) -> TransportError {
+    if ended {
+        TransportError::PeerGone { mechanism: name, peer: None }
+    } else {
+        TransportError::Topology(format!("no peer sends to {me}"))
+    }
+}
+
 /// `groups` indexed like the topology's, `Some(members)` where `me` sends.
 pub(crate) fn my_groups(groups: &[Group], me: PeerId) -> Vec<Option<Vec<PeerId>>> {
     groups.iter().map(|g| (g.from == me).then(|| g.members.clone())).collect()

@@ -202,11 +202,8 @@ impl Endpoint for VmspliceEndpoint {
     fn recv_any(&mut self, buf: &mut [u8]) -> Result<Received, TransportError> {
         let mut h = [0u8; HEADER_BYTES];
         let i = loop {
-            if self.data.inc.is_empty() && self.ended {
-                return Err(TransportError::PeerGone { mechanism: NAME, peer: None });
-            }
             if self.data.inc.is_empty() {
-                return Err(TransportError::Topology(format!("no peer sends to {}", self.me)));
+                return Err(fd_stream::nothing_to_read(NAME, self.me, self.ended));
             }
             let i = fd_stream::wait_readable(NAME, &self.data.inc, self.next)?;
             let (from, fd) = (self.data.inc[i].0, self.data.inc[i].1.as_fd());
