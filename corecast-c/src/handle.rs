@@ -220,7 +220,7 @@ pub(crate) fn close_with<H: Handle>(handle: *mut H, last: impl FnOnce(H::Object)
 #[inline]
 pub(crate) fn put<V>(out: *mut V, name: &str, value: V) -> c_int {
     if out.is_null() {
-        return fail(CORECAST_INVALID_ARGUMENT, format!("`{name}` is NULL"));
+        return null_argument(name);
     }
     // SAFETY: a non-NULL out-parameter points to writable memory for a V
     // (the API's contract); `write` neither reads nor drops the old value.
@@ -241,9 +241,17 @@ pub(crate) fn put_optional<V>(out: *mut V, value: V) {
 #[inline]
 pub(crate) fn require<V>(out: *const V, name: &str) -> Result<(), c_int> {
     if out.is_null() {
-        return Err(fail(CORECAST_INVALID_ARGUMENT, format!("`{name}` is NULL")));
+        return Err(null_argument(name));
     }
     Ok(())
+}
+
+/// The status of a NULL argument `name`: kept out of line, so the message
+/// it formats costs the calls that pass every argument nothing.
+#[cold]
+#[inline(never)]
+fn null_argument(name: &str) -> c_int {
+    fail(CORECAST_INVALID_ARGUMENT, format!("`{name}` is NULL"))
 }
 
 /// The UTF-8 text of a NUL-terminated C string.
