@@ -71,3 +71,15 @@ fn a_sender_asleep_for_room_allocates_nothing() {
     timed_out();
     assert_eq!(allocations_in(|| (0..3).for_each(|_| timed_out())), 0);
 }
+
+#[test]
+fn waiting_on_several_receivers_allocates_once_per_call() {
+    let (prices, orders) = (channel("any-a"), channel("any-b"));
+    let (_pa, _oa) = (prices.sender().unwrap(), orders.sender().unwrap());
+    let (mut a, mut b) = (prices.receiver().unwrap(), orders.receiver().unwrap());
+    let mut timed_out = || assert_eq!(corecast::wait_any(&mut [&mut a, &mut b], Some(NAP)).unwrap(), None);
+    timed_out();
+    // The list of the receivers' buffers; their sleep values themselves
+    // are read into buffers the receivers keep.
+    assert_eq!(allocations_in(|| (0..3).for_each(|_| timed_out())), 3);
+}

@@ -35,19 +35,18 @@ pub fn wait_any(receivers: &mut [&mut Receiver], timeout: Option<Duration>) -> R
     if words > 128 {
         return wait_any_fds(receivers, deadline);
     }
+    // Each receiver's kept buffer of sleep values, lent for one sleep at a
+    // time: a wait allocates nothing once its receivers have slept before.
+    let mut values: Vec<Vec<u32>> = Vec::with_capacity(receivers.len());
     loop {
         if let Some(i) = receivers.iter_mut().position(|rx| !matches!(rx.ready(), Err(RecvError::WouldBlock))) {
             return Ok(Some(i));
         }
         let Some(budget) = sleep_budget(deadline) else { return Ok(None) };
-        let values: Vec<Vec<u32>> = receivers
-            .iter()
-            .map(|rx| {
-                let mut v = Vec::new();
-                rx.read_sleep_values(&mut v);
-                v
-            })
-            .collect();
+        values.extend(receivers.iter_mut().map(|rx| std::mem::take(&mut rx.sleep_values)));
+        for (rx, v) in receivers.iter().zip(values.iter_mut()) {
+            rx.read_sleep_values(v);
+        }
         receivers.iter_mut().for_each(|rx| rx.arm_futex_word());
         let armed = super::barrier_for_senders_of(receivers);
         let mut idle = armed.is_ok();
@@ -60,10 +59,11 @@ pub fn wait_any(receivers: &mut [&mut Receiver], timeout: Option<Duration>) -> R
         } else {
             Ok(futex::Woken::Changed)
         };
-        receivers.iter().for_each(|rx| {
+        for (rx, v) in receivers.iter_mut().zip(values.drain(..)) {
             robust::cascade(rx.link.membership.keeper_word());
             rx.disarm_futex();
-        });
+            rx.sleep_values = v;
+        }
         armed?;
         r.map_err(|e| RecvError::Io { op: "futex wait", source: e.into() })?;
     }
