@@ -53,22 +53,28 @@ pub fn count(s: &str) -> Result<usize, String> {
     }
 }
 
-/// `all` (every registered mechanism) or the names given.
+/// The mechanisms named, in order, without repeats: `all` stands for every
+/// registered mechanism, so `all,corecast+copy` adds a copying variant to
+/// them.
 pub fn mechanisms(names: &[String]) -> Result<Vec<Box<dyn Mechanism>>> {
-    let every = mechanisms::all();
-    if every.is_empty() {
+    let every = mechanisms::all;
+    if every().is_empty() {
         bail!("no mechanisms are registered in this build");
     }
-    if names.iter().any(|n| n.trim() == "all") {
-        return Ok(every);
-    }
-    let known = || every.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ");
+    let known = || every().iter().map(|m| m.name()).collect::<Vec<_>>().join(", ");
     let mut out: Vec<Box<dyn Mechanism>> = Vec::new();
     for name in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
-        match mechanisms::by_name(name) {
-            Some(m) if !out.iter().any(|o| o.name() == name) => out.push(m),
-            Some(_) => {}
-            None => bail!("unknown mechanism `{name}`; known: {}", known()),
+        let named = match name {
+            "all" => every(),
+            _ => match mechanisms::by_name(name) {
+                Some(m) => vec![m],
+                None => bail!("unknown mechanism `{name}`; known: {}", known()),
+            },
+        };
+        for m in named {
+            if !out.iter().any(|o| o.name() == m.name()) {
+                out.push(m);
+            }
         }
     }
     if out.is_empty() {
@@ -97,5 +103,23 @@ mod tests {
         assert_eq!(size("64KiB").unwrap(), 65536);
         assert_eq!(size("1M").unwrap(), 1 << 20);
         assert!(size("0").is_err() && size("1T").is_err());
+    }
+
+    fn names(list: &str) -> Vec<String> {
+        let given: Vec<String> = list.split(',').map(str::to_string).collect();
+        mechanisms(&given).expect("known names").iter().map(|m| m.name().to_string()).collect()
+    }
+
+    #[test]
+    fn all_stands_for_every_mechanism_and_other_names_add_to_it() {
+        let every: Vec<String> = mechanisms::all().iter().map(|m| m.name().to_string()).collect();
+        assert_eq!(names("all"), every);
+        let mut with_copy = every.clone();
+        with_copy.push("corecast+copy".to_string());
+        assert_eq!(names("all,corecast+copy"), with_copy);
+        assert_eq!(names("corecast+copy,all,corecast+copy")[0], "corecast+copy");
+        assert_eq!(names("all,corecast+copy,all").len(), every.len() + 1, "no repeats");
+        assert_eq!(names("pipe, pipe ,corecast"), ["pipe", "corecast"]);
+        assert!(mechanisms(&["no-such".to_string()]).is_err());
     }
 }
