@@ -1,8 +1,6 @@
 //! Who measured: the machine, the tool's version and commit, and the command
 //! line, collected once per run and copied into every record.
 
-use std::process::Command;
-
 use serde::Serialize;
 
 use super::machine::Machine;
@@ -35,21 +33,27 @@ impl Provenance {
     }
 }
 
-/// The commit the suite was built from: `git rev-parse HEAD` in the source
-/// checkout at run time (with `-dirty` when tracked files differ), else the
-/// `CORECAST_GIT_COMMIT` environment variable at build time (for builds
-/// outside a checkout), else `None`.
+/// The commit the suite was built from, with `-dirty` when the workspace's
+/// sources differed from it at build time: fixed by the build script, so a
+/// binary run after the checkout moved still names its own code. Outside a
+/// git checkout, the `CORECAST_GIT_COMMIT` environment variable at build
+/// time, else `None`.
 pub fn git_commit() -> Option<String> {
-    let dir = env!("CARGO_MANIFEST_DIR");
-    let git = |args: &[&str]| -> Option<String> {
-        let out = Command::new("git").arg("-C").arg(dir).args(args).output().ok()?;
-        out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
-    };
-    match git(&["rev-parse", "HEAD"]).filter(|c| c.len() >= 7) {
-        Some(commit) => {
-            let dirty = git(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
-            Some(if dirty { format!("{commit}-dirty") } else { commit })
-        }
-        None => option_env!("CORECAST_GIT_COMMIT").map(str::to_string),
+    option_env!("CORECAST_BUILD_COMMIT").map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::process::Command;
+
+    /// The build script reruns when HEAD moves: a test binary, built for
+    /// the checkout it tests, names that checkout's commit.
+    #[test]
+    fn records_name_the_commit_checked_out_when_the_suite_was_built() {
+        let head = Command::new("git").args(["-C", env!("CARGO_MANIFEST_DIR"), "rev-parse", "HEAD"]).output();
+        let Some(head) = head.ok().filter(|o| o.status.success()) else { return };
+        let head = String::from_utf8_lossy(&head.stdout).trim().to_string();
+        let built = super::git_commit().expect("a build inside a checkout knows its commit");
+        assert_eq!(built.strip_suffix("-dirty").unwrap_or(&built), head);
     }
 }

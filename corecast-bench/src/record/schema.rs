@@ -219,7 +219,7 @@ pub struct Record {
     pub machine: Machine,
     /// Version of the corecast suite that measured it.
     pub tool_version: String,
-    /// Commit of the suite's source, when known.
+    /// Commit the suite was built from (`-dirty`: its sources differed), when known.
     pub git_commit: Option<String>,
     /// When the point finished, RFC 3339 UTC.
     pub timestamp: String,
