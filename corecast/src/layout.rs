@@ -275,13 +275,15 @@ impl Arm {
     /// their stamp store and their read of this word (the receiver arms
     /// without a process-wide barrier, see `notify`).
     pub(crate) const PEERS_FENCE: u32 = 1 << 31;
+    /// The bits of a word that hold its mode.
+    pub(crate) const MODE_MASK: u32 = 3;
 
     pub(crate) fn word(count: u32, mode: u32) -> u32 {
         (count << 2) | mode
     }
 
     pub(crate) fn mode(word: u32) -> u32 {
-        word & 3
+        word & Self::MODE_MASK
     }
 }
 

@@ -172,6 +172,19 @@ impl Receiver {
 }
 
 #[cfg(all(test, not(loom)))]
+impl Receiver {
+    /// Arms as a receiver about to sleep on its futex does, or disarms:
+    /// for tests of what senders do for a sleeper.
+    pub(crate) fn set_armed_for_test(&mut self, armed: bool) {
+        if armed {
+            self.arm_futex_word();
+        } else {
+            self.disarm_futex();
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use crate::sys::membarrier;

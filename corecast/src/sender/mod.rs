@@ -2,6 +2,7 @@
 
 mod late;
 mod loan;
+mod receivers;
 mod room;
 
 use std::time::{Duration, Instant};
@@ -83,7 +84,7 @@ impl Sender {
         let smap = Mapping::new(&sfd, size, true).map_err(ChannelError::io("map sequencer"))?;
         let sequencer = Sequencer::open(smap, &g).map_err(ChannelError::Corrupt)?;
         let room = Room {
-            receivers: peers::empty(g.max_receivers as usize),
+            receivers: receivers::Receivers::empty(g.max_receivers as usize),
             notified: Notified::new(g.max_receivers as usize),
             generation: link.membership.generation().wrapping_sub(1),
             limit: 0,
@@ -425,18 +426,21 @@ impl Sender {
             notify::progress_made();
         }
         let mut ring_bell = false;
-        for (i, p) in self.room.receivers.mapped() {
-            let sleeping = &p.region.header().sleeping.0;
-            let mut word = sleeping.load(Ordering::Relaxed);
-            if word & Arm::PEERS_FENCE != 0 && !fenced {
-                notify::progress_made();
-                fenced = true;
-                word = sleeping.load(Ordering::Relaxed);
-            }
-            match self.room.notified.take(i, word) {
-                Some(Arm::FUTEX) => ring_bell = true,
-                Some(Arm::EVENT_FD) => wakefd::signal(&p.wake),
-                _ => {}
+        // Most publishes find no arm word set and skip the look at each.
+        if self.room.receivers.any_arm_word_set() {
+            for (i, p) in self.room.receivers.mapped() {
+                let sleeping = &p.region.header().sleeping.0;
+                let mut word = sleeping.load(Ordering::Relaxed);
+                if word & Arm::PEERS_FENCE != 0 && !fenced {
+                    notify::progress_made();
+                    fenced = true;
+                    word = sleeping.load(Ordering::Relaxed);
+                }
+                match self.room.notified.take(i, word) {
+                    Some(Arm::FUTEX) => ring_bell = true,
+                    Some(Arm::EVENT_FD) => wakefd::signal(&p.wake),
+                    _ => {}
+                }
             }
         }
         if ring_bell {

@@ -4,20 +4,21 @@
 
 use std::time::Instant;
 
+use super::receivers::Receivers;
 use crate::error::ChannelError;
 use crate::layout::{Geometry, START_PENDING, STATE_LIVE};
 use crate::link::Link;
 use crate::notify::Notified;
 use crate::peers::{self, PeerTable};
 use crate::proto::Op;
-use crate::region::{ReceiverRegion, SenderRegion};
+use crate::region::SenderRegion;
 use crate::ring;
 use crate::sync::Ordering;
 
 /// What the sender knows about receivers, for back-pressure and wake-ups.
 #[derive(Debug)]
 pub(super) struct Room {
-    pub(super) receivers: PeerTable<ReceiverRegion>,
+    pub(super) receivers: Receivers,
     /// Once-per-arming bookkeeping for receivers' sleep words.
     pub(super) notified: Notified,
     pub(super) generation: u32,
@@ -213,16 +214,7 @@ impl Room {
 
     pub(super) fn refresh(&mut self, link: &Link, g: &Geometry) -> Result<(), ChannelError> {
         self.refresh_senders(link, g)?;
-        let notified = &mut self.notified;
-        peers::refresh(
-            link,
-            Op::FetchReceivers,
-            &mut self.receivers,
-            ReceiverRegion::bytes(),
-            |_| true,
-            |map| ReceiverRegion::open(map).map(Some).map_err(ChannelError::Corrupt),
-            |i| notified.forget(i),
-        )
+        self.receivers.refresh(link, &mut self.notified)
     }
 
     /// Maps the other senders' regions (read-only), for their claim words.
