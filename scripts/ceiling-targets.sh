@@ -5,8 +5,9 @@
 # it), ping-pong on two CPUs and with both processes on one, the 1 MiB
 # memcpy reference, the snapshot gather at 8 nodes and PaxosInside at 64 B.
 # Each workload runs its whole grid `ROUNDS` times in turn, so ratios are
-# read round by round. Takes about 25 minutes with 3 rounds; run nothing
-# else meanwhile (a second load spoils the numbers).
+# read round by round. Takes about 12 minutes with 3 rounds (18 with 5)
+# on a 2-CPU machine; run nothing else meanwhile (a second load spoils the
+# numbers).
 #
 #   bash scripts/ceiling-targets.sh OUT_DIR [ROUNDS]
 #
