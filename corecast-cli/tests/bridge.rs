@@ -260,12 +260,12 @@ fn sender(dir: &Path, sizes: &'static [usize], count: u64, pace: Duration) -> Pr
 /// "ready", then receives until it has seen number `until` (told later on
 /// its go pipe as "FIRST UNTIL"), checking each message (warm-ups: size 8),
 /// and reports "got N gaps G missing M first F": N messages from FIRST on,
-/// G gap reports naming M numbers, F the first number it heard of. Every
-/// number is delivered or named by a gap, in order, exactly once.
-/// A receiver on the host of `dir`; a gap may name at most `named_again`
-/// numbers it already delivered (a delivering bridge restarted after a
-/// delivery its state file had not recorded names that one again: the
-/// bridge's documented, conservative side), and none it has not reached.
+/// G gap reports naming M numbers not delivered, F the first number it
+/// heard of. Every number is delivered or named by a gap, in order; a gap
+/// may also name up to `named_again` numbers already delivered (a
+/// delivering bridge restarted after a delivery its state file had not
+/// recorded names that one again: the bridge's documented, conservative
+/// side), never one not yet reached.
 fn receiver(dir: &Path, sizes: &'static [usize], named_again: u64) -> Proc {
     spawn(dir, move |w, go| {
         let chan = loop {
