@@ -114,8 +114,10 @@ pub extern "C" fn corecast_channel_set_deadline_ns(channel: *mut corecast_channe
     })
 }
 
-/// The process id of the channel's keeper.
+/// The process id of the channel's keeper as this process sees it; 0 when
+/// the keeper runs in a PID namespace not visible from here (a channel
+/// another container created).
 #[no_mangle]
 pub extern "C" fn corecast_channel_keeper_pid(channel: *mut corecast_channel_t, out: *mut u32) -> c_int {
-    handle::with(channel, |c| put(out, "out", c.keeper_pid()))
+    handle::with(channel, |c| put(out, "out", c.keeper_pid().unwrap_or(0)))
 }

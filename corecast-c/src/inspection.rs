@@ -53,7 +53,7 @@ pub extern "C" fn corecast_inspection_close(inspection: *mut corecast_inspection
     handle::close(inspection)
 }
 
-/// Numbers claimed so far (messages sent, voids included); the keeper's pid;
+/// Numbers claimed so far (messages sent, voids included); the keeper's pid as this process sees it (0: not visible from here);
 /// whether the keeper is alive (1) or not (0); how often it repaired a
 /// tampered sequencer. Every out-parameter may be NULL.
 #[no_mangle]
@@ -66,7 +66,7 @@ pub extern "C" fn corecast_inspection_summary(
 ) -> c_int {
     handle::with(inspection, |s| {
         put_optional(sent, s.sent);
-        put_optional(keeper_pid, s.keeper_pid);
+        put_optional(keeper_pid, s.keeper_pid.unwrap_or(0));
         put_optional(keeper_alive, c_int::from(s.keeper_alive));
         put_optional(tampered, s.tampered);
         CORECAST_OK
@@ -86,7 +86,7 @@ fn member(s: &ChannelStatus, k: usize) -> Result<&MemberStatus, c_int> {
 }
 
 /// Member `k` (0 to count - 1): whether it is a sender (1) or a receiver
-/// (0), its index among those, its pid and its state (a
+/// (0), its index among those, its pid as this process sees it (0: not visible from here) and its state (a
 /// `corecast_member_state`). Every out-parameter may be NULL.
 #[no_mangle]
 pub extern "C" fn corecast_inspection_member(
@@ -101,7 +101,7 @@ pub extern "C" fn corecast_inspection_member(
         let m = &tri!(member(s, k)).member;
         put_optional(is_sender, c_int::from(m.is_sender));
         put_optional(index, m.index as u32);
-        put_optional(pid, m.pid);
+        put_optional(pid, m.pid.unwrap_or(0));
         put_optional(
             state,
             match m.state {

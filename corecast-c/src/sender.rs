@@ -326,7 +326,7 @@ pub extern "C" fn corecast_sender_late_receivers(
 }
 
 /// Late receiver `k` of the last list: its index among the receivers, its
-/// pid, how many messages it has not read, and for how long it has made no
+/// pid as this process sees it (0: not visible from here), how many messages it has not read, and for how long it has made no
 /// progress (ns). Every out-parameter may be NULL.
 #[no_mangle]
 pub extern "C" fn corecast_sender_late_receiver(
@@ -342,7 +342,7 @@ pub extern "C" fn corecast_sender_late_receiver(
             return fail(CORECAST_INVALID_ARGUMENT, format!("late receiver {k} out of range: {}", st.late.len()));
         };
         put_optional(index, late.index as u32);
-        put_optional(pid, late.pid);
+        put_optional(pid, late.pid.unwrap_or(0));
         put_optional(unread, late.unread);
         put_optional(stalled_ns, late.stalled_for.as_nanos().min(u128::from(u64::MAX)) as u64);
         CORECAST_OK

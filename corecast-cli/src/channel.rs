@@ -112,7 +112,7 @@ fn create(a: CreateArgs) -> Result<ExitCode> {
     println!(
         "created channel {:?} (keeper pid {}); holding it open until Ctrl-C or `corecast channel destroy {}`",
         a.name,
-        chan.keeper_pid(),
+        pid_text(chan.keeper_pid()),
         a.name
     );
     // Destroyed by someone else: the name is gone, stop holding it.
@@ -201,7 +201,8 @@ fn watch(name: &str, interval: Duration) -> Result<()> {
 pub fn render(s: &ChannelStatus, rate: Option<f64>) -> String {
     let c = &s.config;
     let mut out = String::new();
-    let _ = writeln!(out, "channel {}  keeper pid {}  delivery {}", s.name, s.keeper_pid, delivery_name(c.delivery));
+    let keeper = pid_text(s.keeper_pid);
+    let _ = writeln!(out, "channel {}  keeper pid {keeper}  delivery {}", s.name, delivery_name(c.delivery));
     let deadline = c.deadline.map_or("none".to_string(), |d| format!("{d:?}"));
     let _ = writeln!(
         out,
@@ -220,14 +221,17 @@ pub fn render(s: &ChannelStatus, rate: Option<f64>) -> String {
         let _ =
             writeln!(out, "copier dropped {} number(s) whose slot failed validation (a hostile sender's)", s.dropped);
     }
+    if s.contested != 0 {
+        let _ = writeln!(out, "{} number(s) published by two senders (one hostile): passed over", s.contested);
+    }
     if s.tampered != 0 {
         let _ = writeln!(out, "sequencer tampered with and repaired {} time(s) by the keeper", s.tampered);
     }
     let late = c.deadline.unwrap_or(Duration::MAX);
     let _ = writeln!(
         out,
-        "{:<9} {:>5} {:>8} {:<8} {:>12} {:>10} {:>12} {:>7}",
-        "role", "index", "pid", "state", "cursor", "lag", "oldest unread", "voided"
+        "{:<9} {:>5} {:>8} {:>10} {:<8} {:>12} {:>10} {:>12} {:>7}",
+        "role", "index", "pid", "process", "state", "cursor", "lag", "oldest unread", "voided"
     );
     for m in &s.members {
         let opt = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
@@ -236,9 +240,10 @@ pub fn render(s: &ChannelStatus, rate: Option<f64>) -> String {
             m.unread_for.map_or("-".to_string(), |d| format!("{d:.0?}{}", if d >= late { " LATE" } else { "" }));
         let _ = writeln!(
             out,
-            "{role:<9} {:>5} {:>8} {:<8} {:>12} {:>10} {:>12} {:>7}",
+            "{role:<9} {:>5} {:>8} {:>10} {:<8} {:>12} {:>10} {:>12} {:>7}",
             m.member.index,
-            m.member.pid,
+            pid_text(m.member.pid),
+            m.member.process,
             m.member.state,
             opt(m.cursor),
             opt(m.lag),
@@ -250,6 +255,12 @@ pub fn render(s: &ChannelStatus, rate: Option<f64>) -> String {
         let _ = writeln!(out, "(no members yet)");
     }
     out
+}
+
+/// A pid as this process sees it, or `-` for a process in a PID namespace
+/// not visible from here (another container).
+fn pid_text(pid: Option<u32>) -> String {
+    pid.map_or_else(|| "-".to_string(), |p| p.to_string())
 }
 
 fn delivery_name(d: Delivery) -> &'static str {
@@ -270,6 +281,7 @@ pub fn to_json(s: &ChannelStatus) -> Value {
                 "role": if m.member.is_sender { "sender" } else { "receiver" },
                 "index": m.member.index,
                 "pid": m.member.pid,
+                "process": m.member.process,
                 "state": m.member.state,
                 "cursor": m.cursor,
                 "lag": m.lag,
@@ -288,6 +300,7 @@ pub fn to_json(s: &ChannelStatus) -> Value {
         "deadline_ms": c.deadline.map(|d| d.as_millis() as u64),
         "delivery": delivery_name(c.delivery),
         "dropped": s.dropped,
+        "contested": s.contested,
         "sent": s.sent,
         "tampered": s.tampered,
         "keeper_alive": s.keeper_alive,

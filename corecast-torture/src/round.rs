@@ -147,7 +147,8 @@ impl Round<'_> {
 /// Runs `plan` on a fresh channel called `name`.
 pub fn run(name: &str, plan: RoundPlan) -> Result<RoundResult> {
     let chan = Channel::create(name, &plan.config).with_context(|| format!("creating channel {name}"))?;
-    let keeper_pid = chan.keeper_pid();
+    // The engine runs every process in one PID namespace: the keeper is visible.
+    let keeper_pid = chan.keeper_pid().unwrap_or(0);
     let mut chan = Some(chan);
     let mut second: Option<Channel> = None;
     let mut keeper_killed = false;
@@ -282,7 +283,7 @@ pub fn run(name: &str, plan: RoundPlan) -> Result<RoundResult> {
         tampered = first.status().map_or(0, |s| s.tampered);
     }
     let recreated = second.is_some();
-    let second_keeper = second.as_ref().map(Channel::keeper_pid);
+    let second_keeper = second.as_ref().and_then(Channel::keeper_pid);
     let mut name_kept = true;
     if let Some(second) = second {
         // Every member of the first channel is gone: its keeper exits, and
@@ -312,5 +313,5 @@ pub fn run(name: &str, plan: RoundPlan) -> Result<RoundResult> {
 }
 
 fn evicted(chan: &Channel) -> Vec<u32> {
-    chan.members().iter().filter(|m| !m.is_sender && m.state == "evicted").map(|m| m.pid).collect()
+    chan.members().iter().filter(|m| !m.is_sender && m.state == "evicted").filter_map(|m| m.pid).collect()
 }

@@ -91,7 +91,7 @@ pub fn run(name: &str, round: u32, plan: &SenderPlan, log: &mut Log, start: Opti
                         if let Err(e) = tx.evict(l) {
                             return fail(log, format!("sender {}: evict: {e}", plan.id));
                         }
-                        log.put(Event::Evicted { index: l.index as u32, pid: l.pid });
+                        log.put(Event::Evicted { index: l.index as u32, pid: l.pid.unwrap_or(0) });
                     }
                 }
                 Err(SendError::Timeout) => {

@@ -24,16 +24,6 @@ pub(crate) fn may_open(path: &Path, uid: u32, gid: u32, groups: &[u32]) -> bool 
     mode & 0o002 != 0
 }
 
-/// Supplementary groups of process `pid`, from /proc (empty if unknown).
-pub(crate) fn groups_of(pid: u32) -> Vec<u32> {
-    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else { return Vec::new() };
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Groups:"))
-        .map(|g| g.split_whitespace().filter_map(|x| x.parse().ok()).collect())
-        .unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,10 +3,12 @@
 use crate::copier::Plan;
 use crate::create::bind_and_start;
 use crate::error::ChannelError;
+use crate::identity::PidsHere;
 use crate::keeper::Kind;
 use crate::layout::{Geometry, KIND_BROADCAST, STATE_DEAD, STATE_EVICTED, STATE_FREE, STATE_LEFT, STATE_LIVE};
 use crate::link::{channel_dir, check_dir, feed_path, path_of, Link};
-use crate::proto::{self, Op};
+use crate::options::OpenOptions;
+use crate::proto::Op;
 use crate::receiver::Receiver;
 use crate::region::ReceiverRegion;
 use crate::sender::Sender;
@@ -90,8 +92,14 @@ pub struct MemberInfo {
     pub is_sender: bool,
     /// Index among the senders or the receivers.
     pub index: usize,
-    /// Process id the kernel reported when it attached.
-    pub pid: u32,
+    /// Its process id as this process sees it (the kernel's record of who
+    /// attached, translated into this PID namespace); `None` when it runs
+    /// in a PID namespace not visible from here (another container).
+    pub pid: Option<u32>,
+    /// Its process, named the same in every namespace (the pidfs inode of
+    /// its pidfd, Linux 6.9 and later; 0 where the kernel has none): what
+    /// tells two members apart across containers.
+    pub process: u64,
     /// `"live"`, `"left"`, `"dead"`, `"evicted"` (a receiver a sender
     /// evicted) or `"excluded"` (a sender that corrupted its own region).
     pub state: &'static str,
@@ -121,8 +129,9 @@ pub struct ChannelStatus {
     pub name: String,
     /// Its properties.
     pub config: ChannelConfig,
-    /// Process id of its keeper.
-    pub keeper_pid: u32,
+    /// Process id of its keeper as this process sees it; `None` when the
+    /// keeper runs in a PID namespace not visible from here.
+    pub keeper_pid: Option<u32>,
     /// Numbers claimed so far (messages sent, including voids).
     pub sent: u64,
     /// Every member slot ever used, with progress for live receivers.
@@ -130,9 +139,12 @@ pub struct ChannelStatus {
     /// How often the keeper found the shared sequencer tampered with by a
     /// sender and repaired it.
     pub tampered: u32,
-    /// Non-equivocating channels: numbers the copier dropped because what
-    /// a sender left in its slot failed validation (always 0 otherwise).
+    /// Non-equivocating channels: numbers the copier passed over for every
+    /// receiver because two senders published them (always 0 otherwise).
     pub dropped: u32,
+    /// Numbers two senders published (one of them hostile), as receivers
+    /// reported them and the keeper checked: each was passed over.
+    pub contested: u32,
     /// Whether the keeper is alive (a killed keeper closes the channel);
     /// for a non-equivocating channel, both keepers (feed and receivers').
     pub keeper_alive: bool,
@@ -167,6 +179,12 @@ impl Channel {
     /// # Ok::<(), ChannelError>(())
     /// ```
     pub fn create(name: &str, config: &ChannelConfig) -> Result<Channel, ChannelError> {
+        Channel::create_with(name, config, &OpenOptions::default())
+    }
+
+    /// [`Channel::create`] with the keeper's request timeout of `options`
+    /// (its expected owner is not checked: the caller becomes the owner).
+    pub fn create_with(name: &str, config: &ChannelConfig, options: &OpenOptions) -> Result<Channel, ChannelError> {
         let path = path_of(name)?;
         let geometry = config.geometry();
         geometry.check().map_err(ChannelError::InvalidConfig)?;
@@ -183,7 +201,7 @@ impl Channel {
                 Kind::Broadcast(Box::new(move || plan.run()))
             }
         };
-        let link = bind_and_start(name, path, geometry, deadline_ms, mode, kind)?;
+        let link = bind_and_start(name, path, geometry, deadline_ms, mode, kind, options)?;
         let mut chan = Channel { link, feed: None };
         if config.delivery == Delivery::NonEquivocating {
             // A copier that cannot start destroys the channel.
@@ -191,16 +209,22 @@ impl Channel {
                 ChannelError::Destroyed(_) => ChannelError::CopierFailed(name.into()),
                 e => e,
             })?;
-            chan.feed = Some(Link::connect_feed(name)?);
+            chan.feed = Some(Link::connect_feed(name, options)?);
         }
         Ok(chan)
     }
 
     /// Opens an existing channel by name.
     pub fn open(name: &str) -> Result<Channel, ChannelError> {
-        let link = Link::connect(name)?;
+        Channel::open_with(name, &OpenOptions::default())
+    }
+
+    /// Opens an existing channel by name, holding it to `options` (for
+    /// example, the user it must belong to).
+    pub fn open_with(name: &str, options: &OpenOptions) -> Result<Channel, ChannelError> {
+        let link = Link::connect(name, options)?;
         let feed = match link.membership.kind() {
-            KIND_BROADCAST => Some(Link::connect_feed(name)?),
+            KIND_BROADCAST => Some(Link::connect_feed(name, options)?),
             _ => None,
         };
         Ok(Channel { link, feed })
@@ -222,12 +246,12 @@ impl Channel {
 
     /// Attaches a new sender that waits with `wait`.
     pub fn sender_with(&self, wait: WaitStrategy) -> Result<Sender, ChannelError> {
-        let name = &self.link.name;
+        let (name, options) = (&self.link.name, &self.link.options);
         match self.feed {
             // It sends into the feed and holds a handle on this channel,
             // whose end (destroyed, keeper gone) it must see.
-            Some(_) => Sender::open_fed(Link::connect_feed(name)?, Link::connect(name)?, wait),
-            None => Sender::open(Link::connect(name)?, wait),
+            Some(_) => Sender::open_fed(Link::connect_feed(name, options)?, Link::connect(name, options)?, wait),
+            None => Sender::open(Link::connect(name, options)?, wait),
         }
     }
 
@@ -239,7 +263,7 @@ impl Channel {
 
     /// Attaches a new receiver that waits with `wait`.
     pub fn receiver_with(&self, wait: WaitStrategy) -> Result<Receiver, ChannelError> {
-        Receiver::open(Link::connect(&self.link.name)?, wait)
+        Receiver::open(Link::connect(&self.link.name, &self.link.options)?, wait)
     }
 
     /// The channel's name.
@@ -268,7 +292,8 @@ impl Channel {
 
     /// Changes the deadline of R8 for every sender (`None`: wait forever).
     /// In a non-equivocating channel it also bounds how long a sender may
-    /// hold a number unpublished in the feed.
+    /// hold a number unpublished in the feed. Only the channel's owner (or
+    /// root) may: [`ChannelError::OwnerOnly`] for anyone else.
     pub fn set_deadline(&self, deadline: Option<std::time::Duration>) -> Result<(), ChannelError> {
         let ms = u64::from(deadline_ms(deadline)?);
         if let Some(feed) = &self.feed {
@@ -283,15 +308,22 @@ impl Channel {
         &self.feed.as_ref().unwrap_or(&self.link).membership
     }
 
-    /// Process id of the channel's keeper.
-    pub fn keeper_pid(&self) -> u32 {
-        self.link.membership.keeper_pid()
+    /// Process id of the channel's keeper as this process sees it; `None`
+    /// when the keeper runs in a PID namespace not visible from here (a
+    /// channel another container created).
+    pub fn keeper_pid(&self) -> Option<u32> {
+        self.link.keeper_pid_here()
     }
 
     /// Every sender and receiver slot that has ever been used, with state.
     pub fn members(&self) -> Vec<MemberInfo> {
         let m = &self.link.membership;
         let s = self.senders_side();
+        let receivers_here = PidsHere::fetch(&self.link);
+        let senders_here = match &self.feed {
+            Some(feed) => PidsHere::fetch(feed),
+            None => PidsHere::fetch(&self.link),
+        };
         let senders = (0..s.geometry.max_senders as usize).map(|i| (true, i, s.sender(i)));
         let receivers = (0..m.geometry.max_receivers as usize).map(|i| (false, i, m.receiver(i)));
         senders
@@ -307,7 +339,11 @@ impl Channel {
                     STATE_EVICTED => "evicted",
                     _ => "corrupt",
                 };
-                Some(MemberInfo { is_sender, index, pid: e.pid.load(Ordering::Relaxed), state })
+                let pid = match is_sender {
+                    true => senders_here.pid(index, e),
+                    false => receivers_here.pid(m.geometry.max_senders as usize + index, e),
+                };
+                Some(MemberInfo { is_sender, index, pid, process: e.process.load(Ordering::Relaxed), state })
             })
             .collect()
     }
@@ -348,6 +384,7 @@ impl Channel {
             members,
             tampered: self.senders_side().header().tampered.load(Ordering::Relaxed),
             dropped: ms.dropped.load(Ordering::Relaxed),
+            contested: self.senders_side().header().contested.load(Ordering::Relaxed),
             keeper_alive: self.link.membership.keeper_alive()
                 && self.feed.as_ref().is_none_or(|f| f.membership.keeper_alive()),
         })
@@ -356,18 +393,15 @@ impl Channel {
     /// Removes the name: nobody can open the channel any more; attached
     /// endpoints get [`crate::SendError::Destroyed`] /
     /// [`crate::RecvError::Destroyed`] once drained, and the resources go
-    /// when the last of them closes.
+    /// when the last of them closes. Only the channel's owner (or root)
+    /// may: [`ChannelError::OwnerOnly`] for anyone else.
     pub fn destroy(self) -> Result<(), ChannelError> {
         // The feed first: its senders then stop at once (a new channel of
         // this name could not create its feed while the old one lives).
         if let Some(feed) = &self.feed {
-            feed.call(Op::Destroy, &[])?;
+            feed.call_arg(Op::Destroy, 0)?;
         }
-        let (reply, _) = self.link.call(Op::Destroy, &[])?;
-        if reply.status != proto::OK {
-            return Err(ChannelError::Corrupt(format!("keeper refused destroy (status {})", reply.status)));
-        }
-        Ok(())
+        self.link.call_arg(Op::Destroy, 0).map(|_| ())
     }
 }
 
@@ -402,7 +436,10 @@ pub fn clean() -> Vec<String> {
         // A socket being created is not a leftover.
         .filter(|n| !n.starts_with(crate::sys::sock::BINDING_PREFIX))
         // Feeds too: `connect_at` takes a name a user could not give.
-        .filter(|n| matches!(Link::connect_at(n, &channel_dir().join(n)), Err(ChannelError::NotFound(_))))
+        .filter(|n| {
+            let probe = Link::connect_at(n, &channel_dir().join(n), &OpenOptions::default());
+            matches!(probe, Err(ChannelError::NotFound(_)))
+        })
         .collect();
     removed.sort();
     removed
@@ -416,8 +453,11 @@ pub fn list() -> Vec<String> {
     }
     let Ok(dir) = std::fs::read_dir(channel_dir()) else { return Vec::new() };
     // Feeds (names starting with a dot) are parts of their channels.
-    let mut names: Vec<String> =
-        dir.flatten().filter_map(|e| e.file_name().into_string().ok()).filter(|n| Link::connect(n).is_ok()).collect();
+    let mut names: Vec<String> = dir
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| Link::connect(n, &OpenOptions::default()).is_ok())
+        .collect();
     names.sort();
     names
 }

@@ -24,6 +24,7 @@ use crate::error::{ChannelError, RecvError, SendError};
 use crate::keeper::Kind;
 use crate::layout::Geometry;
 use crate::link::{feed_name, Link};
+use crate::options::OpenOptions;
 use crate::proto::Op;
 use crate::receiver::Receiver;
 use crate::sender::Sender;
@@ -46,7 +47,7 @@ impl Plan {
     /// attach, it destroys the channel, so its creator is told
     /// ([`crate::ChannelError::CopierFailed`]) instead of waiting.
     pub(crate) fn run(self) {
-        let Ok(own) = Link::connect(&self.name) else { return };
+        let Ok(own) = Link::connect(&self.name, &OpenOptions::default()) else { return };
         match self.attach() {
             Ok((feed, rx, tx)) => copy(rx, tx, &own, &feed),
             Err(_) => {
@@ -59,17 +60,20 @@ impl Plan {
     fn attach(&self) -> Result<(Link, Receiver, Sender), ChannelError> {
         let name = feed_name(&self.name);
         let kind = Kind::Feed { copier_pid: crate::sys::pid() };
-        let feed = bind_and_start(&name, self.feed.clone(), self.geometry, self.deadline_ms, self.mode, kind)?;
-        let mut rx = Receiver::open(Link::connect_at(&name, &self.feed)?, WaitStrategy::default())?;
-        rx.set_lenient();
-        let tx = Sender::open(Link::connect(&self.name)?, WaitStrategy::default())?;
+        let options = OpenOptions::default();
+        let feed =
+            bind_and_start(&name, self.feed.clone(), self.geometry, self.deadline_ms, self.mode, kind, &options)?;
+        let rx = Receiver::open(Link::connect_at(&name, &self.feed, &options)?, WaitStrategy::default())?;
+        let tx = Sender::open(Link::connect(&self.name, &options)?, WaitStrategy::default())?;
         Ok((feed, rx, tx))
     }
 }
 
 /// The copy loop. Every number of the feed ends as one message of the
-/// channel, or as nothing for every receiver alike (a void, or a slot
-/// that failed validation: counted in the channel's `dropped`).
+/// channel, or as nothing for every receiver alike (a void, a hole, or a
+/// number two senders published: the last counted in the channel's
+/// `dropped`). The copier decides each number once, so every receiver gets
+/// the same outcome.
 fn copy(mut rx: Receiver, mut tx: Sender, own: &Link, feed: &Link) {
     // Whether receivers were told every sender is gone (`Op::Pause`).
     let mut paused = false;
@@ -106,17 +110,11 @@ fn copy(mut rx: Receiver, mut tx: Sender, own: &Link, feed: &Link) {
                     return;
                 }
             }
-            // A hostile sender's garbage (a number that cannot be in its
-            // slot, a later one, a bad length or kind; the copier is never
-            // evicted, so an overrun is garbage too): the number is given
-            // up, for every receiver alike, once the keeper has seen it
-            // claimed.
-            RecvError::Corrupt(_) | RecvError::Overrun { .. } => {
-                if rx.skip_unreadable() {
-                    let _ = tx.tell_keeper(Op::ReportDropped);
-                } else {
-                    std::thread::sleep(Duration::from_millis(1));
-                }
+            // Two senders published the number (one of them hostile): given
+            // up for every receiver alike. (A slot that fails validation is
+            // no message at all: the feed's keeper excludes its sender.)
+            RecvError::Contested { .. } => {
+                let _ = tx.tell_keeper(Op::ReportDropped);
             }
             // The feed is gone (destroyed, or its keeper killed): so is the channel.
             _ => {

@@ -8,6 +8,7 @@ use crate::error::ChannelError;
 use crate::keeper::Kind;
 use crate::layout::Geometry;
 use crate::link::{channel_dir, check_dir, identity, unlink_if, Link};
+use crate::options::OpenOptions;
 use crate::sys::{process, sock};
 
 /// Binds `path` for the channel `name` (properties already validated by
@@ -19,6 +20,7 @@ pub(crate) fn bind_and_start(
     deadline_ms: u32,
     mode: u32,
     kind: Kind,
+    options: &OpenOptions,
 ) -> Result<Link, ChannelError> {
     // The copier is a broadcast channel's one sender and its feed's one receiver.
     match kind {
@@ -36,13 +38,14 @@ pub(crate) fn bind_and_start(
     // Whoever made it, it must be safe now (it may have been made by
     // another user a moment ago).
     check_dir(&dir)?;
-    let (listener, first) = match sock::listen_new(&path, mode) {
+    let timeout = options.request_timeout();
+    let (listener, first) = match sock::listen_new(&path, mode, timeout) {
         Ok(l) => l,
         Err(rustix::io::Errno::EXIST) => {
-            match Link::connect_at(name, &path) {
+            match Link::connect_at(name, &path, options) {
                 Ok(_) => return Err(ChannelError::AlreadyExists(name.into())),
                 // A leftover of a dead channel: `connect` removed it.
-                Err(ChannelError::NotFound(_)) => match sock::listen_new(&path, mode) {
+                Err(ChannelError::NotFound(_)) => match sock::listen_new(&path, mode, timeout) {
                     Err(rustix::io::Errno::EXIST) => return Err(ChannelError::AlreadyExists(name.into())),
                     other => other.map_err(ChannelError::io("bind the channel name"))?,
                 },
@@ -67,5 +70,5 @@ pub(crate) fn bind_and_start(
     }
     // The connection made before the name was published: the keeper's
     // first, so it cannot end before this handle is there.
-    Link::over(name, &path, first)
+    Link::over(name, &path, first, options)
 }

@@ -7,7 +7,10 @@ use std::io;
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum ChannelError {
-    /// The name is empty, too long, or contains `/` or a NUL byte.
+    /// The name is empty, longer than 64 bytes, starts with `.`, or holds
+    /// a character that is not printable (control characters, `/`, NUL,
+    /// and the invisible or direction-changing code points that could
+    /// disguise one name as another in a listing).
     InvalidName(String),
     /// A property is out of range; the sentence says which and why.
     InvalidConfig(String),
@@ -54,6 +57,33 @@ pub enum ChannelError {
     /// The channel's keeper died (it was killed): nobody can attach, and
     /// crashes and stalls of members can no longer be detected.
     KeeperGone,
+    /// The channel's keeper did not answer within the time a request may
+    /// take ([`crate::OpenOptions::timeout`]): it is stopped, or swamped.
+    KeeperTimeout {
+        /// The channel's name.
+        name: String,
+        /// How long the request waited.
+        waited: std::time::Duration,
+    },
+    /// The channel's name is owned by another user than the one the
+    /// caller expects ([`crate::OpenOptions::owner`]): someone else may
+    /// have created it first.
+    UnexpectedOwner {
+        /// The channel's name.
+        name: String,
+        /// The uid the caller expects.
+        expected_uid: u32,
+        /// The uid that owns the name.
+        owner_uid: u32,
+    },
+    /// Only the channel's owner (the user who created it) or root may do
+    /// this (destroy it, change its deadline).
+    OwnerOnly {
+        /// The channel's name.
+        name: String,
+        /// What was refused.
+        op: &'static str,
+    },
     /// The copier of a new non-equivocating channel did not start (the
     /// feed's name was taken by a live feed, or the system refused a
     /// process or a region); the channel was destroyed.
@@ -77,8 +107,12 @@ pub enum ChannelError {
 pub struct LateReceiver {
     /// The receiver's index among the channel's receivers.
     pub index: usize,
-    /// Its process id, as the kernel reported it when it attached.
-    pub pid: u32,
+    /// Its process id as the sender sees it; `None` when it runs in a PID
+    /// namespace not visible from the sender (another container).
+    pub pid: Option<u32>,
+    /// Its process, named the same in every namespace (see
+    /// [`crate::MemberInfo::process`]).
+    pub process: u64,
     /// Identifies this occupant of the index (indices are reused).
     pub epoch: u32,
     /// How many messages it has not read.
@@ -124,6 +158,14 @@ pub enum SendError {
     /// crash or stall could be detected any more). Messages already sent
     /// stay readable.
     KeeperGone,
+    /// The keeper excluded this sender because its region broke the
+    /// protocol (a header or slot that fails validation, a claim held
+    /// again after the keeper voided it): receivers ignore it. Attach a
+    /// new sender to go on.
+    Excluded,
+    /// Only the channel's owner (or root) may report gaps
+    /// ([`crate::Sender::send_gap`]); nothing was sent.
+    OwnerOnly,
     /// Shared state read from a peer is invalid.
     Corrupt(String),
     /// A system call failed.
@@ -175,6 +217,16 @@ pub enum RecvError {
     /// received: without it no sender's crash could be told, so the
     /// receiver stops here rather than wait forever.
     KeeperGone,
+    /// Two senders published number `seq`. Exactly one of them won it on
+    /// the sequencer; the other is a hostile (or broken) sender, and no
+    /// receiver can tell which is which, so neither message is delivered
+    /// for it. The next receive goes on after it. On a non-equivocating
+    /// channel the copier passes such numbers over for every receiver
+    /// alike (`ChannelStatus::dropped`) and receivers never see this.
+    Contested {
+        /// The number two senders published.
+        seq: u64,
+    },
     /// Shared state written by a peer is invalid; the sentence says what.
     Corrupt(String),
     /// A system call failed.
@@ -212,6 +264,17 @@ impl fmt::Display for ChannelError {
                 "channel {name:?} is owned by uid {owner_uid} but answered by a process of uid {keeper_uid}: refused"
             ),
             Self::KeeperGone => write!(f, "the channel's keeper process is gone (killed)"),
+            Self::KeeperTimeout { name, waited } => {
+                write!(f, "the keeper of channel {name:?} did not answer within {waited:?} (stopped or swamped)")
+            }
+            Self::UnexpectedOwner { name, expected_uid, owner_uid } => write!(
+                f,
+                "channel {name:?} is owned by uid {owner_uid}, not by uid {expected_uid} as expected: refused \
+                 (another user may have taken the name first)"
+            ),
+            Self::OwnerOnly { name, op } => {
+                write!(f, "only the owner of channel {name:?} (or root) may {op}")
+            }
             Self::CopierFailed(n) => write!(f, "the copier of non-equivocating channel {n:?} did not start"),
             Self::NotInThisMode(what) => write!(f, "{what}"),
             Self::Io { op, source } => write!(f, "{op} failed: {source}"),
@@ -227,7 +290,8 @@ impl fmt::Display for SendError {
             Self::ReceiversLate(late) => {
                 write!(f, "the ring is full: receivers late past the channel's deadline:")?;
                 for r in late {
-                    write!(f, " #{} (pid {}, {} unread, stalled {:?})", r.index, r.pid, r.unread, r.stalled_for)?;
+                    let pid = r.pid.map_or_else(|| "not visible from here".to_string(), |p| p.to_string());
+                    write!(f, " #{} (pid {pid}, {} unread, stalled {:?})", r.index, r.unread, r.stalled_for)?;
                 }
                 Ok(())
             }
@@ -239,6 +303,10 @@ impl fmt::Display for SendError {
                 write!(f, "message {seq} was held unpublished past the channel's deadline and voided: not sent")
             }
             Self::KeeperGone => write!(f, "the channel's keeper process is gone: the channel is closed"),
+            Self::Excluded => {
+                write!(f, "the keeper excluded this sender: its region broke the protocol; attach a new sender")
+            }
+            Self::OwnerOnly => write!(f, "only the channel's owner (or root) may report gaps"),
             Self::Corrupt(why) => write!(f, "channel state is corrupt: {why}"),
             Self::Io { op, source } => write!(f, "{op} failed: {source}"),
         }
@@ -261,6 +329,11 @@ impl fmt::Display for RecvError {
             Self::Destroyed => write!(f, "the channel was destroyed"),
             Self::Evicted => write!(f, "this receiver was evicted for falling behind past the channel's deadline"),
             Self::KeeperGone => write!(f, "the channel's keeper process is gone and every published message was read"),
+            Self::Contested { seq } => write!(
+                f,
+                "message {seq} was published by two senders (one of them hostile; no receiver can tell which): \
+                 passed over"
+            ),
             Self::Corrupt(why) => write!(f, "channel state is corrupt: {why}"),
             Self::Io { op, source } => write!(f, "{op} failed: {source}"),
         }
@@ -282,6 +355,19 @@ macro_rules! error_impls {
 error_impls!(ChannelError, SendError, RecvError);
 
 impl ChannelError {
+    /// A failed exchange with the keeper whose system call timed out
+    /// (`EAGAIN` under the connection's timeouts) becomes `timed_out()`.
+    pub(crate) fn or_timeout(self, timed_out: impl FnOnce() -> ChannelError) -> ChannelError {
+        match &self {
+            ChannelError::Io { source, .. }
+                if source.raw_os_error() == Some(rustix::io::Errno::AGAIN.raw_os_error()) =>
+            {
+                timed_out()
+            }
+            _ => self,
+        }
+    }
+
     pub(crate) fn io(op: &'static str) -> impl FnOnce(rustix::io::Errno) -> ChannelError {
         move |e| ChannelError::Io { op, source: e.into() }
     }

@@ -17,9 +17,10 @@
 use crate::sync::{AtomicU32, AtomicU64};
 
 /// Bumped whenever any region's layout or the meaning of a shared word
-/// changes (4: a receiver's arm word carries `Arm::PEERS_FENCE`, and
-/// senders publish without a fence for receivers that do not set it).
-pub(crate) const LAYOUT_VERSION: u32 = 4;
+/// changes (5: the membership names the channel's owner and counts
+/// contested numbers; `next` may be held locked by a repair, see
+/// `ring::NEXT_LOCKED`; receivers map the sequencer read-only).
+pub(crate) const LAYOUT_VERSION: u32 = 5;
 /// Alignment and padding unit for hot fields.
 pub(crate) const LINE: usize = 128;
 
@@ -135,6 +136,14 @@ pub(crate) struct MembershipHeader {
     /// Broadcast channels: numbers the copier dropped because what it
     /// read for them failed validation (a hostile sender's garbage).
     pub(crate) dropped: AtomicU32,
+    /// The user who owns the channel's name (the keeper runs as it): only
+    /// it (or root) may destroy the channel, change its deadline or report
+    /// gaps (`Op::Destroy`, `Op::SetDeadline`, `ring::KIND_GAP`). Set
+    /// before the region is shared, never changed.
+    pub(crate) owner_uid: u32,
+    /// Numbers two sender regions both published (at most one of them won
+    /// it; no reader can tell which): passed over, as the keeper last saw.
+    pub(crate) contested: AtomicU32,
     /// Futex word bumped (and woken) on every membership change; every
     /// member sleeps on it too, so joins, leaves and deaths wake them.
     pub(crate) generation: Line<AtomicU32>,
@@ -179,6 +188,11 @@ pub(crate) struct MemberEntry {
     /// Senders: the region's header failed validation; the sender is
     /// excluded (its numbers are voided) and the channel goes on.
     pub(crate) excluded: AtomicU32,
+    /// The member's process, named the same in every namespace: the
+    /// inode number of its pidfd (pidfs, Linux 6.9 and later; 0 where the
+    /// kernel has none). `pid` is the keeper's view, meaningful only in the
+    /// keeper's PID namespace (and 0 for a member the keeper cannot see).
+    pub(crate) process: AtomicU64,
 }
 
 pub(crate) const STATE_FREE: u32 = 0;
@@ -190,7 +204,8 @@ pub(crate) const STATE_EVICTED: u32 = 4;
 pub(crate) const START_PENDING: u64 = u64::MAX;
 
 /// Sequencer region header. Writers: the senders and the keeper (which
-/// repairs it). Never handed to a receiver. The one shared word several
+/// repairs it). Receivers map it read-only: they decide a number only once
+/// `next` is past it (see `receiver::decide`). The one shared word several
 /// parties write, so nothing read from it is trusted: senders check it
 /// against the keeper's `floor` and their own last claim, and the keeper
 /// checks it against the receivers' cursors and the senders' claims

@@ -66,9 +66,13 @@ mod create;
 #[cfg(not(loom))]
 mod error;
 #[cfg(not(loom))]
+mod identity;
+#[cfg(not(loom))]
 mod keeper;
 #[cfg(not(loom))]
 mod link;
+#[cfg(not(loom))]
+mod options;
 #[cfg(not(loom))]
 mod peers;
 #[cfg(not(loom))]
@@ -94,6 +98,8 @@ pub use channel::{clean, list, Channel, ChannelConfig, ChannelStatus, Delivery, 
 pub use error::{ChannelError, LateReceiver, RecvError, SendError};
 #[cfg(not(loom))]
 pub use link::channel_dir;
+#[cfg(not(loom))]
+pub use options::OpenOptions;
 #[cfg(not(loom))]
 pub use receiver::{wait_any, Message, Receiver};
 #[cfg(not(loom))]

@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use rustix::io::Errno;
 
 use crate::error::ChannelError;
+use crate::layout::Geometry;
+use crate::options::OpenOptions;
 use crate::proto::{self, Op, Reply};
 use crate::region::Membership;
 use crate::sys::{map::Mapping, memfd, sock};
@@ -18,17 +20,32 @@ pub fn channel_dir() -> PathBuf {
 
 pub(crate) fn check_name(name: &str) -> Result<(), ChannelError> {
     // Control characters (a newline, an escape sequence) would forge lines
-    // or terminal output in `channel list` and logs.
+    // or terminal output in `channel list` and logs; invisible and
+    // direction-changing characters would make one name look like another.
     let ok = !name.is_empty()
         && name.len() <= 64
         && !name.contains(['/', '\0'])
-        && !name.chars().any(char::is_control)
-        && !name.starts_with('.');
+        && name.chars().all(printable)
+        && !name.starts_with('.')
+        && name.trim() == name;
     if ok {
         Ok(())
     } else {
         Err(ChannelError::InvalidName(name.to_string()))
     }
+}
+
+/// Whether `c` shows as itself: not a control character, not a space
+/// other than ' ', not a zero-width, joining, direction or tag character
+/// (which render as nothing, or reorder what follows), nor a variation
+/// selector.
+fn printable(c: char) -> bool {
+    let invisible = matches!(c as u32,
+        0xAD | 0x34F | 0x61C | 0x115F | 0x1160 | 0x17B4 | 0x17B5 | 0x180B..=0x180F
+        | 0x200B..=0x200F | 0x202A..=0x202E | 0x2060..=0x206F | 0x3164 | 0xFE00..=0xFE0F
+        | 0xFEFF | 0xFFA0 | 0xFFF0..=0xFFFB | 0x1BCA0..=0x1BCA3 | 0x1D173..=0x1D17A
+        | 0xE0000..=0xE0FFF);
+    !c.is_control() && !invisible && (c == ' ' || !c.is_whitespace())
 }
 
 pub(crate) fn path_of(name: &str) -> Result<PathBuf, ChannelError> {
@@ -52,32 +69,59 @@ pub(crate) fn feed_path(name: &str) -> Result<PathBuf, ChannelError> {
 }
 
 /// Refuses a channel directory another user could use to replace names:
-/// it must be a real directory (not a symbolic link) owned by this user or
-/// by root, and if others may write it, sticky (as `/tmp`), so that only a
-/// name's owner can remove or replace that name.
+/// it must be an absolute path to a real directory (not a symbolic link)
+/// owned by this user or by root, and if others may write it, sticky (as
+/// `/tmp`), so that only a name's owner can remove or replace that name.
+/// The directories above it must be owned by this user or root too, and
+/// sticky where others may write them: whoever could rename one could put
+/// another directory in the channel directory's place. (Inside a user
+/// namespace, an owner the namespace does not map shows as the overflow
+/// uid, usually 65534: the host's root, or a user the namespace's creator
+/// chose to leave out; it is trusted as root is.)
 pub(crate) fn check_dir(dir: &std::path::Path) -> Result<(), ChannelError> {
     let unsafe_dir = |why: String| ChannelError::UnsafeDirectory { path: dir.to_path_buf(), why };
-    let st = match rustix::fs::lstat(dir) {
-        Ok(st) => st,
-        Err(Errno::NOENT) => return Ok(()),
-        Err(e) => return Err(ChannelError::Io { op: "stat the channel directory", source: e.into() }),
-    };
-    let me = rustix::process::geteuid().as_raw();
-    if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::Directory {
-        return Err(unsafe_dir("it is not a directory (a symbolic link or another file stands there)".into()));
+    if dir.as_os_str().is_empty() {
+        return Err(unsafe_dir("CORECAST_DIR is set but empty: set it to an absolute path, or unset it".into()));
     }
-    if st.st_uid != me && st.st_uid != 0 {
-        return Err(unsafe_dir(format!(
-            "it is owned by uid {}, not by this user ({me}) or root: its owner could replace any channel's name; \
-             remove it, or have root create it with mode 1777",
+    if !dir.is_absolute() {
+        return Err(unsafe_dir("it is a relative path (CORECAST_DIR): set an absolute one".into()));
+    }
+    if let Some(real) = dir.parent().and_then(|p| std::fs::canonicalize(p).ok()) {
+        for above in real.ancestors() {
+            if let Err(why) = trusted_dir(above) {
+                return Err(unsafe_dir(format!("the directory above it, {}, {why}", above.display())));
+            }
+        }
+    }
+    match trusted_dir(dir) {
+        Ok(()) => Ok(()),
+        Err(_) if rustix::fs::lstat(dir).is_err_and(|e| e == Errno::NOENT) => Ok(()),
+        Err(why) => Err(unsafe_dir(format!("it {why}"))),
+    }
+}
+
+/// Whether `dir` is a real directory that only a trusted owner (see
+/// `check_dir`) may rename entries in; the sentence says why not.
+fn trusted_dir(dir: &std::path::Path) -> Result<(), String> {
+    let st = rustix::fs::lstat(dir).map_err(|e| format!("cannot be examined ({e})"))?;
+    if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::Directory {
+        return Err("is not a directory (a symbolic link or another file stands there)".into());
+    }
+    let me = crate::sys::euid();
+    let unmapped = crate::sys::overflow_uid();
+    if st.st_uid != me && st.st_uid != 0 && Some(st.st_uid) != unmapped {
+        return Err(format!(
+            "is owned by uid {}, not by this user ({me}) or root: its owner could replace any channel's name; \
+             use a directory of your own (CORECAST_DIR), or have root make this one",
             st.st_uid
-        )));
+        ));
     }
     if st.st_mode & 0o022 != 0 && st.st_mode & 0o1000 == 0 {
-        return Err(unsafe_dir(format!(
-            "mode {:o} lets others write it without the sticky bit: they could replace any channel's name",
+        return Err(format!(
+            "has mode {:o}: others may write it without the sticky bit, so they could replace what is in it \
+             (chmod +t or go-w it)",
             st.st_mode & 0o7777
-        )));
+        ));
     }
     Ok(())
 }
@@ -108,30 +152,38 @@ pub(crate) fn unlink_if(path: &std::path::Path, id: Option<(u64, u64)>) {
 pub(crate) struct Link {
     pub(crate) name: String,
     conn: OwnedFd,
+    /// What the opener expects (owner, request timeout); links made from
+    /// this one (an endpoint's) are held to the same.
+    pub(crate) options: OpenOptions,
     /// The process that connected: a forked child shares the socket but is
     /// not this member, so it must never say goodbye on its behalf.
     owner_pid: u32,
+    /// A pidfd for the keeper (Linux 6.5 and later), to name it here.
+    keeper_pidfd: Option<OwnedFd>,
     pub(crate) membership: Membership,
 }
 
 impl Link {
     /// Connects to the keeper of `name` and maps its membership region.
     /// A socket nobody listens on is a dead channel's leftover: removed.
-    pub(crate) fn connect(name: &str) -> Result<Link, ChannelError> {
-        Link::connect_at(name, &path_of(name)?)
+    pub(crate) fn connect(name: &str, options: &OpenOptions) -> Result<Link, ChannelError> {
+        Link::connect_at(name, &path_of(name)?, options)
     }
 
     /// Connects to the feed of the non-equivocating channel `name`.
-    pub(crate) fn connect_feed(name: &str) -> Result<Link, ChannelError> {
-        Link::connect_at(&feed_name(name), &feed_path(name)?)
+    pub(crate) fn connect_feed(name: &str, options: &OpenOptions) -> Result<Link, ChannelError> {
+        Link::connect_at(&feed_name(name), &feed_path(name)?, options)
     }
 
     /// Connects to the channel bound at `path` (`name` is for messages).
-    pub(crate) fn connect_at(name: &str, path: &std::path::Path) -> Result<Link, ChannelError> {
+    pub(crate) fn connect_at(name: &str, path: &std::path::Path, options: &OpenOptions) -> Result<Link, ChannelError> {
         let path = path.to_path_buf();
         let before = identity(&path);
-        let conn = match sock::connect(&path) {
+        let conn = match sock::connect(&path, options.request_timeout()) {
             Ok(c) => c,
+            Err(Errno::AGAIN) => {
+                return Err(ChannelError::KeeperTimeout { name: name.into(), waited: options.request_timeout() })
+            }
             Err(Errno::NOENT) => return Err(ChannelError::NotFound(name.into())),
             Err(Errno::CONNREFUSED) => {
                 // Nobody listens: a dead channel's leftover, unless the name
@@ -142,22 +194,30 @@ impl Link {
             Err(Errno::ACCESS) | Err(Errno::PERM) => return Err(ChannelError::PermissionDenied(name.into())),
             Err(e) => return Err(ChannelError::Io { op: "connect to the channel", source: e.into() }),
         };
-        Link::over(name, &path, conn)
+        Link::over(name, &path, conn, options)
     }
 
     /// Says hello over `conn`, a connection to the keeper of the channel
     /// bound at `path`, and maps its membership region.
-    pub(crate) fn over(name: &str, path: &std::path::Path, conn: OwnedFd) -> Result<Link, ChannelError> {
-        check_keeper(name, path, &conn)?;
-        let (reply, mut fds) = call_on(&conn, Op::Hello, 0, &[])?;
+    pub(crate) fn over(
+        name: &str,
+        path: &std::path::Path,
+        conn: OwnedFd,
+        options: &OpenOptions,
+    ) -> Result<Link, ChannelError> {
+        check_keeper(name, path, &conn, options)?;
+        let timed_out = || ChannelError::KeeperTimeout { name: name.into(), waited: options.request_timeout() };
+        let (reply, mut fds) = call_on(&conn, Op::Hello, 0, &[]).map_err(|e| e.or_timeout(timed_out))?;
         match reply.status {
             proto::PERMISSION => return Err(ChannelError::PermissionDenied(name.into())),
             proto::DESTROYED => return Err(ChannelError::Destroyed(name.into())),
             _ => {}
         }
-        if reply.status != proto::OK || fds.len() != 1 {
+        if reply.status != proto::OK || !(1..=2).contains(&fds.len()) {
             return Err(ChannelError::Corrupt(format!("keeper answered hello with status {}", reply.status)));
         }
+        // The keeper's own pidfd, where the kernel has them.
+        let keeper_pidfd = (fds.len() == 2).then(|| fds.remove(1));
         let fd = fds.remove(0);
         let size = memfd::size(&fd).map_err(ChannelError::io("fstat membership"))? as usize;
         if !memfd::has_seals(&fd, memfd::region_seals()).map_err(ChannelError::io("read seals"))? {
@@ -165,7 +225,7 @@ impl Link {
         }
         let map = Mapping::new(&fd, size, false).map_err(ChannelError::io("map membership"))?;
         let membership = Membership::open(map).map_err(ChannelError::Corrupt)?;
-        Ok(Link { name: name.into(), conn, owner_pid: crate::sys::pid(), membership })
+        Ok(Link { name: name.into(), conn, options: *options, owner_pid: crate::sys::pid(), keeper_pidfd, membership })
     }
 
     /// Waits until the copier of this (non-equivocating) channel is its
@@ -195,25 +255,64 @@ impl Link {
 
     /// One request/reply exchange with the keeper.
     pub(crate) fn call(&self, op: Op, fds: &[&OwnedFd]) -> Result<(Reply, Vec<OwnedFd>), ChannelError> {
-        call_on(&self.conn, op, 0, fds)
+        call_on(&self.conn, op, 0, fds).map_err(|e| self.timed_out(e))
+    }
+
+    /// A request's failure, with a timeout named as such.
+    fn timed_out(&self, e: ChannelError) -> ChannelError {
+        e.or_timeout(|| ChannelError::KeeperTimeout { name: self.name.clone(), waited: self.options.request_timeout() })
     }
 
     /// A request with an argument and no descriptors, expecting `OK`.
     pub(crate) fn call_arg(&self, op: Op, arg: u64) -> Result<Reply, ChannelError> {
-        let (reply, _) = call_on(&self.conn, op, arg, &[])?;
-        match reply.status {
-            proto::OK => Ok(reply),
-            s => Err(ChannelError::Corrupt(format!("keeper refused {op:?} (status {s})"))),
+        let (reply, _) = call_on(&self.conn, op, arg, &[]).map_err(|e| self.timed_out(e))?;
+        match (reply.status, op) {
+            (proto::OK, _) => Ok(reply),
+            (proto::PERMISSION, Op::Destroy) => {
+                Err(ChannelError::OwnerOnly { name: self.name.clone(), op: "destroy it" })
+            }
+            (proto::PERMISSION, Op::SetDeadline) => {
+                Err(ChannelError::OwnerOnly { name: self.name.clone(), op: "change its deadline" })
+            }
+            (s, _) => Err(ChannelError::Corrupt(format!("keeper refused {op:?} (status {s})"))),
         }
     }
 
+    /// The keeper's pid as this process sees it: `None` when it runs in a
+    /// PID namespace not visible from here (or the kernel gives no pidfd
+    /// and the keeper's own word cannot be checked).
+    pub(crate) fn keeper_pid_here(&self) -> Option<u32> {
+        crate::sys::pidfd::pid_here(self.keeper_pidfd.as_ref()?)
+    }
+
     /// Says goodbye, so the keeper records a graceful leave, not a death.
+    /// Waits for the keeper's word at most [`LEAVE_WAIT`]: a stopped
+    /// keeper learns of the leave from the hang-up instead.
     pub(crate) fn leave(&self) {
         if crate::sys::pid() != self.owner_pid {
             return;
         }
-        let _ = sock::send(&self.conn, &proto::request(Op::Leave, 0), &[]);
-        let _ = sock::recv(&self.conn);
+        let wait = self.options.request_timeout().min(LEAVE_WAIT);
+        if sock::set_timeouts(&self.conn, wait).is_ok()
+            && sock::send(&self.conn, &proto::request(Op::Leave, 0), &[]).is_ok()
+        {
+            let _ = sock::recv(&self.conn);
+        }
+    }
+
+    /// Maps the sequencer the keeper handed out (writable for a sender,
+    /// read-only for a receiver), after checking its size is sealed and
+    /// what it is.
+    pub(crate) fn map_sequencer(fd: &OwnedFd, g: &Geometry, writable: bool) -> Result<Mapping, ChannelError> {
+        let seals = rustix::fs::SealFlags::SHRINK | rustix::fs::SealFlags::GROW;
+        if !memfd::has_seals(fd, seals).map_err(ChannelError::io("read seals"))? {
+            return Err(ChannelError::Corrupt("the sequencer's size is not sealed".into()));
+        }
+        let size = memfd::size(fd).map_err(ChannelError::io("fstat sequencer"))?;
+        if size != g.sequencer_bytes() as u64 {
+            return Err(ChannelError::Corrupt(format!("the sequencer has {size} bytes")));
+        }
+        Mapping::new(fd, g.sequencer_bytes(), writable).map_err(ChannelError::io("map sequencer"))
     }
 
     /// Maps a region the keeper handed out, read-only, after checking it is
@@ -230,12 +329,19 @@ impl Link {
     }
 }
 
+/// How long dropping an endpoint waits for the keeper to acknowledge.
+const LEAVE_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// The process answering at a name must be run by the name's owner: the
 /// kernel reports its user (SO_PEERCRED, fixed when it listened), and the
-/// socket file's owner is who bound the name.
-fn check_keeper(name: &str, path: &std::path::Path, conn: &OwnedFd) -> Result<(), ChannelError> {
-    let (_, keeper_uid, _) = sock::peer(conn).map_err(ChannelError::io("read the keeper's credentials"))?;
+/// socket file's owner is who bound the name. And the owner must be the
+/// one the opener expects, if it said.
+fn check_keeper(name: &str, path: &std::path::Path, conn: &OwnedFd, options: &OpenOptions) -> Result<(), ChannelError> {
+    let keeper_uid = sock::peer(conn).map_err(ChannelError::io("read the keeper's credentials"))?.uid;
     let owner_uid = rustix::fs::lstat(path).map_err(ChannelError::io("stat the channel's name"))?.st_uid;
+    if let Some(expected_uid) = options.expected_owner().filter(|&u| u != owner_uid) {
+        return Err(ChannelError::UnexpectedOwner { name: name.into(), expected_uid, owner_uid });
+    }
     if keeper_uid != owner_uid {
         return Err(ChannelError::UntrustedKeeper { name: name.into(), owner_uid, keeper_uid });
     }
@@ -252,6 +358,7 @@ fn call_on(conn: &OwnedFd, op: Op, arg: u64, fds: &[&OwnedFd]) -> Result<(Reply,
     let (body, got) = match sock::recv(conn) {
         Ok(r) => r,
         Err(Errno::CONNRESET) => return Err(ChannelError::KeeperGone),
+        Err(Errno::AGAIN) => return Err(ChannelError::Io { op: "receive from keeper", source: Errno::AGAIN.into() }),
         Err(e) => return Err(ChannelError::Io { op: "receive from keeper", source: e.into() }),
     };
     if body.is_empty() {

@@ -63,41 +63,6 @@ impl<R> std::ops::Deref for PeerTable<R> {
     }
 }
 
-/// The indices of the set bits of `mask` from bit `start` (below 64) up,
-/// then those below it: the order a receiver probes its senders in,
-/// starting where the last message was.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Rotated {
-    high: u64,
-    low: u64,
-}
-
-impl Rotated {
-    #[inline]
-    pub(crate) fn new(mask: u64, start: usize) -> Rotated {
-        let from_start = !0u64 << start;
-        Rotated { high: mask & from_start, low: mask & !from_start }
-    }
-
-    /// Whether no index is left.
-    #[inline]
-    pub(crate) fn is_empty(&self) -> bool {
-        self.high | self.low == 0
-    }
-}
-
-impl Iterator for Rotated {
-    type Item = usize;
-    #[inline]
-    fn next(&mut self) -> Option<usize> {
-        let word = if self.high != 0 { &mut self.high } else { &mut self.low };
-        let mut bits = Bits(*word);
-        let i = bits.next();
-        *word = bits.0;
-        i
-    }
-}
-
 /// The indices of the set bits of a word, lowest first.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Bits(pub(crate) u64);
@@ -167,22 +132,5 @@ mod tests {
         assert_eq!(Bits(0).collect::<Vec<_>>(), Vec::<usize>::new());
         assert_eq!(Bits(0b1011_0001).collect::<Vec<_>>(), vec![0, 4, 5, 7]);
         assert_eq!(Bits(1 << 63 | 1).collect::<Vec<_>>(), vec![0, 63]);
-    }
-
-    #[test]
-    fn rotated_starts_at_its_bit_and_wraps_once() {
-        let order = |mask, start| Rotated::new(mask, start).collect::<Vec<_>>();
-        assert_eq!(order(0b1011_0001, 0), vec![0, 4, 5, 7]);
-        assert_eq!(order(0b1011_0001, 5), vec![5, 7, 0, 4]);
-        assert_eq!(order(0b1011_0001, 6), vec![7, 0, 4, 5]);
-        assert_eq!(order(0b1011_0001, 63), vec![0, 4, 5, 7]);
-        assert_eq!(order(!0, 62), [62, 63].into_iter().chain(0..62).collect::<Vec<_>>());
-        assert_eq!(order(0, 3), Vec::<usize>::new());
-        let mut rest = Rotated::new(0b101, 2);
-        assert_eq!(rest.next(), Some(2));
-        assert!(!rest.is_empty());
-        assert_eq!(rest.next(), Some(0));
-        assert!(rest.is_empty());
-        assert_eq!(rest.next(), None);
     }
 }

@@ -11,7 +11,8 @@ pub(crate) enum Op {
     Hello = 1,
     /// Attach as a sender; carries the sender's region, reply the sequencer.
     JoinSender = 2,
-    /// Attach as a receiver; carries its region, reply its start number.
+    /// Attach as a receiver; carries its region, reply its start number
+    /// and the sequencer (which the receiver maps read-only).
     JoinReceiver = 3,
     /// Reply carries every sender region a receiver may still need.
     FetchSenders = 4,
@@ -25,7 +26,8 @@ pub(crate) enum Op {
     Evict = 8,
     /// Set the deadline to `arg` milliseconds (0 = none).
     SetDeadline = 9,
-    /// A sender found the sequencer rewound (to `arg`) and put it back.
+    /// A sender found the sequencer tampered with and put it back, `arg`
+    /// times since its last report.
     ReportTamper = 10,
     /// The copier of a broadcast channel: every sender of its feed is gone.
     Pause = 11,
@@ -34,6 +36,16 @@ pub(crate) enum Op {
     /// The copier of a broadcast channel dropped a number it could not
     /// read (its slot failed validation).
     ReportDropped = 13,
+    /// A receiver passed over number `arg`, which two senders published
+    /// (the keeper checks it, and counts each number once).
+    ReportContested = 14,
+    /// A receiver waits at number `arg`, a hole above the floor: the
+    /// keeper looks at the ring now (and raises its floor).
+    AuditNow = 15,
+    /// Reply carries a pidfd for each live member the keeper has one for
+    /// (entries: membership slot, senders first, and epoch): how a member
+    /// in another PID namespace names the others' processes.
+    FetchPidfds = 16,
 }
 
 impl Op {
@@ -52,6 +64,9 @@ impl Op {
             11 => Op::Pause,
             12 => Op::Resume,
             13 => Op::ReportDropped,
+            14 => Op::ReportContested,
+            15 => Op::AuditNow,
+            16 => Op::FetchPidfds,
             _ => return None,
         })
     }

@@ -32,7 +32,13 @@ pub(crate) struct Membership {
 
 impl Membership {
     /// Writes a fresh header; only the keeper, on its writable mapping.
-    pub(crate) fn init(map: Mapping, geometry: Geometry, keeper_pid: u32, kind: u32) -> Result<Self, String> {
+    pub(crate) fn init(
+        map: Mapping,
+        geometry: Geometry,
+        keeper_pid: u32,
+        kind: u32,
+        owner_uid: u32,
+    ) -> Result<Self, String> {
         check_len(&map, geometry.membership_bytes(), "membership")?;
         let h = map.base().cast::<MembershipHeader>();
         // SAFETY: the mapping is fresh, zeroed, writable, large enough and
@@ -42,6 +48,7 @@ impl Membership {
             ptr::addr_of_mut!((*h).keeper_pid).write(keeper_pid);
             ptr::addr_of_mut!((*h).geometry).write(geometry);
             ptr::addr_of_mut!((*h).kind).write(kind);
+            ptr::addr_of_mut!((*h).owner_uid).write(owner_uid);
             ptr::addr_of_mut!((*h).magic).write(MAGIC_MEMBERSHIP);
         }
         Ok(Membership { map, geometry })
@@ -82,6 +89,12 @@ impl Membership {
     pub(crate) fn kind(&self) -> u32 {
         // SAFETY: the header fits in the mapping.
         read(unsafe { ptr::addr_of!((*self.map.base().cast::<MembershipHeader>()).kind) })
+    }
+
+    /// The user who owns the channel (see `MembershipHeader::owner_uid`).
+    pub(crate) fn owner_uid(&self) -> u32 {
+        // SAFETY: the header fits in the mapping.
+        read(unsafe { ptr::addr_of!((*self.map.base().cast::<MembershipHeader>()).owner_uid) })
     }
 
     pub(crate) fn keeper_pid(&self) -> u32 {

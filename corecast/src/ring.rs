@@ -186,6 +186,28 @@ pub(crate) fn publish(slot: &SlotHeader, seq: u64, len: u32, kind: u64) {
     slot.stamp.store(stamp(seq, kind), Ordering::Release);
 }
 
+/// [`publish`] for a sender of a channel with several sender slots,
+/// whose committed claim the keeper may still void past the deadline
+/// (`keeper::audit`): publishes only over an older stamp, never over the
+/// keeper's void of `seq` (nor anything later). Returns whether it
+/// published. The compare-exchange (Release) pairs with [`probe`]'s
+/// Acquire, and with [`void_unpublished`]'s: exactly one of the two wins.
+#[inline]
+pub(crate) fn publish_unless_voided(slot: &SlotHeader, seq: u64, len: u32, kind: u64) -> bool {
+    slot.len.store(len, Ordering::Relaxed);
+    let mut st = slot.stamp.load(Ordering::Relaxed);
+    loop {
+        let n = st >> 2;
+        if n > seq + 1 || (n == seq + 1 && st & 3 != KIND_WRITING) {
+            return false;
+        }
+        match slot.stamp.compare_exchange_weak(st, stamp(seq, kind), Ordering::Release, Ordering::Relaxed) {
+            Ok(_) => return true,
+            Err(now) => st = now,
+        }
+    }
+}
+
 /// The keeper's void of number `seq` in `slot` (a dead sender's claim, a
 /// claim it revoked with [`revoke_claim`], or a hole nobody claimed):
 /// replaces whatever older stamp the slot holds with a void, unless `seq`
@@ -204,6 +226,66 @@ pub(crate) fn void_unpublished(slot: &SlotHeader, seq: u64) -> bool {
         }
     }
 }
+
+/// A `next` with this bit set is held by a repair in progress (a sender or
+/// the keeper putting back a sequencer moved beyond every honest claim, see
+/// [`repair_target`]): no number is claimed from it, no receiver decides a
+/// number on it. The low bits name the holder.
+pub(crate) const NEXT_LOCKED: u64 = 1 << 63;
+
+/// The locked `next` of holder `holder` (a sender's index, or
+/// [`KEEPER_HOLDER`]).
+pub(crate) fn locked_by(holder: u32) -> u64 {
+    NEXT_LOCKED | u64::from(holder)
+}
+
+/// The holder number the keeper locks `next` with.
+pub(crate) const KEEPER_HOLDER: u32 = u32::MAX;
+
+/// Whether `next` says number `seq` was claimed: it is not locked and is
+/// past `seq`.
+#[inline]
+pub(crate) fn claimed_past(next: u64, seq: u64) -> bool {
+    next & NEXT_LOCKED == 0 && next > seq
+}
+
+/// Where a repair puts back a `next` moved beyond every honest claim (a
+/// hostile sender's bump), from what the repairer knows: `floor` (the
+/// keeper's, every number below was claimed), its own `claimed_up_to`, the
+/// claim words of every sender region it trusts, and the raw cursors of the
+/// live receivers (`cursors`, each at least its start). A receiver at `c`
+/// decided every number below `c` and may be deciding `c` (on a `next`
+/// past it): the result is past every such number, so no number any
+/// receiver passed over is ever claimed again. Every claim word within the
+/// slowest receiver's reach counts, in flight or not (a number left
+/// unclaimed is a hole receivers pass over; a number claimed twice would be
+/// contested). Evidence beyond that reach is a hostile member's and is
+/// ignored. The caller stores the result only while it holds `next`
+/// locked (`locked_by`), having locked it before reading any of this: a
+/// receiver either sees the lock, or its cursor is read here.
+pub(crate) fn repair_target(
+    floor: u64,
+    claimed_up_to: u64,
+    claim_words: impl IntoIterator<Item = u64>,
+    cursors: &[u64],
+    slots: u64,
+) -> u64 {
+    let slowest = cursors.iter().copied().min();
+    let reach = slowest.map_or(MAX_NUMBER, |c| c.saturating_add(slots).min(MAX_NUMBER));
+    let mut target = floor.max(claimed_up_to);
+    for word in claim_words {
+        if let Some(n) = named(word).filter(|&n| n < reach) {
+            target = target.max(n + 1);
+        }
+    }
+    for &c in cursors {
+        target = target.max(c.saturating_add(1).min(reach));
+    }
+    target.min(reach)
+}
+
+/// Numbers stay below this: a stamp carries `(seq + 1) << 2`.
+pub(crate) const MAX_NUMBER: u64 = 1 << 61;
 
 /// Outcome of one claim attempt.
 #[derive(Debug, PartialEq, Eq)]
@@ -232,6 +314,7 @@ fn claim_word(seq: u64, state: u64) -> u64 {
 
 /// The number a claim word says is held and not committed yet (being won,
 /// or won and being written).
+#[cfg(loom)]
 pub(crate) fn in_flight(word: u64) -> Option<u64> {
     matches!(word & 3, CLAIM_IN_FLIGHT | CLAIM_WON).then(|| named(word)).flatten()
 }

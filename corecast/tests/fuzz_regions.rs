@@ -111,8 +111,11 @@ fn writable_mappings(tag: &str) -> Vec<(usize, usize)> {
         .collect()
 }
 
-#[test]
-fn a_sender_forging_another_senders_number_is_reported() {
+/// Copies number 0's published slot (stamp, length) from the honest
+/// sender's region into the forger's with other bytes, and, if `claim`,
+/// makes the forger's claim word name number 0 too, as the honest one's
+/// does. Returns what the one receiver gets for number 0.
+fn forge_number_zero(claim: bool) -> Result<Vec<u8>, corecast::RecvError> {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let cfg = ChannelConfig { max_senders: 2, ..cfg() };
     let chan = Channel::create(&name(), &cfg).unwrap();
@@ -135,15 +138,34 @@ fn a_sender_forging_another_senders_number_is_reported() {
     };
     let (real, off) = regions.iter().find_map(|r| find(r.0).map(|o| (r.0, o))).expect("the published stamp");
     let forger = regions.iter().map(|r| r.0).find(|&s| s != real).unwrap();
+    // The claim word: `(0 + 1) << 2 | done` on the header's fourth
+    // 128-byte line (layout::SenderHeader), as the honest sender left it.
+    let claim_at = 3 * 128;
+    // SAFETY: reads the honest region's claim word, inside its mapping.
+    let honest_claim = unsafe { std::ptr::read_volatile((real + claim_at) as *const u64) };
+    assert_eq!(honest_claim, 4, "the honest sender's claim word names number 0, committed");
     // SAFETY: the forger writes its own writable mapping (legitimately mapped).
     unsafe {
         std::ptr::write_volatile((forger + off + 16) as *mut [u8; 16], *b"a forged message");
         std::ptr::write_volatile((forger + off + 8) as *mut u32, 16);
+        if claim {
+            std::ptr::write_volatile((forger + claim_at) as *mut u64, honest_claim);
+        }
         std::ptr::write_volatile((forger + off) as *mut u64, 5);
     }
     let mut buf = [0u8; 48];
-    match rx.try_recv(&mut buf) {
-        Err(corecast::RecvError::Corrupt(why)) => assert!(why.contains("both published number 0"), "{why}"),
+    rx.try_recv(&mut buf).map(|n| buf[..n].to_vec())
+}
+
+#[test]
+fn a_number_shown_without_a_claim_behind_it_is_not_taken() {
+    assert_eq!(forge_number_zero(false).unwrap(), b"the real message");
+}
+
+#[test]
+fn a_number_two_senders_claim_and_publish_is_reported_contested() {
+    match forge_number_zero(true) {
+        Err(corecast::RecvError::Contested { seq: 0 }) => {}
         other => panic!("a second claimant must be reported, got {other:?}"),
     }
 }

@@ -222,7 +222,7 @@ fn a_killed_keeper_wakes_a_blocked_receiver_with_a_typed_error() {
         }
     });
     assert_eq!(sender.read_line(), "sent");
-    let keeper = chan.keeper_pid();
+    let keeper = chan.keeper_pid().expect("the keeper runs in this PID namespace");
     let blocked = std::thread::spawn(move || {
         for seq in 0..3 {
             recv_checked(&mut rx, seq, 0);
@@ -250,7 +250,8 @@ fn a_killed_keeper_turns_sends_and_evictions_into_typed_errors() {
         move |out| {
             let chan = Channel::open(&name).unwrap();
             let rx = chan.receiver().unwrap();
-            writeln!(out, "{} {}", rx.index(), chan.members().iter().find(|m| !m.is_sender).unwrap().pid).unwrap();
+            writeln!(out, "{} {}", rx.index(), chan.members().iter().find(|m| !m.is_sender).unwrap().pid.unwrap())
+                .unwrap();
             loop {
                 std::thread::sleep(Duration::from_secs(1));
             }
@@ -261,15 +262,17 @@ fn a_killed_keeper_turns_sends_and_evictions_into_typed_errors() {
     let mut tx = chan.sender().unwrap();
     tx.send(&payload(0, 0, 64)).unwrap();
     tx.send(&payload(1, 0, 64)).unwrap();
+    let keeper = chan.keeper_pid().expect("the keeper runs in this PID namespace");
     // SAFETY: signalling the keeper process this test's channel started.
-    unsafe { libc::kill(chan.keeper_pid() as i32, libc::SIGKILL) };
-    wait_until("keeper death seen", || process_gone(chan.keeper_pid()));
+    unsafe { libc::kill(keeper as i32, libc::SIGKILL) };
+    wait_until("keeper death seen", || process_gone(keeper));
     let idle_pid = idle.pid as u32;
     idle.kill(libc::SIGKILL);
     idle.wait(GUARD);
     let r = tx.send_timeout(&payload(2, 0, 64), GUARD);
     assert!(matches!(r, Err(SendError::KeeperGone)), "a send on a keeperless channel: {r:?}");
-    let late = LateReceiver { index, pid: idle_pid, epoch: 1, unread: 2, stalled_for: Duration::ZERO };
+    let late =
+        LateReceiver { index, pid: Some(idle_pid), process: 0, epoch: 1, unread: 2, stalled_for: Duration::ZERO };
     assert!(matches!(tx.evict(&late), Err(ChannelError::KeeperGone)));
 }
 
@@ -343,7 +346,7 @@ fn a_destroyed_channels_keeper_leaves_the_next_channels_name_alone() {
     let path = corecast::channel_dir().join(&name);
     let old = Channel::create(&name, &cfg(2, 1, None)).unwrap();
     let old_rx = old.receiver().unwrap();
-    let old_keeper = old.keeper_pid();
+    let old_keeper = old.keeper_pid().unwrap();
     old.destroy().unwrap();
     let new = Channel::create(&name, &cfg(2, 1, None)).unwrap();
     // The old channel's last member leaves: its keeper exits.
@@ -546,7 +549,7 @@ fn late_receivers_are_reported_while_the_ring_has_room_and_to_non_blocking_sende
     // One unread message, room for three more: still reported once late.
     wait_until("a late report with room left", || !tx.late_receivers().is_empty());
     let late = tx.late_receivers();
-    assert_eq!((late[0].index, late[0].pid, late[0].unread), (rx.index(), std::process::id(), 1));
+    assert_eq!((late[0].index, late[0].pid, late[0].unread), (rx.index(), Some(std::process::id()), 1));
     assert!(late[0].stalled_for >= Duration::from_millis(40));
     let status = chan.status().unwrap();
     let unread = status.members.iter().find_map(|m| m.unread_for).unwrap();
@@ -583,7 +586,7 @@ fn a_same_user_process_cannot_reach_the_keepers_descriptors() {
             assert_eq!(unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 1) }, 0);
             let chan = Channel::create(&name, &ChannelConfig { mode: 0o600, ..cfg(2, 1, None) }).unwrap();
             let _tx = chan.sender().unwrap();
-            writeln!(out, "{}", chan.keeper_pid()).unwrap();
+            writeln!(out, "{}", chan.keeper_pid().unwrap()).unwrap();
             loop {
                 std::thread::sleep(Duration::from_secs(1));
             }

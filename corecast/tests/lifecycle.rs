@@ -28,7 +28,7 @@ fn participant(name: String) -> impl FnOnce(&mut std::fs::File) -> i32 {
         tx.send(b"x").unwrap();
         let mut buf = [0u8; 8];
         rx.recv(&mut buf).unwrap();
-        writeln!(out, "{}", chan.keeper_pid()).unwrap();
+        writeln!(out, "{}", chan.keeper_pid().unwrap()).unwrap();
         loop {
             std::thread::sleep(Duration::from_secs(1));
         }

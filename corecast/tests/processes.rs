@@ -267,7 +267,7 @@ fn reported_late_then_evicted(wait: corecast::WaitStrategy, label: &str) {
     };
     assert_eq!(late.len(), 1);
     assert_eq!(late[0].index, index);
-    assert_eq!(late[0].pid, stalled.pid as u32);
+    assert_eq!(late[0].pid, Some(stalled.pid as u32));
     assert_eq!(late[0].unread, 4);
     assert!(late[0].stalled_for >= Duration::from_millis(200));
     // "Keep waiting" reports it again after another deadline.

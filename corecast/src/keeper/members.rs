@@ -9,12 +9,17 @@ use crate::proto::{self, Reply};
 use crate::region::{ReceiverRegion, SenderRegion};
 use crate::ring;
 use crate::sync::Ordering;
-use crate::sys::{map::Mapping, memfd, sock, wakefd};
+use crate::sys::{futex, map::Mapping, memfd, wakefd};
 
 impl Keeper {
     /// Maps and seals a member's region: after this, only the member (which
     /// mapped it before) can write it, whatever anyone does with the fd.
+    /// The size is sealed *before* it is checked and the region mapped: a
+    /// member that truncates its memfd meanwhile (from another thread)
+    /// would otherwise leave the keeper reading past the end of the file,
+    /// and kill it with SIGBUS.
     pub(super) fn adopt(fd: &OwnedFd, bytes: usize, writable: bool) -> Result<Mapping, String> {
+        memfd::fix_size(fd).map_err(|e| format!("seal the region's size: {e}"))?;
         let size = memfd::size(fd).map_err(|e| e.to_string())?;
         if size != bytes as u64 {
             return Err(format!("region has {size} bytes, {bytes} expected"));
@@ -28,15 +33,21 @@ impl Keeper {
         let g = self.membership.geometry;
         let min_cursor = self.min_live_cursor();
         let free = (0..self.senders.len()).find(|&j| match &self.senders[j] {
-            None => !self.unsettled.contains(&j),
-            Some(s) => s.departed_at.is_some_and(|d| d <= min_cursor) && !self.unsettled.contains(&j),
+            None => true,
+            Some(s) => s.departed_at.is_some_and(|d| d <= min_cursor),
         });
         let Some(j) = free else { return (Reply::status(proto::FULL), Vec::new()) };
         let region = match Self::adopt(&fd, g.sender_region_bytes(), true).and_then(|m| SenderRegion::open(m, g)) {
             Ok(r) => r,
             Err(_) => return (Reply::status(proto::BAD_REQUEST), Vec::new()),
         };
-        let (pid, uid, _) = sock::peer(&self.conns[k].fd).unwrap_or((0, 0, 0));
+        let (pid, uid) = (self.conns[k].peer.pid_here(), self.conns[k].peer.uid);
+        // With one sender slot, receivers take a message of the one region
+        // they map without a look at `next` (`Receiver::sole_decided`): no
+        // number a departed sender showed may be claimed again.
+        if g.exclusive_sender() {
+            self.move_next_past_shown();
+        }
         self.senders[j] = Some(SenderSlot { fd, wake, region, departed_at: None });
         self.audit.forget_sender(j);
         let e = self.membership.sender(j);
@@ -44,6 +55,7 @@ impl Keeper {
         e.excluded.store(0, Ordering::Relaxed);
         e.pid.store(pid, Ordering::Relaxed);
         e.uid.store(uid, Ordering::Relaxed);
+        e.process.store(self.conns[k].peer.process, Ordering::Relaxed);
         e.epoch.fetch_add(1, Ordering::Relaxed);
         // Release pairs with the members' Acquire loads of the state: the slot's pid, uid and epoch stored before it come with it.
         e.state.store(STATE_LIVE, Ordering::Release);
@@ -66,13 +78,14 @@ impl Keeper {
             Ok(r) => r,
             Err(_) => return (Reply::status(proto::BAD_REQUEST), Vec::new()),
         };
-        let (pid, uid, _) = sock::peer(&self.conns[k].fd).unwrap_or((0, 0, 0));
+        let (pid, uid) = (self.conns[k].peer.pid_here(), self.conns[k].peer.uid);
         self.receivers[i] = Some(ReceiverSlot { fd, wake, region });
         let e = self.membership.receiver(i);
         // SeqCst: a receiver's start is read by senders' room checks in the same total order as the state store that follows it.
         e.start.store(START_PENDING, Ordering::SeqCst);
         e.pid.store(pid, Ordering::Relaxed);
         e.uid.store(uid, Ordering::Relaxed);
+        e.process.store(self.conns[k].peer.process, Ordering::Relaxed);
         e.epoch.fetch_add(1, Ordering::Relaxed);
         e.state.store(STATE_LIVE, Ordering::SeqCst);
         self.bump();
@@ -110,19 +123,47 @@ impl Keeper {
             }
             Role::Sender(j) => {
                 // SeqCst: read in the one total order of the claims of `next` (ring::try_claim), so it is never older than a claim the reader already saw.
-                let next = self.sequencer.next().load(Ordering::SeqCst);
+                let next = self.sequencer.next().load(Ordering::SeqCst) & !ring::NEXT_LOCKED;
                 if let Some(s) = self.senders[j].as_mut() {
-                    s.departed_at = Some(next);
+                    s.departed_at = Some(next.min(ring::MAX_NUMBER));
                 }
-                if left || ring::named(self.claim_word(j)).is_none_or(|s| self.is_settled(s)) {
-                    // SeqCst: membership state is half of a store-then-load handshake with members (a member arms, then re-reads state; the keeper stores state, then bumps and wakes): release/acquire cannot order a store before a later load.
-                    self.membership.sender(j).state.store(state, Ordering::SeqCst);
-                    self.bump();
-                } else {
-                    self.unsettled.push(j);
+                // Settled before its state changes: a receiver told every
+                // sender is gone has nothing left to wait for.
+                self.void_own_claim(j);
+                // SeqCst: membership state is half of a store-then-load handshake with members (a member arms, then re-reads state; the keeper stores state, then bumps and wakes): release/acquire cannot order a store before a later load.
+                self.membership.sender(j).state.store(state, Ordering::SeqCst);
+                if let Some(s) = &self.senders[j] {
+                    // SeqCst: pairs with the sleeper's SeqCst arm-then-recheck (notify::Armer::arm).
+                    s.region.header().doorbell.0.fetch_add(1, Ordering::SeqCst);
+                    futex::wake_all(&s.region.header().doorbell.0);
+                }
+                self.bump();
+            }
+        }
+    }
+
+    /// Moves `next` forward past the highest number any mapped sender
+    /// region shows published (forward only: every number below it stays
+    /// claimed). In a channel with one sender slot, a departed sender may
+    /// have shown numbers ahead of `next` that receivers took (they do not
+    /// look at `next` there); the next sender must not claim them again.
+    fn move_next_past_shown(&mut self) {
+        let g = self.membership.geometry;
+        let mut highest = None;
+        for r in self.senders.iter().flatten() {
+            for i in 0..u64::from(g.slots) {
+                // Acquire pairs with the publisher's Release store of the stamp.
+                let st = r.region.slot(i).stamp.load(Ordering::Acquire);
+                if let Some(n) = (st >> 2).checked_sub(1).filter(|&n| n < ring::MAX_NUMBER && st & 3 != 0) {
+                    highest = highest.max(Some(n));
                 }
             }
         }
+        let Some(n) = highest else { return };
+        // SeqCst: one total order with every claim and repair of `next`.
+        let _ = self.sequencer.next().fetch_update(Ordering::SeqCst, Ordering::SeqCst, |next| {
+            (next & ring::NEXT_LOCKED == 0 && next <= n).then_some(n + 1)
+        });
     }
 
     /// R8: a sender evicts a receiver that held it back past the deadline.

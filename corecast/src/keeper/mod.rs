@@ -15,6 +15,7 @@
 //! a process of the same user cannot take its descriptors through /proc or
 //! ptrace. Its death is announced by the kernel (`sys::robust`).
 
+mod admit;
 mod audit;
 mod members;
 mod settle;
@@ -44,6 +45,8 @@ enum Role {
 
 struct Conn {
     fd: OwnedFd,
+    /// Who connected, as the kernel reported it at `connect`.
+    peer: sock::PeerCred,
     /// A connection from this process (the copier of a broadcast
     /// channel): it does not keep the channel alive.
     own: bool,
@@ -109,9 +112,16 @@ pub(crate) struct Keeper {
     senders: Vec<Option<SenderSlot>>,
     receivers: Vec<Option<ReceiverSlot>>,
     conns: Vec<Conn>,
-    /// Dead senders whose claim could not be settled yet.
-    unsettled: Vec<usize>,
     audit: audit::Audit,
+    /// A pidfd for this process, handed to members with the membership.
+    own_pidfd: Option<OwnedFd>,
+    /// Connections refused for the caps (`admission`), for `inspect`.
+    refused: u64,
+    /// A spare descriptor, closed to accept (and at once close) one
+    /// connection when the process is out of descriptors, so a flood never
+    /// leaves a connection pending forever or the keeper spinning on
+    /// EMFILE.
+    spare: Option<OwnedFd>,
 }
 
 /// Builds the keeper's regions and serves until the channel is empty.
@@ -128,6 +138,7 @@ pub(crate) fn run(
     if rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable).is_err() {
         return 1;
     }
+    crate::sys::raise_descriptor_limit();
     let copier_pid = match &kind {
         Kind::Feed { copier_pid } => Some(*copier_pid),
         _ => None,
@@ -159,7 +170,7 @@ impl Keeper {
             Ok((fd, map))
         };
         let (membership_fd, m) = mk("corecast-membership", g.membership_bytes())?;
-        let membership = Membership::init(m, g, crate::sys::pid(), kind)?;
+        let membership = Membership::init(m, g, crate::sys::pid(), kind, crate::sys::euid())?;
         robust::hold_until_death(membership.keeper_word()).map_err(|e| format!("robust list: {e}"))?;
         memfd::seal(&membership_fd).map_err(|e| format!("seal: {e}"))?;
         let (sequencer_fd, s) = mk("corecast-sequencer", g.sequencer_bytes())?;
@@ -178,8 +189,10 @@ impl Keeper {
             senders: (0..g.max_senders).map(|_| None).collect(),
             receivers: (0..g.max_receivers).map(|_| None).collect(),
             conns: Vec::new(),
-            unsettled: Vec::new(),
             audit: audit::Audit::new(g.max_senders as usize),
+            refused: 0,
+            own_pidfd: crate::sys::pidfd::of_self(),
+            spare: crate::sys::spare_fd(),
         })
     }
 
@@ -207,13 +220,8 @@ impl Keeper {
                 }
             }
             if ready[0] {
-                if let Ok(fd) = sock::accept(&self.listener) {
-                    let own = sock::peer(&fd).is_ok_and(|(pid, _, _)| pid == self.me);
-                    self.conns.push(Conn { fd, own, role: Role::Handle, left: false, denied: true });
-                    served_any |= !own;
-                }
+                served_any |= self.admit();
             }
-            self.settle_dead_senders();
             if self.audit_due_in().is_some_and(|d| d.is_zero()) {
                 self.audit(Instant::now());
             }
@@ -258,16 +266,20 @@ impl Keeper {
                 self.conns[k].denied = true;
                 (Reply::status(proto::DESTROYED), Vec::new())
             }
-            Op::Hello => match sock::peer(&self.conns[k].fd) {
-                Ok((pid, uid, gid)) if access::may_open(&self.path, uid, gid, &access::groups_of(pid)) => {
+            Op::Hello => {
+                let p = &self.conns[k].peer;
+                if access::may_open(&self.path, p.uid, p.gid, &p.groups) {
                     self.conns[k].denied = false;
-                    (Reply::status(proto::OK), dup(&self.membership_fd).into_iter().collect())
-                }
-                _ => {
+                    // Its own pidfd too, so a member in another PID
+                    // namespace can name the keeper (the socket's peer is
+                    // whoever listened first: the creator).
+                    let out = [Some(&self.membership_fd), self.own_pidfd.as_ref()].into_iter().flatten();
+                    (Reply::status(proto::OK), out.filter_map(dup).collect())
+                } else {
                     self.conns[k].denied = true;
                     (Reply::status(proto::PERMISSION), Vec::new())
                 }
-            },
+            }
             // Nothing but a hello from a peer that was refused or never said it.
             _ if self.conns[k].denied => (Reply::status(proto::PERMISSION), Vec::new()),
             Op::JoinSender | Op::JoinReceiver if destroyed => (Reply::status(proto::DESTROYED), Vec::new()),
@@ -283,9 +295,7 @@ impl Keeper {
             Op::JoinSender if self.membership.kind() == KIND_BROADCAST && !self.conns[k].own => {
                 (Reply::status(proto::PERMISSION), Vec::new())
             }
-            Op::JoinReceiver
-                if self.copier_pid.is_some() && sock::peer(&self.conns[k].fd).map(|p| p.0).ok() != self.copier_pid =>
-            {
+            Op::JoinReceiver if self.copier_pid.is_some() && self.conns[k].peer.pid != self.copier_pid => {
                 (Reply::status(proto::PERMISSION), Vec::new())
             }
             Op::JoinSender => {
@@ -294,7 +304,11 @@ impl Keeper {
             }
             Op::JoinReceiver => {
                 let wake = fds.remove(1);
-                self.join_receiver(k, fds.remove(0), wake)
+                let (reply, _) = self.join_receiver(k, fds.remove(0), wake);
+                // Receivers map the sequencer read-only (`receiver::decide`).
+                let out =
+                    if reply.status == proto::OK { dup(&self.sequencer_fd).into_iter().collect() } else { Vec::new() };
+                (reply, out)
             }
             Op::FetchSenders => {
                 let mut r = Reply::status(proto::OK);
@@ -338,10 +352,30 @@ impl Keeper {
                 let (i, epoch) = ((arg & 0xffff_ffff) as usize, (arg >> 32) as u32);
                 (Reply::status(self.evict(i, epoch)), Vec::new())
             }
-            Op::ReportTamper if matches!(self.conns[k].role, Role::Sender(_)) => {
-                self.note_tamper();
+            // A sender repaired the sequencer, or a receiver passed over a
+            // hole a sender made in it, `arg` times (told in batches).
+            Op::ReportTamper if matches!(self.conns[k].role, Role::Sender(_) | Role::Receiver(..)) => {
+                let n = arg.min(1 << 20) as u32;
+                self.membership.header().tampered.fetch_add(n, Ordering::Relaxed);
                 (Reply::status(proto::OK), Vec::new())
             }
+            // At most one look per millisecond, however many receivers ask.
+            Op::AuditNow if matches!(self.conns[k].role, Role::Receiver(..)) => {
+                let now = Instant::now();
+                if self.audit_due_in().is_some() && !self.audited_recently(now) {
+                    self.audit(now);
+                }
+                (Reply::status(proto::OK), Vec::new())
+            }
+            Op::FetchPidfds => self.member_pidfds(),
+            Op::ReportContested if matches!(self.conns[k].role, Role::Receiver(..)) => {
+                self.note_contested(arg);
+                (Reply::status(proto::OK), Vec::new())
+            }
+            // Control is the owner's (and root's): a member that may only
+            // send or receive cannot close the channel for the others or
+            // have every receiver evicted.
+            Op::SetDeadline | Op::Destroy if !self.is_owner(k) => (Reply::status(proto::PERMISSION), Vec::new()),
             // The copier: every sender of the feed is gone and everything
             // was copied (receivers are told, as of a plain channel whose
             // senders left), or a sender is back; and its dropped messages.
@@ -403,13 +437,35 @@ impl Keeper {
         self.bump();
     }
 
-    fn is_live_sender(&self, k: usize) -> bool {
-        // SeqCst: membership state is half of a store-then-load handshake with members (a member arms, then re-reads state; the keeper stores state, then bumps and wakes): release/acquire cannot order a store before a later load.
-        self.membership.sender(k).state.load(Ordering::SeqCst) == STATE_LIVE && !self.unsettled.contains(&k)
+    /// A pidfd for each live member, with its membership slot and epoch.
+    fn member_pidfds(&self) -> (Reply, Vec<OwnedFd>) {
+        let (mut r, mut out) = (Reply::status(proto::OK), Vec::new());
+        let senders = self.membership.geometry.max_senders as usize;
+        for c in &self.conns {
+            let slot = match c.role {
+                Role::Sender(j) => j,
+                Role::Receiver(i, _) => senders + i,
+                Role::Handle => continue,
+            };
+            let e =
+                if slot < senders { self.membership.sender(slot) } else { self.membership.receiver(slot - senders) };
+            if let Some(fd) = c.peer.pidfd.as_ref().and_then(|p| p.try_clone().ok()) {
+                r.entries.push((slot as u32, e.epoch.load(Ordering::Relaxed)));
+                out.push(fd);
+            }
+        }
+        (r, out)
+    }
+
+    /// Whether connection `k` is the channel's owner's (or root's), or
+    /// this keeper's own (the copier's).
+    fn is_owner(&self, k: usize) -> bool {
+        let c = &self.conns[k];
+        c.own || c.peer.uid == 0 || c.peer.uid == self.membership.owner_uid()
     }
 
     fn min_live_cursor(&self) -> u64 {
-        let next = self.sequencer.next().load(Ordering::SeqCst);
+        let next = self.sequencer.next().load(Ordering::SeqCst) & !ring::NEXT_LOCKED;
         self.receivers
             .iter()
             .enumerate()

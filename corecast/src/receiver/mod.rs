@@ -1,6 +1,7 @@
 //! The receiving endpoint: find the next number's slot, read it in place or
 //! copy it out, move the cursor.
 
+mod decide;
 mod message;
 mod sleep;
 mod wait_any;
@@ -11,9 +12,9 @@ use crate::error::{ChannelError, RecvError};
 use crate::layout::{Arm, SlotHeader, STATE_FREE, STATE_LIVE};
 use crate::link::Link;
 use crate::notify::{self, Armer, Notified, WakeFd};
-use crate::peers::{self, Peer, PeerTable, Rotated};
+use crate::peers::{self, PeerTable};
 use crate::proto::{self, Op};
-use crate::region::{ReceiverRegion, SenderRegion, SlotArray};
+use crate::region::{ReceiverRegion, SenderRegion, Sequencer, SlotArray};
 use crate::ring::{self, Probe};
 use crate::sync::Ordering;
 use crate::sys::{futex, map::Mapping, membarrier, memfd, wakefd};
@@ -55,9 +56,12 @@ pub struct Receiver {
     wait: WaitStrategy,
     /// Whether this receiver's CPU was crowded at its last wait.
     crowding: Crowding,
-    /// The copier's receiver: regions that fail validation are passed over
-    /// (`locate_lenient`).
-    lenient: bool,
+    /// The channel's sequencer, mapped read-only: a number is decided only
+    /// once `next` is past it (see `decide`).
+    sequencer: Sequencer,
+    /// The channel has one sender slot: a message in the one region mapped
+    /// needs no look at `next` (see `ready_at_once`).
+    exclusive: bool,
     /// The sender region, when exactly one is mapped (the common case):
     /// the common receive reaches its slot and its space-wait word through
     /// this, without the table of regions. Rebuilt by every refresh, the
@@ -66,23 +70,23 @@ pub struct Receiver {
     /// The values of the futex words a sleep waits on, kept between
     /// sleeps so that sleeping allocates nothing.
     sleep_values: Vec<u32>,
+    /// Holes passed over not yet told to the keeper, and when it was last
+    /// told (`note_hole`).
+    holes_untold: u64,
+    holes_told_at: Option<Instant>,
+    /// The last number this receiver asked the keeper to look at, as a hole
+    /// above its floor.
+    audit_asked_at: Option<u64>,
 }
+
+/// How often a receiver tells the keeper of the holes it passed over.
+const HOLES_REPORT_EVERY: Duration = Duration::from_millis(100);
 
 /// The one sender region a receiver has mapped.
 #[derive(Clone, Copy, Debug)]
 struct SoleSender {
     index: usize,
     slots: SlotArray,
-}
-
-/// One sender region's answer for the number a receiver is owed.
-enum Step {
-    /// The number is here: a message, a gap report, or void (`None`).
-    Settled(Option<Found>),
-    /// A later number is here: this one was overwritten.
-    Newer,
-    /// Not here (yet).
-    Absent,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,6 +99,15 @@ enum Found {
     Gap {
         sender: usize,
     },
+    /// Two sender regions published the number: only one of them won it,
+    /// and no reader can tell which (see `decide`).
+    Contested,
+    /// The number was claimed, yet no region shows or claims it: a sender
+    /// moved `next` past it by hand. Below the keeper's floor: nobody will
+    /// ever claim it.
+    Hole,
+    /// A hole the keeper's floor has not passed yet.
+    HoleAboveFloor,
     NotYet,
 }
 
@@ -110,14 +123,16 @@ impl Receiver {
         armer.disarm(&region.header().sleeping.0);
         let peers_fence_seen = armer.peers_fence();
         let wake = WakeFd::new()?;
-        let (reply, _) = link.call(Op::JoinReceiver, &[&fd, &wake.peer])?;
+        let (reply, mut fds) = link.call(Op::JoinReceiver, &[&fd, &wake.peer])?;
         match reply.status {
-            proto::OK if reply.index < g.max_receivers => {}
+            proto::OK if reply.index < g.max_receivers && fds.len() == 1 => {}
             proto::FULL => {
                 return Err(ChannelError::Full { name: link.name.clone(), role: "receiver", max: g.max_receivers })
             }
             s => return Err(ChannelError::Corrupt(format!("keeper refused the receiver (status {s})"))),
         }
+        let sequencer =
+            Sequencer::open(Link::map_sequencer(&fds.remove(0), &g, false)?, &g).map_err(ChannelError::Corrupt)?;
         ring::advance(&region.header().cursor.0, reply.seq);
         // Acquire pairs with the keeper's state store after its epoch bump: a changed epoch is another member.
         let epoch = link.membership.receiver(reply.index as usize).epoch.load(Ordering::Acquire);
@@ -140,9 +155,13 @@ impl Receiver {
             hint: 0,
             wait,
             crowding: Crowding::default(),
-            lenient: false,
+            sequencer,
+            exclusive: g.exclusive_sender(),
             sole: None,
             sleep_values: Vec::with_capacity(2 + g.max_senders as usize),
+            holes_untold: 0,
+            holes_told_at: None,
+            audit_asked_at: None,
         };
         rx.refresh()?;
         Ok(rx)
@@ -354,23 +373,6 @@ impl Receiver {
         ring::read_intact(slot, self.next, len as u32, || m.evicted_ever())
     }
 
-    /// Makes this the copier's receiver (see `locate_lenient`).
-    pub(crate) fn set_lenient(&mut self) {
-        self.lenient = true;
-    }
-
-    /// Gives up the next number, which could not be read (its slot failed
-    /// validation), if every number up to it was claimed as the keeper
-    /// last saw (so this never runs ahead of the senders). The copier's
-    /// way past a hostile sender's garbage; returns whether it moved.
-    pub(crate) fn skip_unreadable(&mut self) -> bool {
-        if self.next >= self.link.membership.floor() {
-            return false;
-        }
-        self.consume();
-        true
-    }
-
     /// Fails with `Evicted` once a sender has evicted this receiver.
     #[inline]
     fn check_membership(&self) -> Result<(), RecvError> {
@@ -486,7 +488,7 @@ impl Receiver {
             // so its region is mapped.
             let slot = unsafe { sole.slots.slot(self.next) };
             return match ring::probe(slot, self.next, sole.slots.slots.into(), sole.slots.slot_bytes) {
-                Ok(Probe::Ready(len)) => Some((sole.index, len as usize)),
+                Ok(Probe::Ready(len)) if self.sole_decided() => Some((sole.index, len as usize)),
                 _ => None,
             };
         }
@@ -511,11 +513,11 @@ impl Receiver {
             // be read *before* a probe: a sender publishes before it
             // leaves, so "none live" then "not found" means gone. So a
             // message found at the first probe costs no state reads.
-            let mut found = self.located()?;
+            let mut found = self.locate()?;
             let mut states = (true, true);
             if found == Some(Found::NotYet) {
                 states = self.sender_states();
-                found = self.located()?;
+                found = self.locate()?;
             }
             let (any_live, any_ever) = states;
             match found {
@@ -524,11 +526,32 @@ impl Receiver {
                     return Ok((sender, len));
                 }
                 Some(Found::Gap { sender }) => return Err(self.take_gap(sender)),
+                Some(Found::Contested) => {
+                    let seq = self.next;
+                    self.consume();
+                    let _ = self.link.call_arg(Op::ReportContested, seq);
+                    return Err(RecvError::Contested { seq });
+                }
+                // A void or a hole: passed over (the consume's fence
+                // orders the cursor before the next look at `next`).
                 None => {
-                    self.next += 1;
-                    ring::advance(&self.region.header().cursor.0, self.next);
+                    self.consume();
                     continue;
                 }
+                Some(Found::Hole) => {
+                    self.consume();
+                    self.note_hole();
+                    continue;
+                }
+                // The keeper looks at once and raises its floor; asked
+                // once per number (a keeper that will not vouch for it
+                // leaves the receiver waiting, as for any number).
+                Some(Found::HoleAboveFloor) if self.audit_asked_at != Some(self.next) => {
+                    self.audit_asked_at = Some(self.next);
+                    self.link.call_arg(Op::AuditNow, self.next)?;
+                    continue;
+                }
+                Some(Found::HoleAboveFloor) => {}
                 Some(Found::NotYet) => {}
             }
             let gen = self.link.membership.generation();
@@ -552,131 +575,51 @@ impl Receiver {
         }
     }
 
-    /// `locate`, reporting an overrun as eviction when this receiver was
-    /// evicted (an evicted receiver is overtaken by design).
-    #[inline(always)]
-    fn located(&self) -> Result<Option<Found>, RecvError> {
-        match self.locate() {
-            Err(RecvError::Overrun { expected }) => {
-                self.check_membership()?;
-                Err(RecvError::Overrun { expected })
-            }
-            other => other,
-        }
-    }
-
-    /// Probes every known sender region for `self.next`. `None` = void.
+    /// What the sender regions say about `self.next` (see `decide`).
+    /// `None` = void (or a hole): pass over it.
     #[inline(always)]
     fn locate(&self) -> Result<Option<Found>, RecvError> {
-        if self.lenient {
-            return self.locate_lenient();
-        }
-        let mapped = self.senders.mapped_bits();
-        // The common case, one sender region and the last message in it:
-        // no order to work out and no other claimant to rule out.
-        if mapped == 1 << self.hint {
-            return match self.probe_step(self.hint)? {
-                Step::Settled(found) => Ok(found),
-                Step::Newer => Err(RecvError::Overrun { expected: self.next }),
-                Step::Absent => Ok(Some(Found::NotYet)),
-            };
-        }
-        let mut order = Rotated::new(mapped, self.hint);
-        let mut newer = false;
-        while let Some(j) = order.next() {
-            match self.probe_step(j)? {
-                Step::Settled(found) => {
-                    if !order.is_empty() {
-                        self.sole_claimant(j, order)?;
-                    }
-                    return Ok(found);
+        // The common case, one sender region and the next message in it.
+        if let Some(sole) = self.sole {
+            // SAFETY: `sole` is rebuilt whenever the mapped regions change,
+            // so its region is mapped.
+            let slot = unsafe { sole.slots.slot(self.next) };
+            if let Ok(Probe::Ready(len)) = ring::probe(slot, self.next, sole.slots.slots.into(), sole.slots.slot_bytes)
+            {
+                if self.sole_decided() {
+                    return Ok(Some(Found::Ready { sender: sole.index, len: len as usize }));
                 }
-                Step::Newer => newer = true,
-                Step::Absent => {}
             }
         }
-        if newer {
-            return Err(RecvError::Overrun { expected: self.next });
-        }
-        Ok(Some(Found::NotYet))
+        self.decide()
     }
 
-    /// What sender `j`'s slot says about `self.next`, for `locate`.
+    /// Whether a message found in the one region mapped may be taken
+    /// without `decide`: no sender attached since the last refresh (one
+    /// that did may have won this number), and, unless the channel has one
+    /// sender slot, the number was claimed (a message shown ahead of the
+    /// sequencer is a forgery another sender's claim would contest). With
+    /// one sender slot, a second sender attaches only after the first
+    /// departed, and the keeper first moves `next` past every number the
+    /// departed one shows (`Keeper::join_sender`).
     #[inline(always)]
-    fn probe_step(&self, j: usize) -> Result<Step, RecvError> {
-        Ok(match self.probe(j).map_err(corrupt)? {
-            Some(Probe::Ready(len)) => Step::Settled(Some(Found::Ready { sender: j, len: len as usize })),
-            Some(Probe::Gap) => Step::Settled(Some(Found::Gap { sender: j })),
-            Some(Probe::Void) => Step::Settled(None),
-            Some(Probe::Newer(_)) => Step::Newer,
-            Some(Probe::Absent) | None => Step::Absent,
-        })
+    fn sole_decided(&self) -> bool {
+        self.link.membership.generation() == self.generation
+            // SeqCst: as in `decidable`.
+            && (self.exclusive || ring::claimed_past(self.sequencer.next().load(Ordering::SeqCst), self.next))
     }
 
-    /// What sender `j`'s slot for `self.next` says (`None`: not mapped).
-    #[inline]
-    fn probe(&self, j: usize) -> Result<Option<Probe>, ring::BadSlot> {
-        let Some(Peer { region, .. }) = &self.senders[j] else { return Ok(None) };
-        let g = &region.geometry;
-        ring::probe(region.slot(self.next), self.next, g.slots.into(), g.slot_bytes).map(Some)
-    }
-
-    /// Exactly one sender can win a number: sender `j` published or voided
-    /// `self.next`, so a region probed after it (`rest`) claiming it too is
-    /// a hostile sender trying to replace another's message.
-    #[inline(never)]
-    fn sole_claimant(&self, j: usize, rest: Rotated) -> Result<(), RecvError> {
-        for other in rest {
-            if matches!(self.probe(other).map_err(corrupt)?, Some(Probe::Ready(_) | Probe::Void | Probe::Gap)) {
-                return Err(RecvError::Corrupt(format!("senders {j} and {other} both published number {}", self.next)));
-            }
-        }
-        Ok(())
-    }
-
-    /// The copier's `locate`. A region whose slot for the number fails
-    /// validation (garbage, or a later number: the copier is never
-    /// evicted, so it cannot have been overtaken) is a hostile sender's
-    /// and is passed over, so it cannot stop honest messages. The number
-    /// is given up (`Corrupt`, then [`Receiver::skip_unreadable`]) only
-    /// when some region failed for it, every number up to it was claimed
-    /// (the keeper's floor, read first), and no region that validates
-    /// names it or a later number in its claim word (an honest sender
-    /// claims its next number only after publishing the last).
-    #[inline(never)]
-    fn locate_lenient(&self) -> Result<Option<Found>, RecvError> {
-        let g = self.link.membership.geometry;
-        let floor = self.link.membership.floor();
-        let (mut found, mut invalid, mut held) = (None, false, false);
-        for (j, peer) in self.senders.iter().enumerate() {
-            let Some(Peer { region, .. }) = peer else { continue };
-            let this = match ring::probe(region.slot(self.next), self.next, g.slots.into(), g.slot_bytes) {
-                Ok(Probe::Ready(len)) => Some(Found::Ready { sender: j, len: len as usize }),
-                Ok(Probe::Gap) => Some(Found::Gap { sender: j }),
-                Ok(Probe::Void) => None,
-                Ok(Probe::Absent) => {
-                    // Acquire pairs with the sender's claim stores (ring::try_claim, ring::commit_claim).
-                    let word = region.header().claim.0.load(Ordering::Acquire);
-                    held |= ring::named(word).is_some_and(|c| c >= self.next);
-                    continue;
-                }
-                Ok(Probe::Newer(_)) | Err(_) => {
-                    invalid = true;
-                    continue;
-                }
-            };
-            if found.is_some() {
-                return Err(RecvError::Corrupt(format!("two senders published number {}", self.next)));
-            }
-            found = Some(this);
-        }
-        match found {
-            Some(f) => Ok(f),
-            None if invalid && !held && self.next < floor => Err(RecvError::Corrupt(format!(
-                "number {} failed validation in a sender's region and no other sender holds it",
-                self.next
-            ))),
-            None => Ok(Some(Found::NotYet)),
+    /// Counts a hole passed over for the keeper's tally of tampering
+    /// (`ChannelStatus::tampered`), told at most every
+    /// [`HOLES_REPORT_EVERY`], so that a sender moving `next` by hand does
+    /// not cost receivers a round trip per number.
+    #[cold]
+    fn note_hole(&mut self) {
+        self.holes_untold += 1;
+        let now = Instant::now();
+        if self.holes_told_at.is_none_or(|t| now - t >= HOLES_REPORT_EVERY) {
+            self.holes_told_at = Some(now);
+            let _ = self.link.call_arg(Op::ReportTamper, std::mem::take(&mut self.holes_untold));
         }
     }
 
@@ -742,12 +685,6 @@ fn barrier_for_senders_of(receivers: &mut [&mut Receiver]) -> Result<(), RecvErr
         rx.peers_fence_seen = rx.armer.peers_fence();
     }
     Ok(())
-}
-
-/// A slot that failed validation, as the error a receive reports.
-#[cold]
-fn corrupt(bad: ring::BadSlot) -> RecvError {
-    RecvError::Corrupt(bad.to_string())
 }
 
 /// Whether a receiver waiting so asks senders to fence before they read

@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use super::Sender;
 use crate::error::{ChannelError, LateReceiver, SendError};
+use crate::identity::PidsHere;
 use crate::layout::{KIND_FEED, STATE_LIVE};
 use crate::peers::Peer;
 use crate::proto::Op;
@@ -48,8 +49,8 @@ impl Sender {
             return Vec::new();
         }
         // SeqCst: read in the one total order of the claims of `next` (ring::try_claim), so it is never older than a claim the reader already saw.
-        let next = self.sequencer.next().load(Ordering::SeqCst);
-        (0..m.geometry.max_receivers as usize)
+        let next = self.sequencer.next().load(Ordering::SeqCst) & !ring::NEXT_LOCKED;
+        let mut late: Vec<LateReceiver> = (0..m.geometry.max_receivers as usize)
             .filter_map(|i| {
                 let e = m.receiver(i);
                 let unread_ms = e.unread_ms.load(Ordering::Relaxed);
@@ -69,14 +70,31 @@ impl Sender {
                 };
                 Some(LateReceiver {
                     index: i,
-                    pid: e.pid.load(Ordering::Relaxed),
+                    pid: None,
+                    process: e.process.load(Ordering::Relaxed),
                     // Acquire pairs with the keeper's state store after its epoch bump: a changed epoch is another member.
                     epoch: e.epoch.load(Ordering::Acquire),
                     unread: next.saturating_sub(ring::effective_cursor(cursor, start, next)),
                     stalled_for: Duration::from_millis(u64::from(unread_ms)),
                 })
             })
-            .collect()
+            .collect();
+        self.name_pids(&mut late);
+        late
+    }
+
+    /// Fills in each late receiver's pid as this sender sees it (one
+    /// request to the keeper, only when some receiver is late).
+    fn name_pids(&self, late: &mut [LateReceiver]) {
+        if late.is_empty() {
+            return;
+        }
+        let m = &self.link.membership;
+        let here = PidsHere::fetch(&self.link);
+        for l in late {
+            let e = m.receiver(l.index);
+            l.pid = here.pid(m.geometry.max_senders as usize + l.index, e);
+        }
     }
 
     /// Receivers holding this sender back now past the channel's deadline.
@@ -115,13 +133,14 @@ impl Sender {
             let since = unchanged_since(&mut self.room.stalls[i], c, now);
             let stalled_for = now - since;
             if ms != 0 && stalled_for >= Duration::from_millis(u64::from(ms)) {
-                let pid = e.pid.load(Ordering::Relaxed);
-                late.push(LateReceiver { index: i, pid, epoch: *epoch, unread: next - c, stalled_for });
+                let process = e.process.load(Ordering::Relaxed);
+                late.push(LateReceiver { index: i, pid: None, process, epoch: *epoch, unread: next - c, stalled_for });
             }
         }
         if late.is_empty() {
             return Ok(());
         }
+        self.name_pids(&mut late);
         // Calling again waits a whole deadline more ("keep waiting").
         self.room.clear_stalls();
         Err(SendError::ReceiversLate(late))

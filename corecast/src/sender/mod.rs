@@ -37,6 +37,8 @@ pub struct Sender {
     sequencer: Sequencer,
     region: SenderRegion,
     index: usize,
+    /// The epoch of this sender's membership entry when it joined.
+    epoch: u32,
     room: Room,
     wait: WaitStrategy,
     /// Whether this sender's CPU was crowded at its last wait for room.
@@ -49,7 +51,14 @@ pub struct Sender {
     /// This process is not registered for receivers' process-wide
     /// barriers: every publish fences before it reads their arm words.
     fence_every_publish: bool,
+    /// Repairs of the sequencer not yet told to the keeper, and when it was
+    /// last told (`note_repair`).
+    repairs_untold: u64,
+    repairs_told_at: Option<Instant>,
 }
+
+/// How often a sender tells the keeper of its repairs of the sequencer.
+const REPAIR_REPORT_EVERY: Duration = Duration::from_millis(100);
 
 impl Sender {
     /// A sender of a non-equivocating channel: attached to its feed.
@@ -76,12 +85,7 @@ impl Sender {
             }
             s => return Err(ChannelError::Corrupt(format!("keeper refused the sender (status {s})"))),
         }
-        let sfd = fds.remove(0);
-        let size = memfd::size(&sfd).map_err(ChannelError::io("fstat sequencer"))? as usize;
-        if size != g.sequencer_bytes() {
-            return Err(ChannelError::Corrupt(format!("sequencer has {size} bytes")));
-        }
-        let smap = Mapping::new(&sfd, size, true).map_err(ChannelError::io("map sequencer"))?;
+        let smap = Link::map_sequencer(&fds.remove(0), &g, true)?;
         let sequencer = Sequencer::open(smap, &g).map_err(ChannelError::Corrupt)?;
         let room = Room {
             receivers: receivers::Receivers::empty(g.max_receivers as usize),
@@ -93,6 +97,9 @@ impl Sender {
             stalls: vec![None; g.max_receivers as usize],
             stalled: false,
             tampered: None,
+            bumped: None,
+            lock_seen: None,
+            cursors: Vec::with_capacity(g.max_receivers as usize),
             claimed_up_to: 0,
             me: reply.index as usize,
             senders: peers::empty(if g.max_senders == 1 { 0 } else { g.max_senders as usize }),
@@ -100,7 +107,10 @@ impl Sender {
             wake_values: Vec::with_capacity(g.max_receivers as usize),
         };
         let index = reply.index as usize;
+        // Acquire pairs with the keeper's state store after its epoch bump.
+        let epoch = link.membership.sender(index).epoch.load(Ordering::Acquire);
         Ok(Sender {
+            epoch,
             link,
             outer: None,
             sequencer,
@@ -114,6 +124,8 @@ impl Sender {
             fd_mode: false,
             fd_armed: false,
             fence_every_publish: !membarrier::register(),
+            repairs_untold: 0,
+            repairs_told_at: None,
         })
     }
 
@@ -162,6 +174,13 @@ impl Sender {
     pub fn send_gap(&mut self, first: u64, last: u64) -> Result<(), SendError> {
         if first > last {
             return Ok(());
+        }
+        // Receivers take gap reports only from the owner's senders
+        // (`receiver::decide`): nobody else may make them skip numbers.
+        let owner = self.outer.as_ref().unwrap_or(&self.link).membership.owner_uid();
+        let me = crate::sys::euid();
+        if me != 0 && me != owner {
+            return Err(SendError::OwnerOnly);
         }
         let mut report = [0u8; ring::GAP_BYTES as usize];
         report[..8].copy_from_slice(&first.to_le_bytes());
@@ -330,8 +349,14 @@ impl Sender {
         if let Some(outer) = &self.outer {
             usable(outer)?;
         }
+        let me = self.link.membership.sender(self.index);
+        // Relaxed: both are the keeper's, read again at every claim; an
+        // excluded sender's slot may go to a new sender (a new epoch).
+        if me.excluded.load(Ordering::Relaxed) != 0 || me.epoch.load(Ordering::Relaxed) != self.epoch {
+            return Err(SendError::Excluded);
+        }
         let mut claim = self.claim_once(&g);
-        if self.room.error.is_some() || self.room.rewound.is_some() {
+        if self.room.error.is_some() || self.room.rewound.is_some() || self.room.bumped.is_some() {
             claim = self.claim_repairing(&g, claim)?;
         }
         match claim {
@@ -381,22 +406,46 @@ impl Sender {
             if let Some(e) = self.room.error.take() {
                 return Err(e.into());
             }
-            match (claim, self.room.rewound.take()) {
+            match (claim, self.room.rewound.take(), self.room.bumped.take()) {
                 // `next` offered a number some sender already claimed: put
                 // it back to where claims really are (a forward move to a
-                // number that was claimed cannot hurt anyone), tell the
-                // keeper, and claim again.
-                (Claim::Full(s), Some(known)) if repairs < 4 => {
+                // number that was claimed cannot hurt anyone), and claim
+                // again.
+                (Claim::Full(s), Some(known), _) if repairs < 4 => {
                     repairs += 1;
                     let next = self.sequencer.next();
                     // SeqCst: one total order with the claims' compare-exchange.
                     if next.compare_exchange(s, known, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
-                        let _ = self.link.call_arg(Op::ReportTamper, s);
+                        self.note_repair();
                     }
                 }
-                (claim, _) => return Ok(claim),
+                // `next` beyond every honest claim: put back where no
+                // number a receiver passed is claimed again, and claim again.
+                (Claim::Full(s), None, Some(bumped)) if s == bumped && repairs < 4 => {
+                    repairs += 1;
+                    let g = self.region.geometry;
+                    if !self.room.repair_bumped(&self.link, &g, self.sequencer.next(), s) {
+                        return Ok(Claim::Full(s));
+                    }
+                    self.note_repair();
+                }
+                (claim, _, _) => return Ok(claim),
             }
             claim = self.claim_once(g);
+        }
+    }
+
+    /// Counts a repair of the sequencer for the keeper's tally
+    /// (`ChannelStatus::tampered`), told at most every
+    /// [`REPAIR_REPORT_EVERY`] so that a sender under attack does not pay a
+    /// round trip per repair.
+    #[cold]
+    fn note_repair(&mut self) {
+        self.repairs_untold += 1;
+        let now = std::time::Instant::now();
+        if self.repairs_told_at.is_none_or(|t| now - t >= REPAIR_REPORT_EVERY) {
+            self.repairs_told_at = Some(now);
+            let _ = self.link.call_arg(Op::ReportTamper, std::mem::take(&mut self.repairs_untold));
         }
     }
 
@@ -410,13 +459,13 @@ impl Sender {
         let claim = &self.region.header().claim.0;
         let published = if self.region.geometry.exclusive_sender() {
             ring::commit_exclusive(claim, seq);
+            ring::publish(self.region.slot(seq), seq, len, kind);
             true
         } else {
-            ring::commit_claim(claim, seq)
+            // The keeper voids a committed claim held unpublished past the
+            // deadline: the publish never overwrites that void.
+            ring::commit_claim(claim, seq) && ring::publish_unless_voided(self.region.slot(seq), seq, len, kind)
         };
-        if published {
-            ring::publish(self.region.slot(seq), seq, len, kind);
-        }
         // Either a receiver arming to sleep sees this stamp, or the loads
         // below see it armed (notify's handshake). The StoreLoad barrier
         // between is a fence here only for receivers that ask for one; for

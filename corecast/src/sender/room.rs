@@ -13,7 +13,11 @@ use crate::peers::{self, PeerTable};
 use crate::proto::Op;
 use crate::region::SenderRegion;
 use crate::ring;
-use crate::sync::Ordering;
+use crate::sync::{AtomicU64, Ordering};
+
+/// How long a sender leaves `next` locked by another repairer before it
+/// takes the repair over.
+pub(super) const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_micros(200);
 
 /// What the sender knows about receivers, for back-pressure and wake-ups.
 #[derive(Debug)]
@@ -49,6 +53,15 @@ pub(super) struct Room {
     /// Set by `check` when `next` offered a number already claimed: one
     /// past the highest number known to be claimed.
     pub(super) rewound: Option<u64>,
+    /// Set by `check` when `next` offered a number beyond every honest
+    /// claim (or a repairer's lock): that `next`, for `repair_bumped`.
+    pub(super) bumped: Option<u64>,
+    /// A lock on `next` another repairer holds, and since when this sender
+    /// saw it: past [`LOCK_PATIENCE`] it takes the repair over.
+    pub(super) lock_seen: Option<(u64, Instant)>,
+    /// The receivers' cursors, as a repair reads them (kept to allocate
+    /// once).
+    pub(super) cursors: Vec<u64>,
     /// Every receiver's wake word as a sender about to sleep for room read
     /// it, kept between sleeps so that sleeping allocates nothing.
     pub(super) wake_values: Vec<Option<u32>>,
@@ -201,15 +214,73 @@ impl Room {
         }
         self.limit = min + u64::from(g.slots);
         // An honest claim of `n` needs `n < slowest + R`, so `next` never
-        // exceeds `slowest + R`: beyond it, a sender moved it by hand.
+        // exceeds `slowest + R`: beyond it, a sender moved it by hand (or a
+        // repairer holds it locked).
         if exact && s > self.limit {
+            self.bumped = Some(s);
             self.tampered = Some(format!(
-                "the sequencer offers number {s}, beyond the slowest receiver's reach ({}): a sender moved it \
-                 (the channel's keeper voids the gap and puts it back)",
+                "the sequencer offers number {s:#x}, beyond the slowest receiver's reach ({}): a sender moved it",
                 self.limit
             ));
         }
         s < self.limit
+    }
+
+    /// Puts back a `next` moved beyond every honest claim, `seen` (see
+    /// `ring::repair_target`): locks it, reads the evidence, stores the
+    /// target. Waits [`LOCK_PATIENCE`] for a repair another holds, then
+    /// takes it over (its holder may be stopped or dead; its own store then
+    /// fails). Returns whether this sender repaired it.
+    #[cold]
+    pub(super) fn repair_bumped(&mut self, link: &Link, g: &Geometry, next: &AtomicU64, seen: u64) -> bool {
+        if seen & ring::NEXT_LOCKED != 0 {
+            let now = Instant::now();
+            match self.lock_seen {
+                Some((held, since)) if held == seen && now - since >= LOCK_PATIENCE => {}
+                Some((held, _)) if held == seen => return false,
+                _ => {
+                    self.lock_seen = Some((seen, now));
+                    return false;
+                }
+            }
+        }
+        self.lock_seen = None;
+        let mine = ring::locked_by(self.me as u32);
+        // SeqCst: locked before the cursors are read, which pairs with the
+        // fence each receiver issues between its cursor store and its next
+        // look at `next` (Receiver::consume, receiver::decide).
+        if next.compare_exchange(seen, mine, Ordering::SeqCst, Ordering::SeqCst).is_err() {
+            return false;
+        }
+        let m = &link.membership;
+        self.cursors.clear();
+        for i in 0..g.max_receivers as usize {
+            let e = m.receiver(i);
+            // SeqCst: membership state, read after the lock.
+            let start = e.start.load(Ordering::SeqCst);
+            if e.state.load(Ordering::SeqCst) != STATE_LIVE || start == START_PENDING {
+                continue;
+            }
+            let cursor = match &self.receivers[i] {
+                // SeqCst: after the lock (above).
+                Some(p) if p.epoch == e.epoch.load(Ordering::Acquire) => {
+                    p.region.header().cursor.0.next.load(Ordering::SeqCst)
+                }
+                _ => start,
+            };
+            self.cursors.push(cursor.max(start));
+        }
+        let words = self
+            .senders
+            .mapped()
+            .filter(|(j, _)| m.sender(*j).excluded.load(Ordering::Relaxed) == 0)
+            // SeqCst: after the lock (above).
+            .map(|(_, p)| p.region.header().claim.0.load(Ordering::SeqCst));
+        let target = ring::repair_target(m.floor(), self.claimed_up_to, words, &self.cursors, u64::from(g.slots));
+        // SeqCst: one total order with every claim and repair of `next`.
+        let repaired = next.compare_exchange(mine, target, Ordering::SeqCst, Ordering::SeqCst).is_ok();
+        self.limit = 0;
+        repaired
     }
 
     pub(super) fn refresh(&mut self, link: &Link, g: &Geometry) -> Result<(), ChannelError> {

@@ -29,8 +29,14 @@ pub(crate) fn seal(fd: impl AsFd) -> Result<(), Errno> {
     rustix::fs::fcntl_add_seals(fd, region_seals())
 }
 
-/// Seals only the size (for the senders-only sequencer region, which new
-/// senders must still be able to map writable).
+/// Seals the size and nothing else yet (the first step of adopting a
+/// member's region: its size is then fixed for good before it is checked).
+pub(crate) fn fix_size(fd: impl AsFd) -> Result<(), Errno> {
+    rustix::fs::fcntl_add_seals(fd, SealFlags::SHRINK | SealFlags::GROW)
+}
+
+/// Seals only the size, for good (for the senders-only sequencer region,
+/// which new senders must still be able to map writable).
 pub(crate) fn seal_size(fd: impl AsFd) -> Result<(), Errno> {
     rustix::fs::fcntl_add_seals(fd, SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL)
 }

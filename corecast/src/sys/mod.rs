@@ -4,6 +4,7 @@ pub(crate) mod futex;
 pub(crate) mod map;
 pub(crate) mod membarrier;
 pub(crate) mod memfd;
+pub(crate) mod pidfd;
 pub(crate) mod process;
 pub(crate) mod robust;
 pub(crate) mod sock;
@@ -23,6 +24,44 @@ pub(crate) fn retry<T>(mut f: impl FnMut() -> rustix::io::Result<T>) -> rustix::
 /// This process's id.
 pub(crate) fn pid() -> u32 {
     rustix::process::getpid().as_raw_nonzero().get() as u32
+}
+
+/// This process's effective uid.
+pub(crate) fn euid() -> u32 {
+    rustix::process::geteuid().as_raw()
+}
+
+/// The uid files of users this user namespace does not map show as
+/// (`/proc/sys/kernel/overflowuid`), when this process is in a user
+/// namespace other than the initial one; `None` in the initial one.
+pub(crate) fn overflow_uid() -> Option<u32> {
+    static CACHED: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+    *CACHED.get_or_init(|| {
+        let map = std::fs::read_to_string("/proc/self/uid_map").ok()?;
+        let whole = map.split_whitespace().collect::<Vec<_>>() == ["0", "0", "4294967295"];
+        if whole {
+            return None;
+        }
+        std::fs::read_to_string("/proc/sys/kernel/overflowuid").ok()?.trim().parse().ok()
+    })
+}
+
+/// A descriptor held in reserve (of /dev/null), so that a process out of
+/// descriptors can still accept one connection to close it.
+pub(crate) fn spare_fd() -> Option<std::os::fd::OwnedFd> {
+    rustix::fs::open("/dev/null", rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC, rustix::fs::Mode::empty())
+        .ok()
+}
+
+/// Raises this process's soft limit of open descriptors to its hard limit
+/// (at most 65536): a keeper holds one per connection and two per member.
+pub(crate) fn raise_descriptor_limit() {
+    let mut limit = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+    let want = limit.maximum.map_or(65536, |m| m.min(65536));
+    if limit.current.is_some_and(|c| c < want) {
+        limit.current = Some(want);
+        let _ = rustix::process::setrlimit(rustix::process::Resource::Nofile, limit);
+    }
 }
 
 /// Gives up the CPU to another runnable thread.

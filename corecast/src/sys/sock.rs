@@ -4,8 +4,9 @@
 //! moment a member dies. See unix(7), sendmsg(2), recvmsg(2).
 
 use std::io::{IoSlice, IoSliceMut};
+use std::mem::size_of_val;
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 
 use rustix::io::Errno;
@@ -39,13 +40,13 @@ pub(crate) const BINDING_PREFIX: &str = ".binding-";
 /// first in its queue: the creator's own. A keeper that ends when its last
 /// connection goes would otherwise end as soon as a prober (`list`,
 /// `clean`, an early `open`) came and went before the creator connected.
-pub(crate) fn listen_new(path: &Path, mode: u32) -> Result<(OwnedFd, OwnedFd), Errno> {
+pub(crate) fn listen_new(path: &Path, mode: u32, timeout: std::time::Duration) -> Result<(OwnedFd, OwnedFd), Errno> {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let private = path.with_file_name(format!("{BINDING_PREFIX}{}-{n}", rustix::process::getpid().as_raw_nonzero()));
     let fd = socket()?;
     rustix::net::bind(&fd, &SocketAddrUnix::new(&private)?)?;
-    let published = rustix::net::listen(&fd, 64).and_then(|()| connect(&private)).and_then(|first| {
+    let published = rustix::net::listen(&fd, 64).and_then(|()| connect(&private, timeout)).and_then(|first| {
         rustix::fs::chmod(&private, rustix::fs::Mode::from_raw_mode(mode))?;
         let _names = NameLock::take(path);
         // A hard link fails if `path` exists, whatever the file system.
@@ -93,11 +94,21 @@ impl NameLock {
     }
 }
 
-/// Connects to the socket at `path`.
-pub(crate) fn connect(path: &Path) -> Result<OwnedFd, Errno> {
+/// Connects to the socket at `path`; every later send and receive on the
+/// connection, and the connect itself (a listener whose queue is full),
+/// fails with `EAGAIN` after `timeout`.
+pub(crate) fn connect(path: &Path, timeout: std::time::Duration) -> Result<OwnedFd, Errno> {
     let fd = socket()?;
+    set_timeouts(&fd, timeout)?;
     retry(|| rustix::net::connect(&fd, &SocketAddrUnix::new(path)?))?;
     Ok(fd)
+}
+
+/// Bounds every blocking send and receive on `sock` by `timeout` (SO_SNDTIMEO, SO_RCVTIMEO).
+pub(crate) fn set_timeouts(sock: impl AsFd, timeout: std::time::Duration) -> Result<(), Errno> {
+    use rustix::net::sockopt::{set_socket_timeout, Timeout};
+    set_socket_timeout(&sock, Timeout::Send, Some(timeout))?;
+    set_socket_timeout(&sock, Timeout::Recv, Some(timeout))
 }
 
 /// Accepts one connection.
@@ -149,10 +160,99 @@ pub(crate) fn recv(sock: impl AsFd) -> Result<(Vec<u8>, Vec<OwnedFd>), Errno> {
     Ok((body, fds))
 }
 
-/// The pid, uid and gid of the process at the other end, from the kernel.
-pub(crate) fn peer(sock: impl AsFd) -> Result<(u32, u32, u32), Errno> {
-    let c = rustix::net::sockopt::socket_peercred(sock)?;
-    Ok((c.pid.as_raw_nonzero().get() as u32, c.uid.as_raw(), c.gid.as_raw()))
+/// Who is at the other end of a connection, as the kernel recorded it when
+/// the connection was made (SO_PEERCRED, SO_PEERGROUPS, SO_PEERPIDFD), in
+/// the reader's namespaces. See unix(7), socket(7).
+#[derive(Debug)]
+pub(crate) struct PeerCred {
+    /// Its pid in this process's PID namespace; `None` when it lives in a
+    /// namespace this process cannot see (the kernel reports 0).
+    pub(crate) pid: Option<u32>,
+    /// Its effective uid and gid, mapped into this user namespace
+    /// (65534, the overflow id, when unmapped).
+    pub(crate) uid: u32,
+    pub(crate) gid: u32,
+    /// Its supplementary groups, mapped likewise.
+    pub(crate) groups: Vec<u32>,
+    /// A pidfd for it (Linux 6.5 and later): follows that process whatever
+    /// its namespace, and never a later process with a reused pid.
+    pub(crate) pidfd: Option<OwnedFd>,
+    /// Its namespace-independent id (`sys::pidfd::process_id`), 0 unknown.
+    pub(crate) process: u64,
+}
+
+impl PeerCred {
+    /// The pid as this process sees it, 0 when not visible from here.
+    pub(crate) fn pid_here(&self) -> u32 {
+        self.pid.unwrap_or(0)
+    }
+}
+
+/// The credentials of the process at the other end of `sock`.
+pub(crate) fn peer(sock: impl AsFd) -> Result<PeerCred, Errno> {
+    let fd = sock.as_fd();
+    let mut uc = libc::ucred { pid: 0, uid: 0, gid: 0 };
+    // SAFETY: `uc` is a `struct ucred` and `len` its size, as SO_PEERCRED
+    // expects; the kernel writes at most `len` bytes.
+    let len = unsafe { getsockopt(fd, libc::SO_PEERCRED, (&mut uc as *mut libc::ucred).cast(), size_of_val(&uc)) }?;
+    if len != size_of_val(&uc) {
+        return Err(Errno::PROTO);
+    }
+    let pidfd = peer_pidfd(fd);
+    Ok(PeerCred {
+        pid: u32::try_from(uc.pid).ok().filter(|&p| p > 0),
+        uid: uc.uid,
+        gid: uc.gid,
+        groups: peer_groups(fd).unwrap_or_default(),
+        process: pidfd.as_ref().map_or(0, super::pidfd::process_id),
+        pidfd,
+    })
+}
+
+/// SO_PEERGROUPS: the kernel says how much room the list needs (ERANGE).
+fn peer_groups(fd: BorrowedFd<'_>) -> Result<Vec<u32>, Errno> {
+    let mut groups = vec![0u32; 32];
+    loop {
+        // SAFETY: `groups` has room for `len` bytes of gid_t values.
+        match unsafe { getsockopt(fd, libc::SO_PEERGROUPS, groups.as_mut_ptr().cast(), groups.len() * 4) } {
+            Ok(len) => {
+                groups.truncate(len / 4);
+                return Ok(groups);
+            }
+            Err(Errno::RANGE) if groups.len() < 1 << 16 => groups.resize(groups.len() * 4, 0),
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// SO_PEERPIDFD, where the kernel has it.
+fn peer_pidfd(fd: BorrowedFd<'_>) -> Option<OwnedFd> {
+    let mut raw: libc::c_int = -1;
+    // SAFETY: an int, as SO_PEERPIDFD writes.
+    unsafe { getsockopt(fd, libc::SO_PEERPIDFD, (&mut raw as *mut libc::c_int).cast(), size_of_val(&raw)) }.ok()?;
+    // SAFETY: the kernel installed a new descriptor (close-on-exec) that
+    // nothing else owns.
+    (raw >= 0).then(|| unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(raw) })
+}
+
+/// getsockopt(SOL_SOCKET, `opt`) into `len` bytes at `value`; the length
+/// the kernel wrote.
+///
+/// # Safety
+/// `value` points to `len` writable bytes of the type `opt` returns.
+unsafe fn getsockopt(
+    fd: BorrowedFd<'_>,
+    opt: libc::c_int,
+    value: *mut libc::c_void,
+    len: usize,
+) -> Result<usize, Errno> {
+    let mut len = len as libc::socklen_t;
+    // SAFETY: the caller's guarantee; `fd` is a live descriptor.
+    let rc = unsafe { libc::getsockopt(fd.as_raw_fd(), libc::SOL_SOCKET, opt, value, &mut len) };
+    if rc != 0 {
+        return Err(Errno::from_raw_os_error(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)));
+    }
+    Ok(len as usize)
 }
 
 #[cfg(all(test, not(loom)))]
@@ -165,17 +265,19 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("chan");
         let _ = std::fs::remove_file(&path);
-        let (listener, first) = listen_new(&path, 0o600).unwrap();
+        let second = std::time::Duration::from_secs(1);
+        let (listener, first) = listen_new(&path, 0o600, second).unwrap();
         // Listening the moment the name exists: a connection is queued,
         // behind the one made before the name was published.
-        let _client = connect(&path).unwrap();
-        let (creator, _, _) = peer(accept(&listener).unwrap()).unwrap();
-        assert_eq!(creator, rustix::process::getpid().as_raw_nonzero().get() as u32);
+        let _client = connect(&path, second).unwrap();
+        let creator = peer(accept(&listener).unwrap()).unwrap();
+        assert_eq!(creator.pid, Some(rustix::process::getpid().as_raw_nonzero().get() as u32));
+        assert!(creator.pidfd.is_some(), "SO_PEERPIDFD (Linux 6.5 and later)");
         let _server = accept(&listener).unwrap();
         drop(first);
         use std::os::unix::fs::PermissionsExt;
         assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
-        assert_eq!(listen_new(&path, 0o600).unwrap_err(), Errno::EXIST);
+        assert_eq!(listen_new(&path, 0o600, second).unwrap_err(), Errno::EXIST);
         // No private name is left behind, in success or failure (the
         // user's name lock stays, by design).
         let lock = format!("{BINDING_PREFIX}lock-");

@@ -1,0 +1,136 @@
+//! Deciding what a receiver gets for the number it is owed, among every
+//! sender region it maps.
+//!
+//! Any sender can write anything into its own region, so a region that
+//! shows number `S` published proves nothing by itself: only the
+//! compare-exchange on the sequencer's `next` says who won `S`, and no
+//! reader can see it after the fact. What a reader can see is enough not to
+//! lose an honest message, with these rules:
+//!
+//! 1. Nothing is decided for `S` until `next` is past it (read fresh, not
+//!    locked by a repair): the winner of `S` stored its claim word before
+//!    moving `next` (`ring::try_claim`), so it is visible now, and a region
+//!    that shows `S` before anyone claimed it (a forgery ahead of the
+//!    sequencer) is never taken. Nor until this receiver maps every sender
+//!    attached (the membership generation is the one of its last refresh).
+//! 2. A region is *pending* for `S` when its claim word names `S` and its
+//!    slot does not show `S` settled yet (the winner between its claim and
+//!    its publish, or a loser about to withdraw): the decision waits. A
+//!    pending region that never settles is voided by the keeper past the
+//!    channel's deadline, and excluded if it undoes the void.
+//! 3. A region *publishes* `S` when its slot shows `S` published (or a gap
+//!    report from the channel's owner), valid, and its claim word names `S`
+//!    or a later number within a ring of it (an honest sender claims in
+//!    order, one number at a time, and cannot claim a ring past a receiver
+//!    still at `S`). A region whose slot fails validation (garbage, a later
+//!    lap while this receiver is a live member) publishes nothing; the
+//!    keeper excludes it.
+//! 4. Exactly one region publishes `S` and none is pending: that message.
+//!    Two or more: `S` is *contested* (one of them won it, and no reader can
+//!    tell which): passed over with [`crate::RecvError::Contested`]. None,
+//!    and none pending: `S` is void (a region's void with its claim behind
+//!    it), passed over; or a hole (no region claims it: a sender moved
+//!    `next` by hand), passed over once the keeper's floor is past it (the
+//!    receiver asks the keeper to look at once).
+//!
+//! So the honest winner's message is never replaced: it is either the one
+//! message delivered for its number, or the number is reported contested.
+//! Repairs of a tampered `next` never reopen a number any receiver decided
+//! (`ring::repair_target`).
+
+use super::{Found, Receiver};
+use crate::error::RecvError;
+use crate::ring::{self, Probe};
+use crate::sync::Ordering;
+
+impl Receiver {
+    /// What every mapped sender region says about `self.next`, by the
+    /// rules above. `None`: a void or a hole, to pass over.
+    #[inline(never)]
+    pub(super) fn decide(&self) -> Result<Option<Found>, RecvError> {
+        let s = self.next;
+        if !self.decidable(s) {
+            return Ok(Some(Found::NotYet));
+        }
+        let g = self.link.membership.geometry;
+        let (mut published, mut contested, mut pending, mut newer) = (None, false, false, false);
+        let mut voided = false;
+        for (j, peer) in self.senders.mapped() {
+            let region = &peer.region;
+            // SeqCst, and before the slot: pairs with the claimer's SeqCst
+            // claim stores (ring::try_claim) after this receiver's SeqCst
+            // load of `next`; and a sender publishes a number before it
+            // names a later one, so a word naming a later number means the
+            // slot read next shows this one settled if it ever will.
+            let word = region.header().claim.0.load(Ordering::SeqCst);
+            let named = ring::named(word);
+            let names_s = named == Some(s);
+            // Rule 3: its claim word stands behind what its slot shows.
+            let proves_s = named.is_some_and(|n| n >= s && n - s < u64::from(g.slots));
+            let this = match ring::probe(region.slot(s), s, g.slots.into(), g.slot_bytes) {
+                Ok(Probe::Ready(len)) if proves_s => Found::Ready { sender: j, len: len as usize },
+                Ok(Probe::Gap) if proves_s && self.may_report_gaps(j) => Found::Gap { sender: j },
+                // A void with its claim behind it (a dropped loan, a claim
+                // the keeper settled), or a gap from a sender that is not
+                // the owner: settled, and nothing to deliver.
+                Ok(Probe::Void | Probe::Gap) if proves_s => {
+                    voided = true;
+                    continue;
+                }
+                // Shown without a claim behind it: nothing at all.
+                Ok(Probe::Ready(_) | Probe::Gap | Probe::Void) => continue,
+                Ok(Probe::Newer(_)) => {
+                    newer = true;
+                    pending |= names_s;
+                    continue;
+                }
+                Ok(Probe::Absent) | Err(_) => {
+                    pending |= names_s;
+                    continue;
+                }
+            };
+            contested |= published.is_some();
+            published = Some(this);
+        }
+        if contested {
+            return Ok(Some(Found::Contested));
+        }
+        if pending {
+            return Ok(Some(Found::NotYet));
+        }
+        if published.is_none() && newer {
+            // Overtaken: only an evicted receiver is (its senders moved on
+            // without it); for a live one, a region's later lap is garbage.
+            self.check_membership()?;
+        }
+        // Claimed (rule 1) yet no region shows it or claims it: a sender
+        // moved `next` past it by hand. Passed over only below the keeper's
+        // floor: a member may move `next` back below a number a receiver
+        // passed as a hole, and the keeper's floor (trusted, it only grows)
+        // is what every sender checks a claim against.
+        if published.is_none() && !voided && !newer {
+            return Ok(Some(if s < self.link.membership.floor() { Found::Hole } else { Found::HoleAboveFloor }));
+        }
+        Ok(published)
+    }
+
+    /// Rule 1: `s` was claimed (`next` is past it, not locked) and this
+    /// receiver maps every sender region the keeper lists.
+    #[inline]
+    pub(super) fn decidable(&self, s: u64) -> bool {
+        // SeqCst: pairs with the winner's SeqCst compare-exchange on `next`
+        // (ring::try_claim) and a repairer's SeqCst lock (ring::repair_target):
+        // this receiver's cursor store came before, with the SeqCst fence
+        // of its last consume between.
+        let next = self.sequencer.next().load(Ordering::SeqCst);
+        ring::claimed_past(next, s) && self.link.membership.generation() == self.generation
+    }
+
+    /// Whether sender `j` may report gaps: the channel's owner (a bridge
+    /// delivering into its own channel) or root.
+    fn may_report_gaps(&self, j: usize) -> bool {
+        let m = &self.link.membership;
+        let uid = m.sender(j).uid.load(Ordering::Relaxed);
+        uid == 0 || uid == m.owner_uid()
+    }
+}
