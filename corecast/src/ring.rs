@@ -194,11 +194,16 @@ pub(crate) fn publish(slot: &SlotHeader, seq: u64, len: u32, kind: u64) {
 /// Acquire, and with [`void_unpublished`]'s: exactly one of the two wins.
 #[inline]
 pub(crate) fn publish_unless_voided(slot: &SlotHeader, seq: u64, len: u32, kind: u64) -> bool {
-    slot.len.store(len, Ordering::Relaxed);
     let mut st = slot.stamp.load(Ordering::Relaxed);
+    let settled = |st: u64| st >> 2 > seq + 1 || (st >> 2 == seq + 1 && st & 3 != KIND_WRITING);
+    // The length of a slot already settled stays as it is (a void's does
+    // not matter; anything else there is not this sender's to change).
+    if settled(st) {
+        return false;
+    }
+    slot.len.store(len, Ordering::Relaxed);
     loop {
-        let n = st >> 2;
-        if n > seq + 1 || (n == seq + 1 && st & 3 != KIND_WRITING) {
+        if settled(st) {
             return false;
         }
         match slot.stamp.compare_exchange_weak(st, stamp(seq, kind), Ordering::Release, Ordering::Relaxed) {

@@ -105,12 +105,15 @@ impl Child {
                 self.kill(libc::SIGKILL);
                 // SAFETY: as above, now blocking.
                 unsafe { libc::waitpid(self.pid, &mut status, 0) };
+                self.pid = 0;
                 let mut s = String::new();
                 let _ = self.report.read_to_string(&mut s);
                 panic!("child {} hung for {guard:?}; it reported: {s}", self.pid);
             }
             std::thread::sleep(Duration::from_millis(2));
         }
+        // Reaped: its pid may name another process from now on.
+        self.pid = 0;
         let mut s = String::new();
         let _ = self.report.read_to_string(&mut s);
         let exit = if libc::WIFSIGNALED(status) {
@@ -132,8 +135,60 @@ impl Child {
     }
 
     pub fn kill(&self, sig: i32) {
+        if self.pid <= 0 {
+            return;
+        }
         // SAFETY: signalling our own child.
         unsafe { libc::kill(self.pid, sig) };
+    }
+}
+
+impl Drop for Child {
+    /// A child the test did not wait for (it failed first) is killed and
+    /// reaped, so it never outlives the test holding its pipes.
+    fn drop(&mut self) {
+        if self.pid <= 0 {
+            return;
+        }
+        let mut status = 0;
+        // SAFETY: pid is our child (or already reaped: then both fail, harmlessly).
+        unsafe {
+            if libc::waitpid(self.pid, &mut status, libc::WNOHANG) == 0 {
+                libc::kill(self.pid, libc::SIGKILL);
+                libc::waitpid(self.pid, &mut status, 0);
+            }
+        }
+    }
+}
+
+/// Whether this process is root. A test that needs root (another user to
+/// attack from, namespaces) calls [`needs_root`].
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// `true` when the test may go on: as root. Otherwise it fails, unless
+/// `CORECAST_SKIP` names `root` (a run that knowingly leaves these out):
+/// a run without root never passes these tests unseen.
+pub fn needs_root(test: &str) -> bool {
+    if is_root() {
+        return true;
+    }
+    let skipped = std::env::var("CORECAST_SKIP").is_ok_and(|v| v.split(',').any(|w| w.trim() == "root"));
+    assert!(skipped, "{test} needs root (set CORECAST_SKIP=root to leave it out knowingly)");
+    eprintln!("SKIPPED (CORECAST_SKIP=root): {test}");
+    false
+}
+
+/// Becomes `nobody` in a single-threaded forked child.
+pub fn become_nobody() {
+    const NOBODY: u32 = 65534;
+    // SAFETY: dropping privileges in a single-threaded child.
+    unsafe {
+        assert_eq!(libc::setgroups(0, std::ptr::null()), 0);
+        assert_eq!(libc::setgid(NOBODY), 0);
+        assert_eq!(libc::setuid(NOBODY), 0);
     }
 }
 

@@ -1,0 +1,614 @@
+//! A member of a channel turned hostile, from its own process (as another
+//! user where the channel's mode lets one in): it truncates the memfd it
+//! hands the keeper, forges the numbers another sender won, publishes a
+//! length no slot holds, takes the owner's controls, floods the keeper with
+//! connections, squats a name first, and moves the sequencer without end.
+//! Each attack must leave the honest members whole: no honest message lost
+//! without a word, nothing forged taken for it, nobody wedged or crashed.
+
+mod common;
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use common::{become_nobody, fork, memory_map, needs_root, new_mapping, payload, unique, GUARD};
+use corecast::{Channel, ChannelConfig, ChannelError, Delivery, OpenOptions, RecvError, SendError};
+
+fn cfg(slots: u32, senders: u32, mode: u32, delivery: Delivery) -> ChannelConfig {
+    ChannelConfig {
+        slots,
+        max_message_bytes: 64,
+        max_senders: senders,
+        max_receivers: 4,
+        mode,
+        deadline: Some(Duration::from_millis(200)),
+        delivery,
+    }
+}
+
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !done() {
+        assert!(t0.elapsed() < GUARD, "hang guard: {what}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Makes sure the shared channel directory exists, made by this (root)
+/// process, before a child drops privileges and might make it instead.
+fn shared_dir_exists() {
+    let warm = Channel::create(&unique("warm"), &cfg(2, 1, 0o600, Delivery::Direct));
+    assert!(warm.is_ok() || matches!(warm, Err(ChannelError::AlreadyExists(_))));
+}
+
+/// A request to a keeper, as the wire protocol has it: op, pid, argument.
+fn request(op: u32, arg: u64) -> [u8; 16] {
+    let mut b = [0u8; 16];
+    b[..4].copy_from_slice(&op.to_le_bytes());
+    b[4..8].copy_from_slice(&std::process::id().to_le_bytes());
+    b[8..].copy_from_slice(&arg.to_le_bytes());
+    b
+}
+
+/// Sends `body` with `fds` attached and returns the reply's status (or
+/// `None` when the keeper hung up).
+fn call(sock: &OwnedFd, body: &[u8], fds: &[i32]) -> Option<u32> {
+    // SAFETY: plain sendmsg/recvmsg with buffers sized here.
+    unsafe {
+        let mut iov = libc::iovec { iov_base: body.as_ptr() as *mut _, iov_len: body.len() };
+        let mut control = [0u8; 64];
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        if !fds.is_empty() {
+            msg.msg_control = control.as_mut_ptr().cast();
+            msg.msg_controllen = libc::CMSG_SPACE((4 * fds.len()) as u32) as usize;
+            let c = libc::CMSG_FIRSTHDR(&msg);
+            (*c).cmsg_level = libc::SOL_SOCKET;
+            (*c).cmsg_type = libc::SCM_RIGHTS;
+            (*c).cmsg_len = libc::CMSG_LEN((4 * fds.len()) as u32) as usize;
+            std::ptr::copy_nonoverlapping(fds.as_ptr(), libc::CMSG_DATA(c).cast(), fds.len());
+        }
+        if libc::sendmsg(sock.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) < 0 {
+            return None;
+        }
+        let mut reply = [0u8; 4096];
+        let mut iov = libc::iovec { iov_base: reply.as_mut_ptr().cast(), iov_len: reply.len() };
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = control.len();
+        let n = libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC);
+        // Descriptors the keeper attached are closed with the process.
+        (n >= 4).then(|| u32::from_le_bytes(reply[..4].try_into().unwrap()))
+    }
+}
+
+/// A seqpacket connection to the channel `name`.
+fn connect(name: &str) -> OwnedFd {
+    let path = corecast::channel_dir().join(name);
+    let path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a socket and a connect with a sockaddr_un built here.
+    unsafe {
+        let fd = libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+        let mut addr: libc::sockaddr_un = std::mem::zeroed();
+        addr.sun_family = libc::AF_UNIX as u16;
+        for (d, s) in addr.sun_path.iter_mut().zip(path.as_bytes()) {
+            *d = *s as libc::c_char;
+        }
+        let len = std::mem::size_of::<libc::sockaddr_un>() as u32;
+        assert_eq!(libc::connect(fd, (&addr as *const libc::sockaddr_un).cast(), len), 0, "connect");
+        OwnedFd::from_raw_fd(fd)
+    }
+}
+
+/// A memfd of `bytes` bytes, sealable, and an unbound datagram socket (what
+/// a member hands the keeper as its wake fd).
+fn region_and_wake(bytes: i64) -> (OwnedFd, OwnedFd) {
+    // SAFETY: memfd_create, ftruncate and socket on descriptors made here.
+    unsafe {
+        let fd = libc::memfd_create(c"attack".as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING);
+        assert!(fd >= 0);
+        assert_eq!(libc::ftruncate(fd, bytes), 0);
+        let wake = libc::socket(libc::AF_UNIX, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        assert!(wake >= 0);
+        (OwnedFd::from_raw_fd(fd), OwnedFd::from_raw_fd(wake))
+    }
+}
+
+/// Joins as `op` (2: sender, 3: receiver) `tries` times, each time handing
+/// over a memfd of `bytes` bytes that another thread truncates to nothing
+/// and back as fast as it can. Reports how many joins the keeper took.
+fn join_while_truncating(name: &str, op: u32, bytes: i64, tries: u32) -> u32 {
+    let mut joined = 0;
+    for _ in 0..tries {
+        let conn = connect(name);
+        if call(&conn, &request(1, 0), &[]) != Some(0) {
+            panic!("the keeper refused or dropped a hello");
+        }
+        let (region, wake) = region_and_wake(bytes);
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    // SAFETY: ftruncate of our own memfd (it fails once sealed).
+                    unsafe {
+                        libc::ftruncate(region.as_raw_fd(), 0);
+                        libc::ftruncate(region.as_raw_fd(), bytes);
+                    }
+                }
+            });
+            let status = call(&conn, &request(op, 0), &[region.as_raw_fd(), wake.as_raw_fd()]);
+            stop.store(true, Ordering::Relaxed);
+            joined += u32::from(status == Some(0));
+        });
+    }
+    joined
+}
+
+/// A member hands the keeper its region memfd while a second thread
+/// truncates it: the keeper seals the size before it looks, so it never
+/// reads past the end of the file (it died of SIGBUS within 15 tries).
+/// As a receiver and as a sender, from another user through mode 0666.
+#[test]
+fn a_member_truncating_the_region_it_hands_over_cannot_kill_the_keeper() {
+    if !needs_root("a_member_truncating_the_region_it_hands_over_cannot_kill_the_keeper") {
+        return;
+    }
+    shared_dir_exists();
+    for delivery in [Delivery::Direct, Delivery::NonEquivocating] {
+        let name = unique(&format!("truncate-{delivery:?}"));
+        let chan = Channel::create(&name, &cfg(2, 4, 0o666, delivery)).unwrap();
+        let attacker = fork({
+            let name = name.clone();
+            move |out| {
+                become_nobody();
+                // Receiver region: three 128-byte lines. Sender region: a
+                // four-line header and 2 slots of 16 + 64 bytes, rounded to
+                // 64 (layout::Geometry::sender_region_bytes).
+                let receivers = join_while_truncating(&name, 3, 384, 40);
+                let target = if delivery == Delivery::Direct { name.clone() } else { format!(".{name}.feed") };
+                let senders = join_while_truncating(&target, 2, 512 + 2 * 128, 40);
+                use std::io::Write;
+                writeln!(out, "joined {receivers} {senders}").unwrap();
+                0
+            }
+        });
+        let (exit, report) = attacker.wait(GUARD);
+        assert_eq!(exit, common::Exit::Code(0), "{report}");
+        // The keeper lives and serves: a new receiver and sender, a message.
+        let status = chan.status().expect("the keeper is alive");
+        assert!(status.keeper_alive);
+        let mut rx = chan.receiver().unwrap();
+        let mut tx = chan.sender().unwrap();
+        tx.send(b"still here").unwrap();
+        let mut buf = [0u8; 64];
+        let n = rx.recv_timeout(&mut buf, GUARD).unwrap();
+        assert_eq!(&buf[..n], b"still here", "{delivery:?}");
+    }
+}
+
+/// The sequencer's `next` and this process's own sender region (both
+/// writable), found among the mappings made after `before`.
+fn hostile_mappings(before: &[String]) -> (&'static AtomicU64, usize) {
+    let (seq, _) = new_mapping("corecast-sequencer", before, true);
+    let (region, _) = new_mapping("corecast-sender", before, true);
+    // SAFETY: `next` is the u64 on the sequencer's second 128-byte line,
+    // in this process's own mapping, which lives as long as the sender that
+    // mapped it (the whole child).
+    (unsafe { &*((seq + 128) as *const AtomicU64) }, region)
+}
+
+/// Offsets in a sender region (layout::SenderHeader, SlotHeader): the
+/// claim word on the header's fourth 128-byte line, then slots of
+/// `stride` bytes from byte 512, each a stamp, a length, the payload.
+const CLAIM: usize = 3 * 128;
+const SLOTS: usize = 512;
+const STRIDE: usize = 128;
+
+/// A hostile sender that, for every number another sender claims, names it
+/// in its own claim word and publishes it in its own region with other
+/// bytes (what no reader can tell from the real one). Honest messages must
+/// each be delivered intact or reported contested, never replaced; on a
+/// non-equivocating channel every receiver gets the same outcome.
+#[test]
+fn a_sender_forging_the_numbers_another_sender_wins_never_replaces_an_honest_message() {
+    for delivery in [Delivery::Direct, Delivery::NonEquivocating] {
+        let name = unique(&format!("forge-{delivery:?}"));
+        let slots = 8u64;
+        let config = ChannelConfig { deadline: None, ..cfg(slots as u32, 2, 0o600, delivery) };
+        let chan = Channel::create(&name, &config).unwrap();
+        let receivers: Vec<_> = (0..2).map(|_| chan.receiver().unwrap()).collect();
+        let mut forger = fork({
+            let name = name.clone();
+            move |out| {
+                let before = memory_map();
+                let chan = Channel::open(&name).unwrap();
+                let _tx = chan.sender().unwrap();
+                let (next, region) = hostile_mappings(&before);
+                use std::io::Write;
+                writeln!(out, "ready").unwrap();
+                let mut last = u64::MAX;
+                loop {
+                    let n = next.load(Ordering::SeqCst);
+                    if n == 0 || n - 1 == last {
+                        std::hint::spin_loop();
+                        continue;
+                    }
+                    let s = n - 1;
+                    last = s;
+                    let slot = region + SLOTS + (s % slots) as usize * STRIDE;
+                    // SAFETY: the forger writes its own writable mapping.
+                    unsafe {
+                        std::ptr::write_volatile((slot + 16) as *mut [u8; 16], *b"FORGED FORGED!!!");
+                        std::ptr::write_volatile((slot + 8) as *mut u32, 16);
+                        std::ptr::write_volatile((region + CLAIM) as *mut u64, (s + 1) << 2);
+                        std::ptr::write_volatile(slot as *mut u64, ((s + 1) << 2) | 1);
+                    }
+                }
+            }
+        });
+        assert_eq!(forger.read_line(), "ready");
+        let mut tx = chan.sender().unwrap();
+        let count = 2000u64;
+        let done = std::sync::Arc::new(AtomicBool::new(false));
+        let t = std::thread::spawn({
+            let done = done.clone();
+            move || {
+                for k in 0..count {
+                    tx.send_timeout(&payload(k, 0, 64), GUARD).unwrap();
+                }
+                done.store(true, Ordering::SeqCst);
+                tx
+            }
+        });
+        // What each receiver got for each honest message: its bytes, or a
+        // contest report at its number (the drops of a non-equivocating
+        // channel show as nothing at all: `status().dropped` counts them).
+        let readers: Vec<_> = receivers
+            .into_iter()
+            .map(|mut rx| {
+                let done = done.clone();
+                std::thread::spawn(move || {
+                    let (mut got, mut contested, mut buf) = (Vec::new(), 0u64, [0u8; 64]);
+                    loop {
+                        match rx.recv_timeout(&mut buf, Duration::from_millis(500)) {
+                            Ok(n) => {
+                                assert_ne!(&buf[..16], b"FORGED FORGED!!!", "a forged message taken as a message");
+                                got.push(u64::from_le_bytes(buf[..8].try_into().unwrap()));
+                                assert_eq!(&buf[..n], &payload(*got.last().unwrap(), 0, 64)[..]);
+                            }
+                            Err(RecvError::Contested { .. }) => contested += 1,
+                            // The honest sender is done and everything is read.
+                            Err(RecvError::Timeout) if done.load(Ordering::SeqCst) => break,
+                            Err(RecvError::Timeout) => {}
+                            Err(e) => panic!("{delivery:?}: {e} after {} messages", got.len()),
+                        }
+                    }
+                    assert!(got.windows(2).all(|w| w[0] < w[1]), "in order");
+                    (got, contested)
+                })
+            })
+            .collect();
+        let outcomes: Vec<_> = readers.into_iter().map(|r| r.join().unwrap()).collect();
+        for (got, contested) in &outcomes {
+            // Every honest message: delivered, or its number reported.
+            assert!(got.len() as u64 + contested == count || delivery == Delivery::NonEquivocating);
+        }
+        let _tx = t.join().unwrap();
+        forger.kill(libc::SIGKILL);
+        let _ = forger.wait(GUARD);
+        if delivery == Delivery::NonEquivocating {
+            assert_eq!(outcomes[0], outcomes[1], "the copier decides once for every receiver");
+            assert_eq!(outcomes[0].1, 0, "receivers never see a contest on a non-equivocating channel");
+            let status = chan.status().unwrap();
+            assert_eq!(outcomes[0].0.len() as u64 + u64::from(status.dropped), count, "each drop counted");
+        }
+        eprintln!("{delivery:?}: delivered {:?} of {count}", outcomes.iter().map(|o| o.0.len()).collect::<Vec<_>>());
+    }
+}
+
+/// A sender publishes one of its own numbers with a length no slot holds:
+/// receivers pass over it (the keeper excludes the sender) and go on with
+/// the honest sender's messages; it never returns the same error forever.
+#[test]
+fn a_published_length_no_slot_holds_is_passed_over_and_its_sender_excluded() {
+    for delivery in [Delivery::Direct, Delivery::NonEquivocating] {
+        let name = unique(&format!("bad-len-{delivery:?}"));
+        let chan = Channel::create(&name, &cfg(32, 2, 0o600, delivery)).unwrap();
+        let mut rx = chan.receiver().unwrap();
+        let mut tx = chan.sender().unwrap();
+        tx.send(&payload(0, 0, 64)).unwrap();
+        let mut hostile = fork({
+            let name = name.clone();
+            move |out| {
+                let before = memory_map();
+                let chan = Channel::open(&name).unwrap();
+                let mut tx = chan.sender().unwrap();
+                let (_, region) = hostile_mappings(&before);
+                // A number it won, published by hand with a length no slot
+                // holds (the loan is never committed nor dropped).
+                let mut loan = tx.loan().unwrap();
+                let s = loan.sequence();
+                loan.as_mut_slice()[..4].copy_from_slice(b"evil");
+                let slot = region + SLOTS + (s % 32) as usize * STRIDE;
+                // SAFETY: the sender writes its own region.
+                unsafe {
+                    std::ptr::write_volatile((slot + 8) as *mut u32, 1 << 30);
+                    std::ptr::write_volatile(slot as *mut u64, ((s + 1) << 2) | 1);
+                }
+                std::mem::forget(loan);
+                use std::io::Write;
+                writeln!(out, "{s}").unwrap();
+                loop {
+                    std::thread::sleep(Duration::from_secs(1));
+                }
+            }
+        });
+        let bad: u64 = hostile.read_line().parse().unwrap();
+        let mut buf = [0u8; 64];
+        let n = rx.recv_timeout(&mut buf, GUARD).unwrap();
+        assert_eq!(&buf[..n], &payload(0, 0, 64)[..]);
+        for k in 1..20 {
+            tx.send_timeout(&payload(k, 0, 64), GUARD).unwrap();
+        }
+        for k in 1..20 {
+            let msg = rx.recv_in_place_timeout(GUARD).unwrap_or_else(|e| panic!("{delivery:?} message {k}: {e}"));
+            assert_eq!(&msg[..], &payload(k, 0, 64)[..]);
+            assert!(msg.sequence() > bad, "the bad number was passed over, not delivered");
+        }
+        if delivery == Delivery::Direct {
+            wait_until("the keeper excludes the sender", || chan.members().iter().any(|m| m.state == "excluded"));
+        }
+        hostile.kill(libc::SIGKILL);
+        let _ = hostile.wait(GUARD);
+    }
+}
+
+/// A member of another user (mode 0666 lets it in) may send and receive,
+/// but not destroy the channel, change its deadline or report gaps, by the
+/// API or by writing a gap into its own region by hand.
+#[test]
+fn control_is_the_owners_not_a_members() {
+    if !needs_root("control_is_the_owners_not_a_members") {
+        return;
+    }
+    shared_dir_exists();
+    let name = unique("control");
+    let chan = Channel::create(&name, &cfg(8, 2, 0o666, Delivery::Direct)).unwrap();
+    let mut rx = chan.receiver().unwrap();
+    let member = fork({
+        let name = name.clone();
+        move |out| {
+            become_nobody();
+            use std::io::Write;
+            let before = memory_map();
+            let chan = Channel::open(&name).unwrap();
+            let mut tx = chan.sender().unwrap();
+            let (_, region) = hostile_mappings(&before);
+            let destroy = matches!(Channel::open(&name).unwrap().destroy(), Err(ChannelError::OwnerOnly { .. }));
+            let deadline = matches!(chan.set_deadline(None), Err(ChannelError::OwnerOnly { .. }));
+            let gap = matches!(tx.send_gap(0, 1000), Err(SendError::OwnerOnly));
+            // A gap by hand: a loan's slot made a gap report before the
+            // loan is dropped (the drop's void then leaves it alone).
+            let mut loan = tx.loan().unwrap();
+            let s = loan.sequence();
+            loan.as_mut_slice()[..16].copy_from_slice(&[0u8; 16]);
+            let slot = region + SLOTS + (s % 8) as usize * STRIDE;
+            // SAFETY: the member writes its own region.
+            unsafe {
+                std::ptr::write_volatile((slot + 16 + 8) as *mut u64, 1000);
+                std::ptr::write_volatile((slot + 8) as *mut u32, 16);
+                std::ptr::write_volatile(slot as *mut u64, ((s + 1) << 2) | 3);
+            }
+            drop(loan);
+            tx.send(b"after the gap").unwrap();
+            writeln!(out, "{destroy} {deadline} {gap}").unwrap();
+            0
+        }
+    });
+    let (exit, report) = member.wait(GUARD);
+    assert_eq!((exit, report.as_str()), (common::Exit::Code(0), "true true true\n"));
+    let mut buf = [0u8; 64];
+    let n = rx.recv_timeout(&mut buf, GUARD).expect("no gap from a member who is not the owner");
+    assert_eq!(&buf[..n], b"after the gap");
+    assert!(chan.config().deadline.is_some(), "the deadline stands");
+    chan.destroy().expect("the owner may");
+}
+
+/// Another user holding thousands of connections (and reconnecting) gets a
+/// few hundred; the owner's requests are served meanwhile.
+#[test]
+fn a_user_flooding_the_keeper_with_connections_cannot_lock_out_the_owner() {
+    if !needs_root("a_user_flooding_the_keeper_with_connections_cannot_lock_out_the_owner") {
+        return;
+    }
+    shared_dir_exists();
+    let name = unique("conn-flood");
+    let chan = Channel::create(&name, &cfg(8, 2, 0o666, Delivery::Direct)).unwrap();
+    let mut flooder = fork({
+        let name = name.clone();
+        move |out| {
+            let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+            // SAFETY: reading and raising our own limit to its hard maximum.
+            unsafe {
+                libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
+                limit.rlim_cur = limit.rlim_max.min(30_000);
+                libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+            }
+            become_nobody();
+            let mut held = Vec::new();
+            for _ in 0..limit.rlim_cur.saturating_sub(100).min(20_000) {
+                held.push(connect(&name));
+            }
+            // How many the keeper kept: those still answering a hello.
+            let served = held.iter().take(1000).filter(|c| call(c, &request(1, 0), &[]) == Some(0)).count();
+            use std::io::Write;
+            writeln!(out, "{served}").unwrap();
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
+    });
+    let line = flooder.read_line();
+    let served: usize = line.parse().unwrap_or_else(|_| panic!("the flooder said {line:?}"));
+    assert!(served <= 256, "one user holds at most its share of connections ({served})");
+    let status = chan.status().expect("inspect is served");
+    assert!(status.keeper_alive);
+    let mut rx = chan.receiver().unwrap();
+    let mut tx = chan.sender().expect("a new sender is served");
+    tx.send(b"served").unwrap();
+    let mut buf = [0u8; 64];
+    assert_eq!(rx.recv_timeout(&mut buf, GUARD).unwrap(), 6);
+    flooder.kill(libc::SIGKILL);
+    let _ = flooder.wait(GUARD);
+}
+
+/// A keeper stopped by its own user: opening the channel and dropping an
+/// endpoint return within their bounds, with a typed error for the open.
+#[test]
+fn a_stopped_keeper_bounds_every_request() {
+    let name = unique("keeper-stopped");
+    let chan = Channel::create(&name, &cfg(8, 2, 0o600, Delivery::Direct)).unwrap();
+    let rx = chan.receiver().unwrap();
+    let keeper = chan.keeper_pid().expect("the keeper runs in this PID namespace") as i32;
+    // SAFETY: signalling the keeper process this test's channel started.
+    unsafe { libc::kill(keeper, libc::SIGSTOP) };
+    let quick = OpenOptions::new().timeout(Duration::from_millis(300));
+    let t0 = Instant::now();
+    let r = Channel::open_with(&name, &quick);
+    assert!(matches!(r, Err(ChannelError::KeeperTimeout { .. })), "{r:?}");
+    drop(rx);
+    assert!(t0.elapsed() < GUARD, "bounded (a hang guard, not a timing claim)");
+    // SAFETY: as above.
+    unsafe { libc::kill(keeper, libc::SIGCONT) };
+    chan.status().expect("served again once continued");
+}
+
+/// Another user creates a name first (mode 0666, open to all): a program
+/// that says whose channel it expects is refused instead of sending to it.
+#[test]
+fn a_name_squatted_by_another_user_is_refused_when_the_owner_is_expected() {
+    if !needs_root("a_name_squatted_by_another_user_is_refused_when_the_owner_is_expected") {
+        return;
+    }
+    shared_dir_exists();
+    let name = unique("squat");
+    let mut squatter = fork({
+        let name = name.clone();
+        move |out| {
+            become_nobody();
+            let chan = Channel::create(&name, &cfg(8, 2, 0o666, Delivery::Direct)).unwrap();
+            use std::io::Write;
+            writeln!(out, "squatted").unwrap();
+            let _keep = chan;
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
+    });
+    assert_eq!(squatter.read_line(), "squatted");
+    let me = OpenOptions::new().owner(0);
+    match Channel::open_with(&name, &me) {
+        Err(ChannelError::UnexpectedOwner { expected_uid: 0, owner_uid: 65534, .. }) => {}
+        other => panic!("the squatted name must be refused, got {other:?}"),
+    }
+    squatter.kill(libc::SIGKILL);
+    let _ = squatter.wait(GUARD);
+}
+
+/// A sender that moves the shared `next` without end (forwards by one, by a
+/// ring, by a million; backwards) while an honest sender sends: every
+/// honest message arrives, intact and in order.
+#[test]
+fn a_sender_moving_the_sequencer_without_end_loses_no_honest_message() {
+    let name = unique("bumper");
+    let slots = 16u64;
+    let chan = Channel::create(&name, &cfg(slots as u32, 2, 0o600, Delivery::Direct)).unwrap();
+    let mut rx = chan.receiver().unwrap();
+    let mut bumper = fork({
+        let name = name.clone();
+        move |out| {
+            let before = memory_map();
+            let chan = Channel::open(&name).unwrap();
+            let _tx = chan.sender().unwrap();
+            let (next, _) = hostile_mappings(&before);
+            use std::io::Write;
+            writeln!(out, "ready").unwrap();
+            let mut k = 0u64;
+            loop {
+                k += 1;
+                match k % 4 {
+                    0 => next.fetch_add(1, Ordering::SeqCst),
+                    1 => next.fetch_add(slots, Ordering::SeqCst),
+                    2 => next.fetch_add(1_000_000, Ordering::SeqCst),
+                    _ => next.fetch_sub(next.load(Ordering::SeqCst).min(3), Ordering::SeqCst),
+                };
+                std::thread::sleep(Duration::from_micros(50));
+            }
+        }
+    });
+    assert_eq!(bumper.read_line(), "ready");
+    let mut tx = chan.sender().unwrap();
+    let count = 3000u64;
+    let t = std::thread::spawn(move || {
+        for k in 0..count {
+            tx.send_timeout(&payload(k, 0, 64), GUARD).unwrap();
+        }
+        tx
+    });
+    let mut buf = [0u8; 64];
+    for k in 0..count {
+        let n = rx.recv_timeout(&mut buf, GUARD).unwrap_or_else(|e| panic!("message {k}: {e}"));
+        assert_eq!(&buf[..n], &payload(k, 0, 64)[..], "message {k}");
+    }
+    let _tx = t.join().unwrap();
+    bumper.kill(libc::SIGKILL);
+    let _ = bumper.wait(GUARD);
+    assert!(chan.status().unwrap().tampered > 0, "the tampering is counted");
+}
+
+/// Names that disguise themselves, and channel directories that are not
+/// safe to hold names, are refused with a typed error.
+#[test]
+fn disguised_names_and_unsafe_directories_are_refused() {
+    let c = cfg(2, 1, 0o600, Delivery::Direct);
+    for bad in ["a\u{202e}b", "zero\u{200b}width", "bom\u{feff}", "tab\tname", " lead", "trail ", "nb\u{a0}sp"] {
+        assert!(matches!(Channel::create(bad, &c), Err(ChannelError::InvalidName(_))), "{bad:?}");
+    }
+    assert!(Channel::create(&unique("plain-name_1.2"), &c).is_ok());
+    for dir in ["", "relative/dir"] {
+        let child = fork(move |_| {
+            // SAFETY: this child is single-threaded; setenv through libc.
+            unsafe { libc::setenv(c"CORECAST_DIR".as_ptr(), std::ffi::CString::new(dir).unwrap().as_ptr(), 1) };
+            let r = Channel::create("x", &cfg(2, 1, 0o600, Delivery::Direct));
+            i32::from(!matches!(r, Err(ChannelError::UnsafeDirectory { .. })))
+        });
+        assert_eq!(child.wait(GUARD).0, common::Exit::Code(0), "CORECAST_DIR={dir:?} is refused");
+    }
+    if !needs_root("disguised_names_and_unsafe_directories_are_refused (directories of another user)") {
+        return;
+    }
+    // A directory above the channel directory that another user owns.
+    let base = std::env::temp_dir().join(unique("unsafe-parent"));
+    let sub = base.join("chans");
+    std::fs::create_dir_all(&sub).unwrap();
+    let cbase = std::ffi::CString::new(base.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: chown of a directory this test made.
+    unsafe { libc::chown(cbase.as_ptr(), 65534, 65534) };
+    let child = fork({
+        let sub = sub.clone();
+        move |_| {
+            let v = std::ffi::CString::new(sub.as_os_str().as_encoded_bytes()).unwrap();
+            // SAFETY: this child is single-threaded.
+            unsafe { libc::setenv(c"CORECAST_DIR".as_ptr(), v.as_ptr(), 1) };
+            let r = Channel::create("x", &cfg(2, 1, 0o600, Delivery::Direct));
+            i32::from(!matches!(r, Err(ChannelError::UnsafeDirectory { .. })))
+        }
+    });
+    assert_eq!(child.wait(GUARD).0, common::Exit::Code(0), "a parent owned by another user is refused");
+    std::fs::remove_dir_all(&base).unwrap();
+}
