@@ -34,6 +34,7 @@ pub fn judge(r: &RoundResult) -> (Figures, Vec<String>) {
         Kind::Keeper => f.keeper_rounds = 1,
     }
     let non_equivocating = r.plan.config.delivery == corecast::Delivery::NonEquivocating;
+    let forging = r.plan.hostile.as_ref().is_some_and(|h| h.mode == super::plan::Attack::Forge);
     f.non_equivocating_rounds = u64::from(non_equivocating);
     f.sequencer_repairs = u64::from(r.tampered);
     f.names_cleaned = r.cleaned as u64;
@@ -85,6 +86,13 @@ pub fn judge(r: &RoundResult) -> (Figures, Vec<String>) {
             let Event::Received { seq, from, hash, .. } = ev else { continue };
             f.delivered += 1;
             let Some((id, counter)) = *from else {
+                // A forger's bytes on a number whose winner voided it (a
+                // dropped loan): a message of the hostile sender's own, as
+                // if it had won the number; nothing honest was lost.
+                if forging && *hash == super::payload::hash(&super::hostile::FORGED) {
+                    f.hostile_messages += 1;
+                    continue;
+                }
                 f.corrupt_accepted += 1;
                 notes.push(format!("{tag}: pid {} accepted message {seq} whose bytes fail their check", p.child.pid));
                 continue;
@@ -140,6 +148,12 @@ pub fn judge(r: &RoundResult) -> (Figures, Vec<String>) {
     }
     for p in &receivers {
         receiver_checks(&mut f, &mut notes, &tag, p, &msgs, &floor, &evicted_pids, &faults);
+        let contested = p.child.events.iter().filter(|e| matches!(e, Event::Contested { .. })).count() as u64;
+        f.contested += contested;
+        if contested > 0 && !forging {
+            f.unexpected += contested;
+            notes.push(format!("{tag}: pid {} was told of {contested} contested numbers, no forger", p.child.pid));
+        }
     }
     for p in &r.participants {
         if p.killed {
@@ -191,6 +205,16 @@ pub fn judge(r: &RoundResult) -> (Figures, Vec<String>) {
             } else {
                 f.unexpected += 1;
                 notes.push(format!("{tag}: pid {} could not join a channel the round left alone", p.child.pid));
+            }
+        }
+        if p.role == Role::ConnectionFlooder && !p.killed {
+            if let Some((End::Done, packed)) = end {
+                let (served, opened) = (packed & 0xffff_ffff, packed >> 32);
+                f.connections_refused += opened.saturating_sub(served);
+                if served > super::intruder::PER_USER {
+                    f.unexpected += 1;
+                    notes.push(format!("{tag}: another user kept {served} connections to the keeper"));
+                }
             }
         }
         if p.role == Role::Flooder && !p.killed {
@@ -271,6 +295,14 @@ fn receiver_checks(
     let mut end = None;
     let mut seen_seq = HashSet::new();
     let mut seen_msg = HashSet::new();
+    // Numbers it was told two senders published: accounted for (told),
+    // not lost.
+    let told: HashSet<u64> = p
+        .child
+        .events
+        .iter()
+        .filter_map(|e| if let Event::Contested { seq } = e { Some(*seq) } else { None })
+        .collect();
     let mut prev_seq = None;
     let mut prev_counter: HashMap<u32, u64> = HashMap::new();
     for ev in &p.child.events {
@@ -322,17 +354,24 @@ fn receiver_checks(
     // were sent after it joined.
     let drained = how == End::AllSendersGone;
     let mut lost = 0;
+    let mut first_missed = Vec::new();
     for (key, m) in msgs {
         let owed = match m.seq {
-            Some(s) => s >= start && s < next,
+            Some(s) => s >= start && s < next && !told.contains(&s),
             None => drained && (start == 0 || floor.get(key).is_some_and(|&s| s >= start)),
         };
         if owed && !seen_msg.contains(key) {
             lost += 1;
+            if first_missed.len() < 4 {
+                first_missed.push((*key, m.seq));
+            }
         }
     }
     if lost > 0 {
-        notes.push(format!("{tag}: receiver pid {pid} ({how:?}, window {start}..{next}) missed {lost} messages"));
+        notes.push(format!(
+            "{tag}: receiver pid {pid} ({how:?}, window {start}..{next}) missed {lost} messages, first \
+             (sender, counter, number) {first_missed:?}"
+        ));
     }
     f.lost += lost;
 }

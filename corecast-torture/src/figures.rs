@@ -74,6 +74,14 @@ pub struct Figures {
     pub flooders_dropped: u64,
     /// Channels destroyed and re-created under the same name.
     pub recreations: u64,
+    /// Numbers receivers were told two senders published (forging rounds
+    /// only; each an honest message not delivered, and said so).
+    pub contested: u64,
+    /// A forger's messages delivered on numbers their winner voided (as if
+    /// it had won them; nothing honest lost).
+    pub hostile_messages: u64,
+    /// Connections the keeper refused another user flooding it.
+    pub connections_refused: u64,
     /// A re-created channel's name removed or taken by its predecessor.
     pub names_stolen: u64,
 }
@@ -117,7 +125,10 @@ impl Figures {
             names_cleaned,
             flooders_dropped,
             recreations,
-            names_stolen
+            names_stolen,
+            contested,
+            hostile_messages,
+            connections_refused
         );
     }
 
@@ -176,6 +187,12 @@ impl Figures {
             "keeper: sequencer repairs {}, told keeper gone {}, names cleaned after a keeper kill {}, \
              flooders dropped {}, re-created names {}",
             self.sequencer_repairs, self.told_keeper_gone, self.names_cleaned, self.flooders_dropped, self.recreations
+        );
+        let _ = writeln!(
+            out,
+            "forgers: contested numbers told {}, forged messages on voided numbers {}; flooding users refused {} \
+             connections",
+            self.contested, self.hostile_messages, self.connections_refused
         );
         let _ = writeln!(out, "published: {}", self.published);
         let _ = writeln!(out, "delivered: {}", self.delivered);

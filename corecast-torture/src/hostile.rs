@@ -57,6 +57,64 @@ fn move_sequencer(plan: &HostilePlan, rng: &mut Rng) -> Result<(), String> {
     Ok(())
 }
 
+/// What a forging sender publishes under another sender's numbers.
+pub const FORGED: [u8; 28] = *b"forged by a hostile sender!!";
+
+/// Where a sender region's parts lie (layout::SenderHeader, SlotHeader):
+/// the claim word on the header's fourth 128-byte line, then the slots from
+/// byte 512, each a stamp, a length and the payload, 16 + slot bytes
+/// rounded up to 64 apart.
+struct Region {
+    base: usize,
+    slots: u64,
+    stride: usize,
+}
+
+impl Region {
+    fn slot(&self, seq: u64) -> usize {
+        self.base + 512 + (seq % self.slots) as usize * self.stride
+    }
+
+    /// Writes `value` at `addr`, a word of this process's own writable
+    /// sender region.
+    fn write<T>(&self, addr: usize, value: T) {
+        // SAFETY: `addr` is inside this process's own writable mapping of its
+        // sender region (`own_region`), which lives as long as the sender;
+        // writing it is the attack.
+        unsafe { std::ptr::write_volatile(addr as *mut T, value) };
+    }
+
+    /// Publishes `seq` here with other bytes: claim word (if `claim`),
+    /// length, payload, stamp, as a sender that won it would.
+    fn forge(&self, seq: u64, claim: bool) {
+        let slot = self.slot(seq);
+        self.write(slot + 16, FORGED);
+        self.write(slot + 8, FORGED.len() as u32);
+        if claim {
+            self.write(self.base + 3 * 128, (seq + 1) << 2);
+        }
+        self.write(slot, ((seq + 1) << 2) | 1);
+    }
+}
+
+/// For `linger`: every number another sender wins, published here too.
+fn forge(plan: &HostilePlan, region: &Region, claim: bool) -> Result<(), String> {
+    let next = sequencer_next().ok_or("no corecast-sequencer mapping")?;
+    let until = std::time::Instant::now() + plan.linger;
+    let mut last = None;
+    while std::time::Instant::now() < until {
+        let n = next.load(std::sync::atomic::Ordering::SeqCst);
+        match n.checked_sub(1) {
+            Some(s) if last != Some(s) && s < 1 << 60 => {
+                region.forge(s, claim);
+                last = Some(s);
+            }
+            _ => std::thread::yield_now(),
+        }
+    }
+    Ok(())
+}
+
 /// Runs the hostile writer; returns its exit code.
 pub fn run(name: &str, plan: &HostilePlan, log: &mut Log, start: Option<OwnedFd>) -> i32 {
     let chan = match Channel::open(name) {
@@ -82,6 +140,31 @@ pub fn run(name: &str, plan: &HostilePlan, log: &mut Log, start: Option<OwnedFd>
         return 0;
     }
     let Some((lo, hi)) = own_region() else { return fail(log, "hostile: no writable corecast-sender mapping".into()) };
+    let stride = (16 + plan.slot_bytes as usize).next_multiple_of(64);
+    let region = Region { base: lo, slots: u64::from(plan.slots), stride };
+    let mut tx = tx;
+    match plan.mode {
+        Attack::Forge => {
+            if let Err(e) = forge(plan, &region, plan.seed % 2 == 0) {
+                return fail(log, format!("hostile: {e}"));
+            }
+            drop(tx);
+            drop(chan);
+            log.put(Event::End { how: End::Done, next: 0 });
+            return 0;
+        }
+        Attack::BadLength => {
+            // A number it won, published by hand with a length no slot
+            // holds; the loan is neither committed nor dropped.
+            if let Ok(loan) = tx.loan() {
+                let slot = region.slot(loan.sequence());
+                region.write(slot + 8, u32::MAX);
+                region.write(slot, ((loan.sequence() + 1) << 2) | 1);
+                std::mem::forget(loan);
+            }
+        }
+        _ => {}
+    }
     let words = (hi - lo) / 8;
     let mut scribble = |i: usize| {
         let p = (lo + 8 * (i % words)) as *mut u64;
@@ -99,7 +182,7 @@ pub fn run(name: &str, plan: &HostilePlan, log: &mut Log, start: Option<OwnedFd>
                 scribble(i);
             }
         }
-        Attack::Sequencer => {}
+        Attack::Sequencer | Attack::Forge | Attack::BadLength => {}
         Attack::Scribble => {
             let mut pick = Rng::new(plan.seed ^ 1);
             for _ in 0..plan.words {

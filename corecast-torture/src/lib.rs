@@ -16,6 +16,8 @@ mod figures;
 mod flooder;
 #[allow(unsafe_code)]
 mod hostile;
+#[allow(unsafe_code)]
+mod intruder;
 mod leaks;
 mod log;
 mod payload;
@@ -71,8 +73,9 @@ pub fn run(a: Config) -> Result<ExitCode> {
         let (f, notes) = check::judge(&result);
         if a.verbose || !f.clean() {
             eprintln!(
-                "round {round} {:?}: {} processes, published {}, delivered {}, kills {} (holding {}), stalls {}, evictions {}, hostile errors {}, repairs {}{}",
+                "round {round} {:?}{}: {} processes, published {}, delivered {}, kills {} (holding {}), stalls {}, evictions {}, hostile errors {}, repairs {}{}",
                 result.plan.kind,
+                result.plan.hostile.as_ref().map_or(String::new(), |h| format!(" ({:?}, {:?})", h.mode, result.plan.config.delivery)),
                 f.processes,
                 f.published,
                 f.delivered,

@@ -65,6 +65,8 @@ pub enum Event {
     End { how: End, next: u64 },
     /// A free-text diagnostic (an unexpected error).
     Text(String),
+    /// A receiver was told two senders published `seq` (passed over).
+    Contested { seq: u64 },
 }
 
 const REC: usize = 40;
@@ -93,6 +95,7 @@ impl Event {
                 text = Some(s.as_bytes());
                 [9, s.len() as u64, 0, 0, 0]
             }
+            Event::Contested { seq } => [10, *seq, 0, 0, 0],
         };
         for w in r {
             out.extend_from_slice(&w.to_le_bytes());
@@ -133,6 +136,7 @@ impl Event {
                     at += n;
                     Event::Text(s)
                 }
+                10 => Event::Contested { seq: w(1) },
                 _ => Event::Text(format!("unreadable log record of kind {k}")),
             };
             at += REC;
@@ -187,6 +191,7 @@ mod tests {
             Event::Text("boom".into()),
             Event::End { how: End::Evicted, next: 15 },
             Event::End { how: End::KeeperGone, next: 16 },
+            Event::Contested { seq: 17 },
         ];
         let mut buf = Vec::new();
         for e in &evs {

@@ -68,6 +68,9 @@ pub struct SenderPlan {
     pub max_len: usize,
     /// Chance a message is written in place through a loan.
     pub loan_p: f64,
+    /// Every message through a loan that waits for room, so every message
+    /// has its number in the log (a forging round judges contests by it).
+    pub numbered: bool,
     /// Chance a loan is held a while before commit (a target for kills).
     pub hold_p: f64,
     /// Chance a loan is dropped uncommitted (a void).
@@ -108,6 +111,8 @@ pub struct HostilePlan {
     pub seed: u64,
     /// The channel's ring length (sequencer moves are drawn around it).
     pub slots: u32,
+    /// The channel's largest message (where slots lie in a region).
+    pub slot_bytes: u32,
 }
 
 /// How the hostile writer overwrites its region.
@@ -122,6 +127,12 @@ pub enum Attack {
     /// `words` moves of the shared sequencer's `next`, forwards or
     /// backwards by up to two rings, or a million forwards.
     Sequencer,
+    /// For `linger`, every number another sender wins is published in
+    /// this region too, with other bytes; with its claim word naming it
+    /// (every second round) or without.
+    Forge,
+    /// A number it won, published by hand with a length no slot holds.
+    BadLength,
 }
 
 /// A fault or event at a moment after the round's go.
@@ -164,6 +175,12 @@ pub struct RoundPlan {
     /// A member that floods the keeper with requests and never reads the
     /// replies (the keeper must drop it and serve everyone else).
     pub flooder: bool,
+    /// A member that hands the keeper region memfds it truncates meanwhile
+    /// (the keeper must never read past their end).
+    pub truncator: bool,
+    /// Another user holding thousands of connections to the keeper (as
+    /// root only; the channel is then open to all, mode 0666).
+    pub connection_flood: bool,
     /// Faults, sorted by moment.
     pub actions: Vec<(Duration, Action)>,
 }
@@ -215,7 +232,7 @@ impl RoundPlan {
         };
         // Faults land while the senders are busy: rounds last about this long.
         let run_for = Duration::from_millis(rng.range(300, 1500));
-        let senders = (0..n_tx)
+        let senders: Vec<SenderPlan> = (0..n_tx)
             .map(|id| {
                 let max_len = rng.log_range(HEADER as u64, u64::from(max_bytes)) as usize;
                 let min_len = rng.range(HEADER as u64, max_len as u64) as usize;
@@ -228,6 +245,7 @@ impl RoundPlan {
                     min_len,
                     max_len,
                     loan_p: rng.range(0, 100) as f64 / 100.0,
+                    numbered: false,
                     hold_p: rng.range(1, 5) as f64 / 100.0,
                     void_p: rng.range(0, 3) as f64 / 100.0,
                     pause_p: rng.range(10, 60) as f64 / 100.0,
@@ -243,14 +261,20 @@ impl RoundPlan {
             mode: if kind == Kind::Sequencer {
                 Attack::Sequencer
             } else {
-                [Attack::Whole, Attack::Stretch, Attack::Scribble][rng.range(0, 2) as usize]
+                [Attack::Whole, Attack::Stretch, Attack::Scribble, Attack::Forge, Attack::BadLength]
+                    [rng.range(0, 4) as usize]
             },
             words: if kind == Kind::Sequencer { rng.range(1, 6) } else { rng.log_range(1, 4096) },
             linger: run_for,
             seed: rng.next_u64(),
             slots,
+            slot_bytes: max_bytes,
         });
         let flooder = rng.chance(0.15);
+        // Drawn here, after every earlier draw, so that older seeds keep
+        // their rounds; the channel opens to all for another user's flood.
+        let truncator = kind == Kind::Hostile && rng.chance(0.3);
+        let connection_flood = kind == Kind::Hostile && rng.chance(0.2);
         let mut actions = Vec::new();
         let at = |rng: &mut Rng| run_for * rng.range(0, 100) as u32 / 100;
         for k in 0..n_late {
@@ -293,7 +317,30 @@ impl RoundPlan {
         let mut config = config;
         let drawn = if rng.chance(0.3) { corecast::Delivery::NonEquivocating } else { corecast::Delivery::Direct };
         config.delivery = delivery.unwrap_or(drawn);
-        RoundPlan { round, kind, config, senders, receivers, late, hostile, flooder, actions }
+        // A forger's contests are judged by number: every honest message
+        // is written through a loan (its number known) on a direct channel
+        // (where receivers are told of each contest).
+        let mut senders = senders;
+        if hostile.as_ref().is_some_and(|h| h.mode == Attack::Forge) {
+            config.delivery = corecast::Delivery::Direct;
+            senders.iter_mut().for_each(|s| (s.loan_p, s.numbered) = (1.0, true));
+        }
+        if connection_flood {
+            config.mode = 0o666;
+        }
+        RoundPlan {
+            round,
+            kind,
+            config,
+            senders,
+            receivers,
+            late,
+            hostile,
+            flooder,
+            truncator,
+            connection_flood,
+            actions,
+        }
     }
 }
 

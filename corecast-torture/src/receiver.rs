@@ -67,6 +67,9 @@ pub fn run(name: &str, round: u32, plan: &ReceiverPlan, log: &mut Log) -> i32 {
                     std::thread::sleep(Duration::from_micros(rng.range(1, plan.slow_us)));
                 }
             }
+            // Two senders published one number (a forging sender): the
+            // receiver is told which, and goes on.
+            Err(RecvError::Contested { seq }) => log.put(Event::Contested { seq }),
             Err(RecvError::AllSendersGone) => break End::AllSendersGone,
             Err(RecvError::Evicted) => break End::Evicted,
             Err(RecvError::Overrun { .. }) => break End::Overrun,

@@ -11,7 +11,7 @@ use corecast_process::Signal;
 use super::child::{self, Child};
 use super::log::Event;
 use super::plan::{Action, Kind, RoundPlan};
-use super::{flooder, hostile, receiver, sender};
+use super::{flooder, hostile, intruder, receiver, sender};
 
 /// A round that runs this long is stopped: whoever is left is killed and
 /// counted as hung.
@@ -28,6 +28,10 @@ pub enum Role {
     Hostile,
     /// The member that floods the keeper and never reads replies.
     Flooder,
+    /// The member that truncates the memfds it hands the keeper.
+    Truncator,
+    /// Another user holding thousands of connections to the keeper.
+    ConnectionFlooder,
 }
 
 /// A participant after the round.
@@ -102,6 +106,14 @@ impl Round<'_> {
                 child::spawn(start, |log, go| hostile::run(name, hp, log, go))
             }
             Role::Flooder => child::spawn(start, |log, go| flooder::run(name, log, go)),
+            Role::Truncator => {
+                let run_for = plan.senders.first().map_or(Duration::from_millis(500), |s| s.run_for);
+                child::spawn(start, |log, go| intruder::truncate(name, run_for, log, go))
+            }
+            Role::ConnectionFlooder => {
+                let hold = plan.senders.first().map_or(Duration::from_millis(500), |s| s.run_for);
+                child::spawn(start, |log, go| intruder::flood_connections(name, hold, log, go))
+            }
         }
         .context("forking a participant")?;
         self.parts.push(Participant { role, child, killed: false, stopped: false, hung: false });
@@ -166,6 +178,12 @@ pub fn run(name: &str, plan: RoundPlan) -> Result<RoundResult> {
     }
     if plan.flooder {
         r.spawn(Role::Flooder, 0, Some(&go_r))?;
+    }
+    if plan.truncator {
+        r.spawn(Role::Truncator, 0, Some(&go_r))?;
+    }
+    if plan.connection_flood {
+        r.spawn(Role::ConnectionFlooder, 0, Some(&go_r))?;
     }
     let t0 = Instant::now();
     // Everyone attaches before anyone sends: receivers are owed every

@@ -39,7 +39,9 @@ pub fn run(name: &str, round: u32, plan: &SenderPlan, log: &mut Log, start: Opti
         }
         let len = rng.range(plan.min_len as u64, plan.max_len as u64) as usize;
         if rng.chance(plan.loan_p) {
-            match tx.try_loan() {
+            // Every message numbered: wait for room rather than copy.
+            let loan = if plan.numbered { tx.loan_timeout(BOUND) } else { tx.try_loan() };
+            match loan {
                 Ok(mut loan) => {
                     let seq = loan.sequence();
                     if rng.chance(plan.void_p) {
