@@ -145,7 +145,7 @@ pub fn run(name: &str, plan: &HostilePlan, log: &mut Log, start: Option<OwnedFd>
     let mut tx = tx;
     match plan.mode {
         Attack::Forge => {
-            if let Err(e) = forge(plan, &region, plan.seed % 2 == 0) {
+            if let Err(e) = forge(plan, &region, plan.seed.is_multiple_of(2)) {
                 return fail(log, format!("hostile: {e}"));
             }
             drop(tx);

@@ -52,8 +52,12 @@ fn call(conn: &OwnedFd, op: u32, fds: &[&OwnedFd]) -> Option<u32> {
     let got =
         rustix::net::recvmsg(conn, &mut [std::io::IoSliceMut::new(&mut reply)], &mut control, RecvFlags::CMSG_CLOEXEC)
             .ok()?;
-    // Descriptors the keeper attached close with `control`.
-    drop(control.drain());
+    // Descriptors the keeper attached are closed.
+    for msg in control.drain() {
+        if let rustix::net::RecvAncillaryMessage::ScmRights(fds) = msg {
+            fds.for_each(drop);
+        }
+    }
     (got.bytes >= 4).then(|| u32::from_le_bytes(reply[..4].try_into().expect("4 bytes")))
 }
 
