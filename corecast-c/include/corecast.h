@@ -19,6 +19,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// The most receivers one `corecast_wait_any` waits on.
+#define CORECAST_MAX_WAIT_ANY 1024
+
 // `timeout_ns` of `corecast_wait_any` that waits without a limit.
 #define CORECAST_FOREVER UINT64_MAX
 
@@ -93,6 +96,20 @@ typedef enum {
   // channel through a bridge); the message names the range. The next
   // receive goes on after them.
   CORECAST_GAP = -27,
+  // The handle was made before this process forked: the library's memory
+  // does not follow a `fork`; open the channel again in the child.
+  CORECAST_FORKED = -28,
+  // Two senders published one number (one of them hostile): it is passed
+  // over; the next receive goes on after it.
+  CORECAST_CONTESTED = -29,
+  // Only the channel's owner (or root) may do this.
+  CORECAST_OWNER_ONLY = -30,
+  // The channel's keeper did not answer in time (stopped or swamped).
+  CORECAST_KEEPER_TIMEOUT = -31,
+  // The channel's name belongs to another user than the one expected.
+  CORECAST_UNEXPECTED_OWNER = -32,
+  // The keeper excluded this sender (its region broke the protocol).
+  CORECAST_EXCLUDED = -33,
 } corecast_status;
 
 // How an endpoint waits when it cannot proceed (`kind` of
@@ -160,6 +177,16 @@ int corecast_channel_create(const char *name, corecast_config_t *config, corecas
 // Opens the live channel `name` and returns a handle on it in `*out`.
 int corecast_channel_open(const char *name, corecast_channel_t **out);
 
+// Opens the live channel `name` only if its name belongs to user
+// `owner_uid` (`CORECAST_UNEXPECTED_OWNER` otherwise): where names are
+// shared with other users, a name another user took first is refused
+// instead of sent to. Requests to the channel's keeper wait at most
+// `timeout_ns` (0: the default, 10 s; then `CORECAST_KEEPER_TIMEOUT`).
+int corecast_channel_open_owned(const char *name,
+                                uint32_t owner_uid,
+                                uint64_t timeout_ns,
+                                corecast_channel_t **out);
+
 // Closes the handle (NULL: nothing to do). Senders and receivers opened
 // from it stay open.
 int corecast_channel_close(corecast_channel_t *channel);
@@ -186,7 +213,9 @@ int corecast_channel_config(corecast_channel_t *channel, corecast_config_t **out
 // sender of the channel; 0 = wait forever.
 int corecast_channel_set_deadline_ns(corecast_channel_t *channel, uint64_t deadline_ns);
 
-// The process id of the channel's keeper.
+// The process id of the channel's keeper as this process sees it; 0 when
+// the keeper runs in a PID namespace not visible from here (a channel
+// another container created).
 int corecast_channel_keeper_pid(corecast_channel_t *channel, uint32_t *out);
 
 // Creates a config holding the defaults: 256 slots of 4096 bytes, 4
@@ -253,7 +282,7 @@ int corecast_channel_inspect(corecast_channel_t *channel, corecast_inspection_t 
 // Closes a snapshot (NULL: nothing to do).
 int corecast_inspection_close(corecast_inspection_t *inspection);
 
-// Numbers claimed so far (messages sent, voids included); the keeper's pid;
+// Numbers claimed so far (messages sent, voids included); the keeper's pid as this process sees it (0: not visible from here);
 // whether the keeper is alive (1) or not (0); how often it repaired a
 // tampered sequencer. Every out-parameter may be NULL.
 int corecast_inspection_summary(corecast_inspection_t *inspection,
@@ -266,7 +295,7 @@ int corecast_inspection_summary(corecast_inspection_t *inspection,
 int corecast_inspection_member_count(corecast_inspection_t *inspection, size_t *out);
 
 // Member `k` (0 to count - 1): whether it is a sender (1) or a receiver
-// (0), its index among those, its pid and its state (a
+// (0), its index among those, its pid as this process sees it (0: not visible from here) and its state (a
 // `corecast_member_state`). Every out-parameter may be NULL.
 int corecast_inspection_member(corecast_inspection_t *inspection,
                                size_t k,
@@ -498,7 +527,7 @@ int corecast_sender_info(corecast_sender_t *sender,
 int corecast_sender_late_receivers(corecast_sender_t *sender, int refresh, size_t *count);
 
 // Late receiver `k` of the last list: its index among the receivers, its
-// pid, how many messages it has not read, and for how long it has made no
+// pid as this process sees it (0: not visible from here), how many messages it has not read, and for how long it has made no
 // progress (ns). Every out-parameter may be NULL.
 int corecast_sender_late_receiver(corecast_sender_t *sender,
                                   size_t k,

@@ -14,7 +14,7 @@ use crate::status::{self, CORECAST_OK};
 /// A handle on a named channel. The channel lives while any handle, sender
 /// or receiver of it is open anywhere (or until destroyed).
 pub struct corecast_channel_t(Shell<Channel>);
-impl_handle!(corecast_channel_t, Channel, "channel");
+impl_handle!(corecast_channel_t, Channel, "channel", 0x6363_4348);
 
 /// Creates the channel `name` with the properties of `config` (NULL: the
 /// defaults of `corecast_config_create`) and returns a handle on it in
@@ -43,6 +43,32 @@ pub extern "C" fn corecast_channel_open(name: *const c_char, out: *mut *mut core
         tri!(handle::require(out, "out"));
         let name = tri!(handle::text(name, "name"));
         match Channel::open(name) {
+            Ok(channel) => put(out, "out", handle::leak(channel)),
+            Err(e) => status::channel(e),
+        }
+    })
+}
+
+/// Opens the live channel `name` only if its name belongs to user
+/// `owner_uid` (`CORECAST_UNEXPECTED_OWNER` otherwise): where names are
+/// shared with other users, a name another user took first is refused
+/// instead of sent to. Requests to the channel's keeper wait at most
+/// `timeout_ns` (0: the default, 10 s; then `CORECAST_KEEPER_TIMEOUT`).
+#[no_mangle]
+pub extern "C" fn corecast_channel_open_owned(
+    name: *const c_char,
+    owner_uid: u32,
+    timeout_ns: u64,
+    out: *mut *mut corecast_channel_t,
+) -> c_int {
+    handle::guarded(|| {
+        tri!(handle::require(out, "out"));
+        let name = tri!(handle::text(name, "name"));
+        let mut options = corecast::OpenOptions::new().owner(owner_uid);
+        if timeout_ns != 0 {
+            options = options.timeout(Duration::from_nanos(timeout_ns));
+        }
+        match Channel::open_with(name, &options) {
             Ok(channel) => put(out, "out", handle::leak(channel)),
             Err(e) => status::channel(e),
         }

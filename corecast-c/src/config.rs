@@ -14,7 +14,7 @@ use crate::status::{fail, CORECAST_INVALID_ARGUMENT, CORECAST_OK};
 /// `corecast_channel_config`). Create with `corecast_config_create`, close
 /// with `corecast_config_close`.
 pub struct corecast_config_t(Shell<ChannelConfig>);
-impl_handle!(corecast_config_t, ChannelConfig, "config");
+impl_handle!(corecast_config_t, ChannelConfig, "config", 0x6363_4346);
 
 /// How an endpoint waits when it cannot proceed (`kind` of
 /// `corecast_sender_set_wait` and `corecast_receiver_set_wait`; waiting by

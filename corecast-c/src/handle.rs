@@ -14,17 +14,48 @@ use std::ffi::{c_char, c_int, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use crate::status::{fail, CORECAST_BUSY, CORECAST_CLOSED, CORECAST_INTERNAL, CORECAST_INVALID_ARGUMENT, CORECAST_OK};
+use crate::status::{
+    fail, CORECAST_BUSY, CORECAST_CLOSED, CORECAST_FORKED, CORECAST_INTERNAL, CORECAST_INVALID_ARGUMENT, CORECAST_OK,
+};
 
 const OPEN: u32 = 0x6363_0001;
 const BUSY: u32 = 0x6363_0002;
 const CLOSED: u32 = 0x6363_0003;
 
-/// An object behind a C handle.
+/// The process's fork generation: bumped in every child a `fork` makes
+/// (a `pthread_atfork` handler). A handle remembers the generation it was
+/// made in: the library's mappings are not inherited across `fork`
+/// (`MADV_DONTFORK`), so a handle used in a child gets `CORECAST_FORKED`
+/// instead of touching memory the child does not have.
+static FORK_GENERATION: AtomicU32 = AtomicU32::new(0);
+
+extern "C" fn forked() {
+    FORK_GENERATION.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Registers the fork handler, once.
+fn watch_forks() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    // SAFETY: registers a handler that only bumps an atomic, which is
+    // async-signal-safe (a forked child may run it in any state).
+    ONCE.call_once(|| unsafe {
+        libc::pthread_atfork(None, None, Some(forked));
+    });
+}
+
+/// An object behind a C handle. `repr(C)`: the tag and state come first
+/// whatever the object, so any handle's tag can be read through a pointer
+/// of another handle type (what C code that mixes them up passes).
+#[repr(C)]
 pub(crate) struct Shell<T> {
+    /// Which handle type this is (`Handle::TAG`): a receiver passed where a
+    /// sender is expected is refused before its object is touched.
+    tag: u32,
     /// `OPEN`, `BUSY` (a call is inside) or `CLOSED`; any other value means
     /// the pointer is not a corecast handle.
     state: AtomicU32,
+    /// The fork generation the handle was made in.
+    generation: u32,
     /// Written only by the thread that moved `state` from `OPEN` to `BUSY`.
     object: UnsafeCell<Option<T>>,
 }
@@ -35,8 +66,14 @@ pub(crate) struct Shell<T> {
 unsafe impl<T: Send> Sync for Shell<T> {}
 
 impl<T> Shell<T> {
-    pub(crate) fn new(object: T) -> Shell<T> {
-        Shell { state: AtomicU32::new(OPEN), object: UnsafeCell::new(Some(object)) }
+    fn new(tag: u32, object: T) -> Shell<T> {
+        watch_forks();
+        Shell {
+            tag,
+            state: AtomicU32::new(OPEN),
+            generation: FORK_GENERATION.load(Ordering::Relaxed),
+            object: UnsafeCell::new(Some(object)),
+        }
     }
 }
 
@@ -46,6 +83,8 @@ pub(crate) trait Handle: Sized + 'static {
     type Object;
     /// Its name in error messages (`"sender"`).
     const WHAT: &'static str;
+    /// The tag in its shell, distinct per handle type.
+    const TAG: u32;
     fn shell(&self) -> &Shell<Self::Object>;
     fn wrap(shell: Shell<Self::Object>) -> Self;
 }
@@ -53,10 +92,11 @@ pub(crate) trait Handle: Sized + 'static {
 /// Makes `$name` (a tuple struct around a `Shell<$object>`, declared in
 /// plain code so that cbindgen sees it) a handle type.
 macro_rules! impl_handle {
-    ($name:ident, $object:ty, $what:literal) => {
+    ($name:ident, $object:ty, $what:literal, $tag:literal) => {
         impl $crate::handle::Handle for $name {
             type Object = $object;
             const WHAT: &'static str = $what;
+            const TAG: u32 = $tag;
             fn shell(&self) -> &$crate::handle::Shell<$object> {
                 &self.0
             }
@@ -70,7 +110,7 @@ pub(crate) use impl_handle;
 
 /// A new handle owning `object`; its shell is never freed.
 pub(crate) fn leak<H: Handle>(object: H::Object) -> *mut H {
-    Box::into_raw(Box::new(H::wrap(Shell::new(object))))
+    Box::into_raw(Box::new(H::wrap(Shell::new(H::TAG, object))))
 }
 
 /// Runs `body` with panics caught and turned into `CORECAST_INTERNAL`.
@@ -106,15 +146,52 @@ impl Drop for Leave<'_> {
 fn enter<'a, H: Handle>(handle: *mut H) -> Result<&'a Shell<H::Object>, c_int> {
     // SAFETY: a non-NULL handle was returned by `leak` (the API's contract)
     // and handles are never freed, so it points to a live H.
-    let Some(shell) = (unsafe { handle.as_ref() }).map(H::shell) else {
+    if handle.is_null() {
         return Err(refused(None, H::WHAT));
-    };
+    }
+    // SAFETY: a non-NULL pointer is a handle `leak` returned (the API's
+    // contract), of some type; every shell starts with its tag (`repr(C)`),
+    // so the tag is read before the pointer is taken for an H.
+    let tag = unsafe { std::ptr::read(handle.cast::<u32>()) };
+    if tag != H::TAG {
+        return Err(wrong_type(tag, H::WHAT));
+    }
+    // SAFETY: the tag says it is an H, which handles never stop being.
+    let shell = unsafe { &*handle }.shell();
+    if shell.generation != FORK_GENERATION.load(Ordering::Relaxed) {
+        return Err(fail(
+            CORECAST_FORKED,
+            format!("this {} handle was made before a fork: a child opens the channel again", H::WHAT),
+        ));
+    }
     // Acquire pairs with the Release store in `Leave::drop` (or `close`).
     match shell.state.compare_exchange(OPEN, BUSY, Ordering::Acquire, Ordering::Relaxed) {
         Ok(_) => Ok(shell),
         Err(state) => Err(refused(Some(state), H::WHAT)),
     }
 }
+
+/// A handle of another type (or no handle at all) was passed as a `what`.
+#[cold]
+#[inline(never)]
+fn wrong_type(tag: u32, what: &str) -> c_int {
+    let is = match tag {
+        TAG_CHANNEL => "a channel handle",
+        TAG_SENDER => "a sender handle",
+        TAG_RECEIVER => "a receiver handle",
+        TAG_CONFIG => "a config handle",
+        TAG_INSPECTION => "an inspection handle",
+        _ => "not a corecast handle",
+    };
+    fail(CORECAST_INVALID_ARGUMENT, format!("a {what} handle was expected; this is {is}"))
+}
+
+/// The tags of the handle types (`Handle::TAG`).
+pub(crate) const TAG_CHANNEL: u32 = 0x6363_4348;
+pub(crate) const TAG_SENDER: u32 = 0x6363_5458;
+pub(crate) const TAG_RECEIVER: u32 = 0x6363_5258;
+pub(crate) const TAG_CONFIG: u32 = 0x6363_4346;
+pub(crate) const TAG_INSPECTION: u32 = 0x6363_494e;
 
 /// Why a handle in `state` (None: NULL) cannot be entered.
 #[cold]

@@ -11,7 +11,7 @@ use crate::status::{self, fail, CORECAST_INVALID_ARGUMENT, CORECAST_OK};
 /// What `corecast_channel_inspect` saw, frozen at that moment. Close it with
 /// `corecast_inspection_close`.
 pub struct corecast_inspection_t(Shell<ChannelStatus>);
-impl_handle!(corecast_inspection_t, ChannelStatus, "inspection");
+impl_handle!(corecast_inspection_t, ChannelStatus, "inspection", 0x6363_494e);
 
 /// A member's state, as `corecast_inspection_member` reports it.
 #[repr(C)]

@@ -14,7 +14,7 @@ use crate::status::{self, fail, CORECAST_INVALID_ARGUMENT, CORECAST_INVALID_STAT
 /// Receives every message sent on one channel after it attached, in the
 /// channel's total order. Close it with `corecast_receiver_close`.
 pub struct corecast_receiver_t(Shell<ReceiverState>);
-impl_handle!(corecast_receiver_t, ReceiverState, "receiver");
+impl_handle!(corecast_receiver_t, ReceiverState, "receiver", 0x6363_5258);
 
 /// A receiver and the message it may have borrowed.
 pub struct ReceiverState {
@@ -249,6 +249,10 @@ pub extern "C" fn corecast_receiver_wake_fd(receiver: *mut corecast_receiver_t, 
     })
 }
 
+/// The most receivers one `corecast_wait_any` waits on.
+pub const CORECAST_MAX_WAIT_ANY: usize = 1024;
+const MAX_WAIT_ANY: usize = CORECAST_MAX_WAIT_ANY;
+
 /// `timeout_ns` of `corecast_wait_any` that waits without a limit.
 pub const CORECAST_FOREVER: u64 = u64::MAX;
 
@@ -272,6 +276,9 @@ pub extern "C" fn corecast_wait_any(
 ) -> c_int {
     if receivers.is_null() || count == 0 {
         return fail(CORECAST_INVALID_ARGUMENT, "no receivers to wait on (`receivers` is NULL or `count` is 0)");
+    }
+    if count > MAX_WAIT_ANY {
+        return fail(CORECAST_INVALID_ARGUMENT, format!("{count} receivers to wait on: at most {MAX_WAIT_ANY}"));
     }
     tri!(handle::require(ready, "ready"));
     // SAFETY: `receivers` points to `count` handles (the API's contract);

@@ -14,7 +14,7 @@ use crate::status::{self, fail, CORECAST_INVALID_ARGUMENT, CORECAST_INVALID_STAT
 /// Sends messages on one channel; every receiver gets each one. Close it
 /// with `corecast_sender_close`.
 pub struct corecast_sender_t(Shell<SenderState>);
-impl_handle!(corecast_sender_t, SenderState, "sender");
+impl_handle!(corecast_sender_t, SenderState, "sender", 0x6363_5458);
 
 /// A sender and the loan it may have outstanding.
 pub struct SenderState {

@@ -82,6 +82,20 @@ pub enum corecast_status {
     /// channel through a bridge); the message names the range. The next
     /// receive goes on after them.
     CORECAST_GAP = -27,
+    /// The handle was made before this process forked: the library's memory
+    /// does not follow a `fork`; open the channel again in the child.
+    CORECAST_FORKED = -28,
+    /// Two senders published one number (one of them hostile): it is passed
+    /// over; the next receive goes on after it.
+    CORECAST_CONTESTED = -29,
+    /// Only the channel's owner (or root) may do this.
+    CORECAST_OWNER_ONLY = -30,
+    /// The channel's keeper did not answer in time (stopped or swamped).
+    CORECAST_KEEPER_TIMEOUT = -31,
+    /// The channel's name belongs to another user than the one expected.
+    CORECAST_UNEXPECTED_OWNER = -32,
+    /// The keeper excluded this sender (its region broke the protocol).
+    CORECAST_EXCLUDED = -33,
 }
 
 pub(crate) const CORECAST_OK: c_int = corecast_status::CORECAST_OK as c_int;
@@ -112,6 +126,12 @@ pub(crate) const CORECAST_INTERNAL: c_int = corecast_status::CORECAST_INTERNAL a
 pub(crate) const CORECAST_COPIER_FAILED: c_int = corecast_status::CORECAST_COPIER_FAILED as c_int;
 pub(crate) const CORECAST_NOT_IN_THIS_MODE: c_int = corecast_status::CORECAST_NOT_IN_THIS_MODE as c_int;
 pub(crate) const CORECAST_GAP: c_int = corecast_status::CORECAST_GAP as c_int;
+pub(crate) const CORECAST_FORKED: c_int = corecast_status::CORECAST_FORKED as c_int;
+pub(crate) const CORECAST_CONTESTED: c_int = corecast_status::CORECAST_CONTESTED as c_int;
+pub(crate) const CORECAST_OWNER_ONLY: c_int = corecast_status::CORECAST_OWNER_ONLY as c_int;
+pub(crate) const CORECAST_KEEPER_TIMEOUT: c_int = corecast_status::CORECAST_KEEPER_TIMEOUT as c_int;
+pub(crate) const CORECAST_UNEXPECTED_OWNER: c_int = corecast_status::CORECAST_UNEXPECTED_OWNER as c_int;
+pub(crate) const CORECAST_EXCLUDED: c_int = corecast_status::CORECAST_EXCLUDED as c_int;
 
 thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
@@ -140,6 +160,9 @@ pub(crate) fn channel(e: ChannelError) -> c_int {
         ChannelError::Io { .. } => CORECAST_IO,
         ChannelError::CopierFailed(_) => CORECAST_COPIER_FAILED,
         ChannelError::NotInThisMode(_) => CORECAST_NOT_IN_THIS_MODE,
+        ChannelError::OwnerOnly { .. } => CORECAST_OWNER_ONLY,
+        ChannelError::KeeperTimeout { .. } => CORECAST_KEEPER_TIMEOUT,
+        ChannelError::UnexpectedOwner { .. } => CORECAST_UNEXPECTED_OWNER,
         ChannelError::Corrupt(_) | ChannelError::UnsafeDirectory { .. } | ChannelError::UntrustedKeeper { .. } => {
             CORECAST_CORRUPT
         }
@@ -158,6 +181,8 @@ pub(crate) fn send(e: SendError) -> c_int {
         SendError::Destroyed => CORECAST_DESTROYED,
         SendError::ClaimVoided { .. } => CORECAST_CLAIM_VOIDED,
         SendError::KeeperGone => CORECAST_KEEPER_GONE,
+        SendError::Excluded => CORECAST_EXCLUDED,
+        SendError::OwnerOnly => CORECAST_OWNER_ONLY,
         SendError::Corrupt(_) => CORECAST_CORRUPT,
         SendError::Io { .. } => CORECAST_IO,
         _ => CORECAST_INTERNAL,
@@ -177,6 +202,7 @@ pub(crate) fn recv(e: RecvError) -> c_int {
         RecvError::Destroyed => CORECAST_DESTROYED,
         RecvError::Evicted => CORECAST_EVICTED,
         RecvError::KeeperGone => CORECAST_KEEPER_GONE,
+        RecvError::Contested { .. } => CORECAST_CONTESTED,
         RecvError::Corrupt(_) => CORECAST_CORRUPT,
         RecvError::Io { .. } => CORECAST_IO,
         _ => CORECAST_INTERNAL,
@@ -226,6 +252,12 @@ pub extern "C" fn corecast_status_name(status: c_int) -> *const c_char {
         CORECAST_COPIER_FAILED => b"CORECAST_COPIER_FAILED\0",
         CORECAST_NOT_IN_THIS_MODE => b"CORECAST_NOT_IN_THIS_MODE\0",
         CORECAST_GAP => b"CORECAST_GAP\0",
+        CORECAST_FORKED => b"CORECAST_FORKED\0",
+        CORECAST_CONTESTED => b"CORECAST_CONTESTED\0",
+        CORECAST_OWNER_ONLY => b"CORECAST_OWNER_ONLY\0",
+        CORECAST_KEEPER_TIMEOUT => b"CORECAST_KEEPER_TIMEOUT\0",
+        CORECAST_UNEXPECTED_OWNER => b"CORECAST_UNEXPECTED_OWNER\0",
+        CORECAST_EXCLUDED => b"CORECAST_EXCLUDED\0",
         _ => b"CORECAST_UNKNOWN\0",
     };
     name.as_ptr().cast()

@@ -307,3 +307,49 @@ fn wait_any_refuses_bad_lists_and_leaves_every_handle_usable() {
         assert_eq!(rc, OK);
     }
 }
+
+/// Handles of one type passed where another is expected (C code that mixes
+/// them up), counts no array can have, and handles used after a fork: a
+/// status each, never a crash.
+#[test]
+fn a_handle_of_another_type_a_count_too_large_and_a_forked_child_get_a_status() {
+    let chan = channel("mixed");
+    let (mut rx, mut tx) = (null_mut(), null_mut());
+    assert_eq!(corecast_channel_receiver(chan, &mut rx), OK);
+    assert_eq!(corecast_channel_sender(chan, &mut tx), OK);
+    let invalid = corecast_status::CORECAST_INVALID_ARGUMENT as i32;
+    let as_sender = rx.cast::<corecast_sender_t>();
+    let as_receiver = tx.cast::<corecast_receiver_t>();
+    assert_eq!(corecast_sender_send(as_sender, b"x".as_ptr().cast(), 1), invalid);
+    assert!(last_error().contains("this is a receiver handle"), "{}", last_error());
+    assert_eq!(corecast_sender_close(as_sender), invalid, "a receiver is not closed as a sender");
+    assert_eq!(corecast_receiver_close(as_receiver), invalid, "a sender is not closed as a receiver");
+    assert_eq!(corecast_channel_close(rx.cast()), invalid);
+    // Both still work.
+    assert_eq!(corecast_sender_send(tx, b"still".as_ptr().cast(), 5), OK);
+    let (mut buf, mut len) = ([0u8; 16], 0usize);
+    assert_eq!(corecast_receiver_recv(rx, buf.as_mut_ptr().cast(), buf.len(), &mut len), OK);
+    assert_eq!(&buf[..len], b"still");
+    let list = [rx];
+    let mut ready = 0usize;
+    assert_eq!(corecast_wait_any(list.as_ptr(), usize::MAX, 0, &mut ready), invalid);
+    // In a forked child, the parent's handles answer CORECAST_FORKED.
+    // SAFETY: the child only calls the C API on existing handles and _exits.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        let rc = corecast_sender_send(tx, b"x".as_ptr().cast(), 1);
+        let code = i32::from(rc != corecast_status::CORECAST_FORKED as i32);
+        // SAFETY: leave the child without running the parent's destructors.
+        unsafe { libc::_exit(code) };
+    }
+    let mut status = 0;
+    // SAFETY: pid is our child.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "the child got CORECAST_FORKED (status {status})"
+    );
+    for rc in [corecast_sender_close(tx), corecast_receiver_close(rx), corecast_channel_destroy(chan)] {
+        assert_eq!(rc, OK);
+    }
+}

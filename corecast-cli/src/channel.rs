@@ -12,6 +12,32 @@ use corecast_bench::report::format::human;
 use corecast_process::interrupt;
 use serde_json::{json, Value};
 
+/// `corecast channel [--owner USER] …`.
+#[derive(clap::Args)]
+pub struct ChannelArgs {
+    /// Refuse a channel whose name another user owns (a user name or a
+    /// uid): where names are shared, someone else may have taken it first.
+    #[arg(long, global = true, value_parser = user_id)]
+    owner: Option<u32>,
+    #[command(subcommand)]
+    cmd: ChannelCmd,
+}
+
+/// A uid, given as a number or a user name (from /etc/passwd).
+fn user_id(text: &str) -> Result<u32, String> {
+    if let Ok(uid) = text.parse() {
+        return Ok(uid);
+    }
+    let passwd = std::fs::read_to_string("/etc/passwd").map_err(|e| format!("reading /etc/passwd: {e}"))?;
+    passwd
+        .lines()
+        .find_map(|l| {
+            let mut f = l.split(':');
+            (f.next() == Some(text)).then(|| f.nth(1).and_then(|uid| uid.parse().ok())).flatten()
+        })
+        .ok_or_else(|| format!("no user {text:?} (give a uid, or a name in /etc/passwd)"))
+}
+
 /// The channel management commands.
 #[derive(Subcommand)]
 pub enum ChannelCmd {
@@ -125,11 +151,16 @@ fn create(a: CreateArgs) -> Result<ExitCode> {
 }
 
 /// Runs a channel command.
-pub fn run(c: ChannelCmd) -> Result<ExitCode> {
-    match c {
+pub fn run(a: ChannelArgs) -> Result<ExitCode> {
+    let options = match a.owner {
+        Some(uid) => corecast::OpenOptions::new().owner(uid),
+        None => corecast::OpenOptions::new(),
+    };
+    let open = |name: &str| Channel::open_with(name, &options).with_context(|| format!("opening channel {name:?}"));
+    match a.cmd {
         ChannelCmd::Create(a) => return create(a),
         ChannelCmd::List => {
-            let names = corecast::list();
+            let names = corecast::list().context("listing the channels")?;
             if names.is_empty() {
                 println!("no live channels in {}", corecast::channel_dir().display());
             }
@@ -150,9 +181,9 @@ pub fn run(c: ChannelCmd) -> Result<ExitCode> {
                 print!("{}", render(&status, None));
             }
         }
-        ChannelCmd::Watch { name, interval } => watch(&name, interval)?,
+        ChannelCmd::Watch { name, interval } => watch(open(&name)?, &name, interval)?,
         ChannelCmd::Clean => {
-            let removed = corecast::clean();
+            let removed = corecast::clean().context("cleaning the channel directory")?;
             for n in &removed {
                 println!("removed {n}");
             }
@@ -166,13 +197,8 @@ pub fn run(c: ChannelCmd) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn open(name: &str) -> Result<Channel> {
-    Channel::open(name).with_context(|| format!("opening channel {name:?}"))
-}
-
-fn watch(name: &str, interval: Duration) -> Result<()> {
+fn watch(chan: Channel, name: &str, interval: Duration) -> Result<()> {
     interrupt::install().context("installing the Ctrl-C handler")?;
-    let chan = open(name)?;
     let mut prev: Option<(u64, Instant)> = None;
     while !interrupt::requested() {
         let status = match chan.status() {

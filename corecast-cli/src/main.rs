@@ -42,8 +42,7 @@ enum Command {
     Report(report::Args),
     /// Manage named channels: create, list, inspect, watch, set-deadline,
     /// clean, destroy.
-    #[command(subcommand)]
-    Channel(channel::ChannelCmd),
+    Channel(channel::ChannelArgs),
     /// A channel's receivers on other hosts, over Zenoh: `forward` on the
     /// sending host, `deliver` on each receiving host.
     #[command(subcommand)]

@@ -313,7 +313,8 @@ pub fn run(name: &str, plan: RoundPlan) -> Result<RoundResult> {
         name_kept = Channel::open(name).is_ok_and(|c| c.keeper_pid() == second.keeper_pid());
     }
     // A killed keeper cannot remove its name; a new participant does.
-    let cleaned = if keeper_killed { corecast::clean().iter().filter(|n| *n == name).count() } else { 0 };
+    let cleaned =
+        if keeper_killed { corecast::clean().unwrap_or_default().iter().filter(|n| *n == name).count() } else { 0 };
     let name_left = keeper_killed && corecast::channel_dir().join(name).exists();
     Ok(RoundResult {
         participants: r.parts,

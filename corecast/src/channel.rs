@@ -424,12 +424,12 @@ fn deadline_ms(d: Option<std::time::Duration>) -> Result<u32, ChannelError> {
 
 /// Removes what dead channels left behind (R10): a name whose keeper is
 /// gone (every participant, keeper included, was killed). Returns the
-/// names removed. Live channels are not touched.
-pub fn clean() -> Vec<String> {
-    if check_dir(&channel_dir()).is_err() {
-        return Vec::new();
-    }
-    let Ok(dir) = std::fs::read_dir(channel_dir()) else { return Vec::new() };
+/// names removed. Live channels are not touched. An unsafe channel
+/// directory is an error ([`ChannelError::UnsafeDirectory`]), not an empty
+/// answer; a directory not made yet holds nothing.
+pub fn clean() -> Result<Vec<String>, ChannelError> {
+    check_dir(&channel_dir())?;
+    let Ok(dir) = std::fs::read_dir(channel_dir()) else { return Ok(Vec::new()) };
     let mut removed: Vec<String> = dir
         .flatten()
         .filter_map(|e| e.file_name().into_string().ok())
@@ -442,16 +442,15 @@ pub fn clean() -> Vec<String> {
         })
         .collect();
     removed.sort();
-    removed
+    Ok(removed)
 }
 
 /// Names of the channels alive now. Leftovers of dead channels found on the
-/// way are removed (R10).
-pub fn list() -> Vec<String> {
-    if check_dir(&channel_dir()).is_err() {
-        return Vec::new();
-    }
-    let Ok(dir) = std::fs::read_dir(channel_dir()) else { return Vec::new() };
+/// way are removed (R10). An unsafe channel directory is an error
+/// ([`ChannelError::UnsafeDirectory`]), not an empty list.
+pub fn list() -> Result<Vec<String>, ChannelError> {
+    check_dir(&channel_dir())?;
+    let Ok(dir) = std::fs::read_dir(channel_dir()) else { return Ok(Vec::new()) };
     // Feeds (names starting with a dot) are parts of their channels.
     let mut names: Vec<String> = dir
         .flatten()
@@ -459,5 +458,5 @@ pub fn list() -> Vec<String> {
         .filter(|n| Link::connect(n, &OpenOptions::default()).is_ok())
         .collect();
     names.sort();
-    names
+    Ok(names)
 }

@@ -732,6 +732,60 @@ mod loom_model {
         });
     }
 
+    /// A committed claim held unpublished past the deadline: the keeper
+    /// voids its slot while the sender publishes. Exactly one wins, and
+    /// the slot shows what won (the publish never overwrites the void).
+    #[test]
+    fn a_keepers_void_of_a_committed_claim_and_its_publish_never_both_win() {
+        loom::model(|| {
+            let ring = Ring::new(2, 2);
+            let Claim::Won(s) = try_claim(&ring.next, &ring.claims[0], |_| true) else { panic!("room") };
+            assert!(commit_claim(&ring.claims[0], s));
+            let keeper = {
+                let ring = ring.clone();
+                loom::thread::spawn(move || void_unpublished(&ring.regions[0].slots[0], s))
+            };
+            let published = publish_unless_voided(&ring.regions[0].slots[0], s, 8, KIND_PUBLISHED);
+            let voided = keeper.join().unwrap();
+            assert!(published != voided, "exactly one of the publish and the void wins");
+            let seen = probe(&ring.regions[0].slots[0], s, 2, 8).unwrap();
+            assert_eq!(seen, if published { Probe::Ready(8) } else { Probe::Void });
+        });
+    }
+
+    /// A receiver at number 1 decides it only on a `next` past it and not
+    /// locked, after storing its cursor (and a SeqCst fence, as its consume
+    /// issues); a repairer locks `next`, reads the cursor, then stores its
+    /// target. Whatever the interleaving, a number the receiver decided is
+    /// never below the repair's target: no repair reopens it for a claim.
+    #[test]
+    fn a_repair_of_next_never_reopens_a_number_a_receiver_decided() {
+        loom::model(|| {
+            let next = Arc::new(AtomicU64::new(5));
+            let cursor = Arc::new(AtomicU64::new(0));
+            let repairer = {
+                let (next, cursor) = (next.clone(), cursor.clone());
+                loom::thread::spawn(move || {
+                    let mine = locked_by(7);
+                    if next.compare_exchange(5, mine, Ordering::SeqCst, Ordering::SeqCst).is_err() {
+                        return None;
+                    }
+                    let c = cursor.load(Ordering::SeqCst);
+                    let target = repair_target(0, 0, [], &[c], 4);
+                    next.store(target, Ordering::SeqCst);
+                    Some(target)
+                })
+            };
+            // The receiver passed number 0 and is at 1.
+            cursor.store(1, Ordering::Release);
+            crate::sync::fence(Ordering::SeqCst);
+            let decided = claimed_past(next.load(Ordering::SeqCst), 1);
+            if let Some(target) = repairer.join().unwrap() {
+                assert!(!decided || target > 1, "number 1 decided, then reopened by a repair to {target}");
+            }
+        });
+    }
+
     #[test]
     fn two_senders_get_distinct_numbers_and_are_read_in_order() {
         loom::model(|| {

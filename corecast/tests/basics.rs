@@ -130,7 +130,7 @@ fn a_dropped_sender_is_gone_for_receivers_when_drop_returns() {
 fn name_disappears_with_last_handle() {
     let name = unique("life");
     let chan = Channel::create(&name, &config(4, 16)).unwrap();
-    assert!(corecast::list().contains(&name));
+    assert!(corecast::list().unwrap().contains(&name));
     let members = {
         let _rx = chan.receiver().unwrap();
         chan.members()

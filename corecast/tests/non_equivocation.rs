@@ -309,8 +309,8 @@ fn a_non_equivocating_channel_keeps_the_api_of_a_plain_one() {
     assert_eq!(chan.delivery(), Delivery::NonEquivocating);
     assert_eq!(chan.config().max_senders, 2, "the senders' limit is the feed's");
     assert_eq!(Channel::open(&name).unwrap().delivery(), Delivery::NonEquivocating);
-    assert!(corecast::list().contains(&name));
-    assert!(corecast::list().iter().all(|n| !n.starts_with('.')), "the feed is not listed");
+    assert!(corecast::list().unwrap().contains(&name));
+    assert!(corecast::list().unwrap().iter().all(|n| !n.starts_with('.')), "the feed is not listed");
     let mut rx = chan.receiver().unwrap();
     let mut a = chan.sender().unwrap();
     let mut b = chan.sender().unwrap();

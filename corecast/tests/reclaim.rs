@@ -24,7 +24,7 @@ fn a_cleaner_never_removes_the_name_a_creator_just_reclaimed() {
     std::thread::scope(|s| {
         s.spawn(|| {
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                corecast::clean();
+                corecast::clean().unwrap();
             }
         });
         for round in 0..300 {

@@ -29,7 +29,16 @@ pub enum RecordError {
         /// What was wrong.
         detail: String,
     },
+    /// The file is larger than any results file this tool reads
+    /// ([`MAX_FILE_BYTES`]): not a results file (or not one to trust).
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+    },
 }
+
+/// The largest results file read, in bytes.
+pub const MAX_FILE_BYTES: u64 = 256 << 20;
 
 impl fmt::Display for RecordError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -37,6 +46,9 @@ impl fmt::Display for RecordError {
             RecordError::Io { path, source } => write!(f, "{}: {source}", path.display()),
             RecordError::Parse { path, line, detail } => {
                 write!(f, "{}:{line}: not a corecast record: {detail}", path.display())
+            }
+            RecordError::TooLarge { path } => {
+                write!(f, "{}: larger than {MAX_FILE_BYTES} bytes: not a results file this tool reads", path.display())
             }
         }
     }
@@ -46,7 +58,7 @@ impl std::error::Error for RecordError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             RecordError::Io { source, .. } => Some(source),
-            RecordError::Parse { .. } => None,
+            RecordError::Parse { .. } | RecordError::TooLarge { .. } => None,
         }
     }
 }
@@ -97,8 +109,49 @@ impl Writer {
 /// Reads every record of a results file; blank lines are skipped, a record of
 /// another schema version is an error.
 pub fn read(path: &Path) -> Result<Vec<Record>, RecordError> {
-    let text = std::fs::read_to_string(path).map_err(|source| RecordError::Io { path: path.to_path_buf(), source })?;
+    read_at_most(path, MAX_FILE_BYTES)
+}
+
+/// [`read`], refusing a file of more than `limit` bytes.
+fn read_at_most(path: &Path, limit: u64) -> Result<Vec<Record>, RecordError> {
+    use std::io::Read;
+    let io = |source| RecordError::Io { path: path.to_path_buf(), source };
+    let mut text = String::new();
+    File::open(path).map_err(io)?.take(limit + 1).read_to_string(&mut text).map_err(io)?;
+    if text.len() as u64 > limit {
+        return Err(RecordError::TooLarge { path: path.to_path_buf() });
+    }
     parse(&text, path)
+}
+
+/// Replaces, in every string of `v` (keys too), the characters that would
+/// act on a terminal or break a document rather than show (control
+/// characters, escape sequences, direction overrides) with `\u{..}`
+/// escapes: records are input, and what they say is printed and drawn.
+fn defuse(v: &mut serde_json::Value) {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => *s = visible(s),
+        Value::Array(items) => items.iter_mut().for_each(defuse),
+        Value::Object(map) => {
+            let entries = std::mem::take(map);
+            for (k, mut item) in entries {
+                defuse(&mut item);
+                map.insert(visible(&k), item);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `s` with every character that does not show as itself escaped.
+pub fn visible(s: &str) -> String {
+    let acts =
+        |c: char| c.is_control() || matches!(c as u32, 0x200B..=0x200F | 0x202A..=0x202E | 0x2066..=0x2069 | 0xFEFF);
+    if !s.chars().any(acts) {
+        return s.to_string();
+    }
+    s.chars().map(|c| if acts(c) { format!("\\u{{{:x}}}", c as u32) } else { c.to_string() }).collect()
 }
 
 /// Parses JSON-lines text; `path` is only used in errors.
@@ -109,7 +162,8 @@ pub fn parse(text: &str, path: &Path) -> Result<Vec<Record>, RecordError> {
             continue;
         }
         let err = |detail: String| RecordError::Parse { path: path.to_path_buf(), line: i + 1, detail };
-        let v: serde_json::Value = serde_json::from_str(line).map_err(|e| err(e.to_string()))?;
+        let mut v: serde_json::Value = serde_json::from_str(line).map_err(|e| err(e.to_string()))?;
+        defuse(&mut v);
         match v.get("schema_version").and_then(serde_json::Value::as_u64) {
             Some(n) if (u64::from(OLDEST_READABLE_VERSION)..=u64::from(SCHEMA_VERSION)).contains(&n) => {}
             Some(n) => {
@@ -127,6 +181,17 @@ pub fn parse(text: &str, path: &Path) -> Result<Vec<Record>, RecordError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_without_end_is_refused_and_what_would_act_on_a_terminal_is_escaped() {
+        let endless = read_at_most(Path::new("/dev/zero"), 1 << 20);
+        assert!(matches!(endless, Err(RecordError::TooLarge { .. })), "{endless:?}");
+        let mut v = serde_json::json!({ "a\u{1b}[2J": ["x\u{1b}]0;owned\u{7}", "\u{202e}txt", "plain é"] });
+        defuse(&mut v);
+        let text = v.to_string();
+        assert!(!text.chars().any(|c| c.is_control() || c == '\u{202e}'), "{text}");
+        assert!(text.contains("plain é") && text.contains("\\\\u{1b}"), "{text}");
+    }
     use crate::record::schema::tests::sample;
 
     #[test]

@@ -557,7 +557,12 @@ impl Receiver {
             let gen = self.link.membership.generation();
             if gen != self.generation {
                 self.generation = gen;
-                self.refresh()?;
+                match self.refresh() {
+                    // Without its keeper the membership changes no more:
+                    // what is mapped is all there is to drain.
+                    Err(ChannelError::KeeperGone) => {}
+                    other => other?,
+                }
                 continue;
             }
             if self.link.membership.destroyed() {

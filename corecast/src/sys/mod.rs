@@ -34,16 +34,15 @@ pub(crate) fn euid() -> u32 {
 /// The uid files of users this user namespace does not map show as
 /// (`/proc/sys/kernel/overflowuid`), when this process is in a user
 /// namespace other than the initial one; `None` in the initial one.
+/// (Read each time: a process may enter a user namespace after a first
+/// look, and a forked child inherits any cache.)
 pub(crate) fn overflow_uid() -> Option<u32> {
-    static CACHED: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
-    *CACHED.get_or_init(|| {
-        let map = std::fs::read_to_string("/proc/self/uid_map").ok()?;
-        let whole = map.split_whitespace().collect::<Vec<_>>() == ["0", "0", "4294967295"];
-        if whole {
-            return None;
-        }
-        std::fs::read_to_string("/proc/sys/kernel/overflowuid").ok()?.trim().parse().ok()
-    })
+    let map = std::fs::read_to_string("/proc/self/uid_map").ok()?;
+    let whole = map.split_whitespace().collect::<Vec<_>>() == ["0", "0", "4294967295"];
+    if whole {
+        return None;
+    }
+    std::fs::read_to_string("/proc/sys/kernel/overflowuid").ok()?.trim().parse().ok()
 }
 
 /// A descriptor held in reserve (of /dev/null), so that a process out of

@@ -41,11 +41,10 @@ pub(crate) const BINDING_PREFIX: &str = ".binding-";
 /// connection goes would otherwise end as soon as a prober (`list`,
 /// `clean`, an early `open`) came and went before the creator connected.
 pub(crate) fn listen_new(path: &Path, mode: u32, timeout: std::time::Duration) -> Result<(OwnedFd, OwnedFd), Errno> {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let private = path.with_file_name(format!("{BINDING_PREFIX}{}-{n}", rustix::process::getpid().as_raw_nonzero()));
+    let private = path.with_file_name(format!("{BINDING_PREFIX}{:016x}", unique_number()));
     let fd = socket()?;
-    rustix::net::bind(&fd, &SocketAddrUnix::new(&private)?)?;
+    let (addr, _dir) = address(&private)?;
+    rustix::net::bind(&fd, &addr)?;
     let published = rustix::net::listen(&fd, 64).and_then(|()| connect(&private, timeout)).and_then(|first| {
         rustix::fs::chmod(&private, rustix::fs::Mode::from_raw_mode(mode))?;
         let _names = NameLock::take(path);
@@ -94,13 +93,41 @@ impl NameLock {
     }
 }
 
+/// A number no other process picks: a pid is not one (two containers'
+/// creators are both pid 1), so the standard library's random hash keys
+/// (seeded by the kernel's randomness) mixed with a per-process count.
+fn unique_number() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    h.finish()
+}
+
+/// The socket address of `path`. A path too long for one (108 bytes, a
+/// deep volume path in a container) is reached through its directory,
+/// opened here and named `/proc/self/fd/N`: the returned descriptor must
+/// stay open while the address is used.
+fn address(path: &Path) -> Result<(SocketAddrUnix, Option<OwnedFd>), Errno> {
+    if let Ok(a) = SocketAddrUnix::new(path) {
+        return Ok((a, None));
+    }
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else { return Err(Errno::NAMETOOLONG) };
+    let flags = rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC;
+    let dir = rustix::fs::open(dir, flags, rustix::fs::Mode::empty())?;
+    let mut short = std::ffi::OsString::from(format!("/proc/self/fd/{}/", dir.as_raw_fd()));
+    short.push(name);
+    Ok((SocketAddrUnix::new(Path::new(&short))?, Some(dir)))
+}
+
 /// Connects to the socket at `path`; every later send and receive on the
 /// connection, and the connect itself (a listener whose queue is full),
 /// fails with `EAGAIN` after `timeout`.
 pub(crate) fn connect(path: &Path, timeout: std::time::Duration) -> Result<OwnedFd, Errno> {
     let fd = socket()?;
     set_timeouts(&fd, timeout)?;
-    retry(|| rustix::net::connect(&fd, &SocketAddrUnix::new(path)?))?;
+    let (addr, _dir) = address(path)?;
+    retry(|| rustix::net::connect(&fd, &addr))?;
     Ok(fd)
 }
 

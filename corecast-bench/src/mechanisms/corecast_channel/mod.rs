@@ -217,7 +217,7 @@ impl<A: Api> Mechanism for Corecast<A> {
         // library removes exactly those whose keeper is gone.
         static CLEANED: std::sync::Once = std::sync::Once::new();
         CLEANED.call_once(|| {
-            corecast::clean();
+            let _ = corecast::clean();
         });
         static RUN: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let run = RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
