@@ -266,8 +266,11 @@ pub(crate) fn claimed_past(next: u64, seq: u64) -> bool {
 /// unclaimed is a hole receivers pass over; a number claimed twice would be
 /// contested). Evidence beyond that reach is a hostile member's and is
 /// ignored. The caller stores the result only while it holds `next`
-/// locked (`locked_by`), having locked it before reading any of this: a
-/// receiver either sees the lock, or its cursor is read here.
+/// locked (`locked_by`), having locked it, then issued a SeqCst fence,
+/// before reading any of this: a receiver either sees the lock, or its
+/// cursor is read here (the fence pairs with the one each receiver issues
+/// between its cursor store and its look at `next`; the loom model
+/// `a_repair_of_next_never_reopens_a_number_a_receiver_decided`).
 pub(crate) fn repair_target(
     floor: u64,
     claimed_up_to: u64,
@@ -770,6 +773,7 @@ mod loom_model {
                     if next.compare_exchange(5, mine, Ordering::SeqCst, Ordering::SeqCst).is_err() {
                         return None;
                     }
+                    crate::sync::fence(Ordering::SeqCst);
                     let c = cursor.load(Ordering::SeqCst);
                     let target = repair_target(0, 0, [], &[c], 4);
                     next.store(target, Ordering::SeqCst);

@@ -136,6 +136,9 @@ impl Keeper {
             let mine = ring::locked_by(ring::KEEPER_HOLDER);
             // SeqCst: locked before the evidence is read (ring::repair_target).
             seq.compare_exchange(next, mine, Ordering::SeqCst, Ordering::SeqCst).ok()?;
+            // The lock, then the cursors: pairs with each receiver's fence
+            // between its cursor store and its look at `next`.
+            crate::sync::fence(Ordering::SeqCst);
             let cursors = self.live_cursors();
             let words: Vec<u64> = self.trusted_senders().map(|(j, _)| self.claim_word(j)).collect();
             let target = ring::repair_target(self.audit.high_water, 0, words, &cursors, slots);

@@ -252,6 +252,9 @@ impl Room {
         if next.compare_exchange(seen, mine, Ordering::SeqCst, Ordering::SeqCst).is_err() {
             return false;
         }
+        // The lock, then the cursors: pairs with each receiver's fence
+        // between its cursor store and its look at `next`.
+        crate::sync::fence(Ordering::SeqCst);
         let m = &link.membership;
         self.cursors.clear();
         for i in 0..g.max_receivers as usize {
