@@ -46,13 +46,23 @@ use crate::sync::Ordering;
 impl Receiver {
     /// What every mapped sender region says about `self.next`, by the
     /// rules above. `None`: a void or a hole, to pass over.
+    ///
+    /// While no region shows anything for the number (a receiver waiting
+    /// for its next message), the answer is `NotYet` from the slots alone,
+    /// unless `thorough`: the sequencer's and the claim words' lines, which
+    /// senders write at every claim, are read only once something shows or
+    /// on a thorough look (before a receiver sleeps, and every few polls),
+    /// which is what finds a hole.
     #[inline(never)]
-    pub(super) fn decide(&self) -> Result<Option<Found>, RecvError> {
+    pub(super) fn decide(&self, thorough: bool) -> Result<Option<Found>, RecvError> {
         let s = self.next;
+        let g = self.link.membership.geometry;
+        if !thorough && !self.anything_shown(s) {
+            return Ok(Some(Found::NotYet));
+        }
         if !self.decidable(s) {
             return Ok(Some(Found::NotYet));
         }
-        let g = self.link.membership.geometry;
         let (mut published, mut contested, mut pending, mut newer) = (None, false, false, false);
         let mut voided = false;
         for (j, peer) in self.senders.mapped() {
@@ -112,6 +122,15 @@ impl Receiver {
             return Ok(Some(if s < self.link.membership.floor() { Found::Hole } else { Found::HoleAboveFloor }));
         }
         Ok(published)
+    }
+
+    /// Whether some mapped region's slot for `s` holds anything but an
+    /// older number (`s` itself in any state, a later one, or garbage).
+    fn anything_shown(&self, s: u64) -> bool {
+        let g = self.link.membership.geometry;
+        self.senders
+            .mapped()
+            .any(|(_, p)| !matches!(ring::probe(p.region.slot(s), s, g.slots.into(), g.slot_bytes), Ok(Probe::Absent)))
     }
 
     /// Rule 1: `s` was claimed (`next` is past it, not locked) and this

@@ -77,7 +77,13 @@ pub struct Receiver {
     /// The last number this receiver asked the keeper to look at, as a hole
     /// above its floor.
     audit_asked_at: Option<u64>,
+    /// Polls that found nothing at once, counted for `THOROUGH_EVERY`.
+    polls: u32,
 }
+
+/// Every this many polls that find nothing, one looks thoroughly (see
+/// `decide`).
+const THOROUGH_EVERY: u32 = 64;
 
 /// How often a receiver tells the keeper of the holes it passed over.
 const HOLES_REPORT_EVERY: Duration = Duration::from_millis(100);
@@ -162,6 +168,7 @@ impl Receiver {
             holes_untold: 0,
             holes_told_at: None,
             audit_asked_at: None,
+            polls: 0,
         };
         rx.refresh()?;
         Ok(rx)
@@ -469,7 +476,13 @@ impl Receiver {
     fn ready(&mut self) -> Result<(usize, usize), RecvError> {
         match self.ready_at_once() {
             Some(found) => Ok(found),
-            None => self.ready_sorted(),
+            None => {
+                // A thorough look every few polls: what finds a hole. (With
+                // one sender slot only that sender makes holes, in its own
+                // stream: a look before sleeping is enough.)
+                self.polls = self.polls.wrapping_add(1);
+                self.ready_sorted(!self.exclusive && self.polls.is_multiple_of(THOROUGH_EVERY))
+            }
         }
     }
 
@@ -492,7 +505,7 @@ impl Receiver {
                 _ => None,
             };
         }
-        match self.locate() {
+        match self.locate(false) {
             Ok(Some(Found::Ready { sender, len })) => {
                 self.hint = sender;
                 Some((sender, len))
@@ -503,7 +516,7 @@ impl Receiver {
 
     /// [`Receiver::ready`] for every case.
     #[inline(never)]
-    fn ready_sorted(&mut self) -> Result<(usize, usize), RecvError> {
+    fn ready_sorted(&mut self, thorough: bool) -> Result<(usize, usize), RecvError> {
         if self.poisoned {
             return Err(RecvError::Evicted);
         }
@@ -513,11 +526,11 @@ impl Receiver {
             // be read *before* a probe: a sender publishes before it
             // leaves, so "none live" then "not found" means gone. So a
             // message found at the first probe costs no state reads.
-            let mut found = self.locate()?;
+            let mut found = self.locate(thorough)?;
             let mut states = (true, true);
             if found == Some(Found::NotYet) {
                 states = self.sender_states();
-                found = self.locate()?;
+                found = self.locate(thorough)?;
             }
             let (any_live, any_ever) = states;
             match found {
@@ -583,7 +596,7 @@ impl Receiver {
     /// What the sender regions say about `self.next` (see `decide`).
     /// `None` = void (or a hole): pass over it.
     #[inline(always)]
-    fn locate(&self) -> Result<Option<Found>, RecvError> {
+    fn locate(&self, thorough: bool) -> Result<Option<Found>, RecvError> {
         // The common case, one sender region and the next message in it.
         if let Some(sole) = self.sole {
             // SAFETY: `sole` is rebuilt whenever the mapped regions change,
@@ -596,7 +609,7 @@ impl Receiver {
                 }
             }
         }
-        self.decide()
+        self.decide(thorough)
     }
 
     /// Whether a message found in the one region mapped may be taken
