@@ -8,11 +8,13 @@ use corecast::{Channel, ChannelConfig, ChannelError, Sender};
 use zenoh::handlers::FifoChannelHandler;
 use zenoh::liveliness::LivelinessToken;
 use zenoh::pubsub::Subscriber;
-use zenoh::sample::Sample;
+use zenoh::sample::Sample as ZSample;
 use zenoh::Wait;
 
+use crate::net::Side;
+use crate::owed::{owed, Progress, Relay, Step};
 use crate::state::State;
-use crate::wire::{Header, NONE};
+use crate::wire::{Header, Sample};
 use crate::{net, ready, BridgeError, Net};
 
 /// What a delivering run did.
@@ -22,17 +24,17 @@ pub struct Delivered {
     pub messages: u64,
     /// Gap reports sent into it.
     pub gaps: u64,
-    /// Samples dropped: not a bridge's, or older than what was delivered.
+    /// Samples dropped: not a bridge's header (malformed, a number no
+    /// channel can have), or older than what was delivered. (What Zenoh's
+    /// access control refuses, a peer not allowed, never reaches here.)
     pub dropped: u64,
+    /// Messages larger than the local channel takes, reported as gaps.
+    pub oversized: u64,
+    /// Times the origin channel was found created again (its numbering
+    /// started over), each reported as gaps.
+    pub origins: u64,
     /// Times the Zenoh session was opened again after a silence.
     pub reopened: u64,
-}
-
-/// The origin number delivered last, and the sending run it came from
-/// (`None` when it came from a predecessor's state file).
-struct Progress {
-    epoch: Option<u64>,
-    last: u64,
 }
 
 /// Subscribes to `key` and sends every message into channel `name` on this
@@ -63,9 +65,10 @@ pub fn deliver(
     .map_err(BridgeError::Channel)?;
     let mut tx = chan.sender().map_err(BridgeError::Channel)?;
     let state = State::open(name, key)?;
-    let mut progress = state.last().map(|last| Progress { epoch: None, last });
+    let mut progress = state.last().map(|d| Progress { epoch: None, origin: d.origin, last: d.last });
     let silence = net.hold_back + net::LEASE + Duration::from_secs(1);
     let mut link = Link::open(net, key)?;
+    let max_message = tx.max_message_bytes();
     while tx.live_receivers() < receivers {
         if stop.load(Ordering::Relaxed) {
             return Ok(Delivered::default());
@@ -90,53 +93,39 @@ pub fn deliver(
             Err(e) => return Err(BridgeError::Zenoh(format!("receive on {key}: {e}"))),
         };
         heard = Instant::now();
-        let Some(header) = sample.attachment().and_then(|a| Header::decode(&a.to_bytes())) else {
+        let Some(got) = sample.attachment().and_then(|a| Sample::decode(&a.to_bytes())) else {
             done.dropped += 1;
             continue;
         };
-        let (epoch, first, last, known_since) = match header {
-            Header::Message { epoch, seq, prev } => (epoch, seq, seq, prev),
-            Header::Gap { epoch, first, last } => (epoch, first, last, NONE),
-            // Nothing sent yet, or nothing this bridge has not delivered.
-            Header::Beat { last: NONE, .. } => continue,
-            Header::Beat { last, .. } if progress.as_ref().is_none_or(|p| last <= p.last) => continue,
-            Header::Beat { epoch, last } => (epoch, last + 1, last, last),
-        };
-        // Lost before this sample: what the sending run says it skipped
-        // since what was delivered last, or (a new run, or nothing known)
-        // everything since then.
-        let missing = match &progress {
-            None => None,
-            Some(p) if last <= p.last => {
-                done.dropped += 1;
-                continue;
-            }
-            Some(p) if p.epoch == Some(epoch) && known_since != NONE => Some((p.last + 1, known_since)),
-            Some(p) => Some((p.last + 1, first.saturating_sub(1))),
-        };
-        let from = progress.as_ref().map_or(0, |p| p.last + 1);
-        let result = send(&mut tx, missing, from, &header, &sample.payload().to_bytes(), &mut done);
-        match result {
+        let payload = sample.payload().to_bytes();
+        let oversized = matches!(got.header, Header::Message { .. }) && payload.len() > max_message;
+        let step = owed(progress, got, oversized);
+        done.dropped += u64::from(step.stale);
+        done.origins += u64::from(step.ended.is_some());
+        done.oversized += u64::from(oversized && !step.stale);
+        match send(&mut tx, &step, &payload, &mut done) {
             Ok(()) => {}
             Err(corecast::SendError::Destroyed) => return Ok(done),
             Err(e) => return Err(BridgeError::Send(e)),
         }
-        state.record(last)?;
-        progress = Some(Progress { epoch: Some(epoch), last });
+        if let (true, Some(p)) = (step.record, step.progress) {
+            state.record(p.origin, p.last)?;
+        }
+        progress = step.progress;
     }
     Ok(done)
 }
 
 /// A Zenoh session subscribed to the key, and once ready its token.
 struct Link {
-    subscriber: Subscriber<FifoChannelHandler<Sample>>,
+    subscriber: Subscriber<FifoChannelHandler<ZSample>>,
     ready: Option<LivelinessToken>,
     session: zenoh::Session,
 }
 
 impl Link {
     fn open(net: &Net, key: &str) -> Result<Link, BridgeError> {
-        let session = net.open()?;
+        let session = net.open(Side::Deliver, key)?;
         let subscriber = session
             .declare_subscriber(key.to_string())
             .wait()
@@ -151,31 +140,23 @@ impl Link {
     }
 }
 
-/// Reports `missing` (if not empty), then relays the sample: a message, or
-/// the part of the gap it reports from `from` on (what was not delivered).
-fn send(
-    tx: &mut Sender,
-    missing: Option<(u64, u64)>,
-    from: u64,
-    header: &Header,
-    payload: &[u8],
-    done: &mut Delivered,
-) -> Result<(), corecast::SendError> {
-    if let Some((first, last)) = missing.filter(|(f, l)| f <= l) {
+/// Sends what `step` owes: the gaps before the sample, then the sample
+/// as a message or a gap report.
+fn send(tx: &mut Sender, step: &Step, payload: &[u8], done: &mut Delivered) -> Result<(), corecast::SendError> {
+    for (first, last) in [step.ended, step.missing].into_iter().flatten() {
         evicting_late(tx, |tx| tx.send_gap(first, last))?;
         done.gaps += 1;
     }
-    match *header {
-        Header::Message { .. } => {
+    match step.relay {
+        Relay::Nothing => {}
+        Relay::Message => {
             evicting_late(tx, |tx| tx.send(payload))?;
             done.messages += 1;
         }
-        Header::Gap { first, last, .. } => {
-            evicting_late(tx, |tx| tx.send_gap(first.max(from), last))?;
+        Relay::Gap(first, last) => {
+            evicting_late(tx, |tx| tx.send_gap(first, last))?;
             done.gaps += 1;
         }
-        // What it names as sent is in `missing`.
-        Header::Beat { .. } => {}
     }
     Ok(())
 }

@@ -9,7 +9,8 @@ use zenoh::bytes::ZBytes;
 use zenoh::qos::CongestionControl;
 use zenoh::Wait;
 
-use crate::wire::{Header, NONE};
+use crate::net::{Mode, Side};
+use crate::wire::{Header, Sample, NONE};
 use crate::{ready, BridgeError, Net};
 
 /// How often an idle forwarding bridge says it is alive ([`Header::Beat`]).
@@ -37,25 +38,26 @@ pub struct Forwarded {
 /// bridge among the channel's live receivers.
 pub fn forward(name: &str, key: &str, net: &Net, hosts: usize, stop: &AtomicBool) -> Result<Forwarded, BridgeError> {
     let chan = Channel::open(name).map_err(BridgeError::Channel)?;
-    let session = net.open()?;
+    let origin = chan.instance();
+    let session = net.open(Side::Forward, key)?;
     let publisher = session
         .declare_publisher(key.to_string())
         .congestion_control(CongestionControl::Block)
-        .express(true)
+        .express(net.mode == Mode::Latency)
         .wait()
         .map_err(|e| BridgeError::Zenoh(format!("declare a publisher on {key}: {e}")))?;
     if !ready::wait_for(&session, key, hosts, stop)? {
         return Ok(Forwarded::default());
     }
     let mut rx = chan.receiver().map_err(BridgeError::Channel)?;
-    let put = |payload: &[u8], h: Header| {
+    let epoch = epoch();
+    let put = |payload: &[u8], header: Header| {
         publisher
             .put(ZBytes::from(payload))
-            .attachment(ZBytes::from(&h.encode()[..]))
+            .attachment(ZBytes::from(&Sample { epoch, origin, header }.encode()[..]))
             .wait()
             .map_err(|e| BridgeError::Zenoh(format!("publish on {key}: {e}")))
     };
-    let epoch = epoch();
     // Every number strictly between `prev` and the next message's is known
     // to be a void; NONE when that is not known (start, re-attach).
     let mut prev = NONE;
@@ -64,7 +66,7 @@ pub fn forward(name: &str, key: &str, net: &Net, hosts: usize, stop: &AtomicBool
     while !stop.load(Ordering::Relaxed) {
         let failed = match rx.recv_in_place_timeout(BEAT / 2) {
             Ok(msg) => {
-                put(&msg, Header::Message { epoch, seq: msg.sequence(), prev })?;
+                put(&msg, Header::Message { seq: msg.sequence(), prev })?;
                 prev = msg.sequence();
                 done.messages += 1;
                 last_put = Instant::now();
@@ -73,12 +75,12 @@ pub fn forward(name: &str, key: &str, net: &Net, hosts: usize, stop: &AtomicBool
             Err(e) => e,
         };
         if last_put.elapsed() >= BEAT {
-            put(&[], Header::Beat { epoch, last: prev })?;
+            put(&[], Header::Beat { last: prev })?;
             last_put = Instant::now();
         }
         match failed {
             RecvError::Gap { first, last } => {
-                put(&[], Header::Gap { epoch, first, last })?;
+                put(&[], Header::Gap { first, last })?;
                 prev = last;
                 done.gaps += 1;
                 last_put = Instant::now();

@@ -47,6 +47,7 @@
 mod deliver;
 mod forward;
 pub mod net;
+mod owed;
 mod ready;
 pub mod state;
 pub mod wire;
@@ -55,7 +56,7 @@ use std::fmt;
 
 pub use deliver::{deliver, Delivered};
 pub use forward::{forward, Forwarded, BEAT};
-pub use net::Net;
+pub use net::{Mode, Net, Security, Tls};
 
 /// Why a bridge stopped.
 #[derive(Debug)]

@@ -1,8 +1,11 @@
 //! What travels with each message over Zenoh: a fixed header in the
 //! sample's attachment (the payload is the message's bytes, untouched).
 //!
-//! `magic "ccb1" | kind u32 | epoch u64 | seq u64 | prev u64`, little endian.
-//! `epoch` names one run of the sending bridge (a restart changes it);
+//! `magic "ccb2" | kind u32 | epoch u64 | origin u64 | seq u64 | prev u64`,
+//! little endian. `epoch` names one run of the sending bridge (a restart
+//! changes it); `origin` names the instance of the origin channel (a
+//! channel destroyed and created again under its name is another one, and
+//! its numbers start again);
 //! `seq` is the message's number in the origin channel; `prev` is the
 //! number of the message the same run sent before it (`NONE` for its
 //! first), so voids between them are not mistaken for losses. A gap
@@ -10,8 +13,22 @@
 //! carries the run's last number as `seq`, and `prev = 0`.
 
 /// The attachment's size.
-pub const HEADER_BYTES: usize = 32;
-const MAGIC: u32 = u32::from_le_bytes(*b"ccb1");
+pub const HEADER_BYTES: usize = 40;
+const MAGIC: u32 = u32::from_le_bytes(*b"ccb2");
+/// Numbers of a channel stay below this (a corecast stamp carries
+/// `(seq + 1) << 2`): a header naming one beyond is refused.
+pub const MAX_NUMBER: u64 = 1 << 61;
+
+/// A decoded sample header: which run of which origin sent it, and what.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sample {
+    /// The sending bridge's run.
+    pub epoch: u64,
+    /// The origin channel's instance (`corecast::Channel::instance`).
+    pub origin: u64,
+    /// What it carries.
+    pub header: Header,
+}
 /// `prev` of a run's first message.
 pub const NONE: u64 = u64::MAX;
 
@@ -20,8 +37,6 @@ pub const NONE: u64 = u64::MAX;
 pub enum Header {
     /// A message, number `seq` of the origin channel.
     Message {
-        /// The sending bridge's run.
-        epoch: u64,
         /// Its number in the origin channel.
         seq: u64,
         /// The number of the message this run sent before it, or [`NONE`].
@@ -30,8 +45,6 @@ pub enum Header {
     /// Numbers `first..=last` of the origin channel were lost before the
     /// sending bridge (it relays a gap it was told of).
     Gap {
-        /// The sending bridge's run.
-        epoch: u64,
         /// First lost number.
         first: u64,
         /// Last lost number.
@@ -42,74 +55,106 @@ pub enum Header {
     /// bridge behind it learns of a loss at the end of a stream; one that
     /// hears nothing at all knows its link is gone.
     Beat {
-        /// The sending bridge's run.
-        epoch: u64,
         /// The last number it sent (a message's or a gap's end).
         last: u64,
     },
 }
 
-impl Header {
+impl Sample {
     /// The attachment bytes.
     pub fn encode(&self) -> [u8; HEADER_BYTES] {
-        let (kind, epoch, a, b) = match *self {
-            Header::Message { epoch, seq, prev } => (0u32, epoch, seq, prev),
-            Header::Gap { epoch, first, last } => (1, epoch, last, first),
-            Header::Beat { epoch, last } => (2, epoch, last, 0),
+        let (kind, a, b) = match self.header {
+            Header::Message { seq, prev } => (0u32, seq, prev),
+            Header::Gap { first, last } => (1, last, first),
+            Header::Beat { last } => (2, last, 0),
         };
         let mut out = [0u8; HEADER_BYTES];
         out[..4].copy_from_slice(&MAGIC.to_le_bytes());
         out[4..8].copy_from_slice(&kind.to_le_bytes());
-        out[8..16].copy_from_slice(&epoch.to_le_bytes());
-        out[16..24].copy_from_slice(&a.to_le_bytes());
-        out[24..32].copy_from_slice(&b.to_le_bytes());
+        out[8..16].copy_from_slice(&self.epoch.to_le_bytes());
+        out[16..24].copy_from_slice(&self.origin.to_le_bytes());
+        out[24..32].copy_from_slice(&a.to_le_bytes());
+        out[32..40].copy_from_slice(&b.to_le_bytes());
         out
     }
 
     /// Parses an attachment; `None` for anything that is not one (a
-    /// foreign publisher on the key, a corrupted sample).
-    pub fn decode(bytes: &[u8]) -> Option<Header> {
+    /// foreign publisher on the key, a corrupted sample, a number no
+    /// channel can have).
+    pub fn decode(bytes: &[u8]) -> Option<Sample> {
         if bytes.len() != HEADER_BYTES || bytes[..4] != MAGIC.to_le_bytes() {
             return None;
         }
         let word = |k: usize| u64::from_le_bytes(bytes[k..k + 8].try_into().expect("8 bytes"));
-        let (epoch, a, b) = (word(8), word(16), word(24));
-        match u32::from_le_bytes(bytes[4..8].try_into().expect("4 bytes")) {
-            0 if b == NONE || b < a => Some(Header::Message { epoch, seq: a, prev: b }),
-            1 if b <= a => Some(Header::Gap { epoch, first: b, last: a }),
-            2 if b == 0 => Some(Header::Beat { epoch, last: a }),
-            _ => None,
-        }
+        let (epoch, origin, a, b) = (word(8), word(16), word(24), word(32));
+        let number = |n: u64| n < MAX_NUMBER;
+        let header = match u32::from_le_bytes(bytes[4..8].try_into().expect("4 bytes")) {
+            0 if number(a) && (b == NONE || b < a) => Header::Message { seq: a, prev: b },
+            1 if number(a) && b <= a => Header::Gap { first: b, last: a },
+            2 if (a == NONE || number(a)) && b == 0 => Header::Beat { last: a },
+            _ => return None,
+        };
+        Some(Sample { epoch, origin, header })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    fn sample(header: Header) -> Sample {
+        Sample { epoch: 7, origin: 11, header }
+    }
 
     #[test]
     fn headers_round_trip_and_nonsense_is_refused() {
         for h in [
-            Header::Message { epoch: 7, seq: 0, prev: NONE },
-            Header::Message { epoch: 7, seq: 9, prev: 3 },
-            Header::Gap { epoch: 1, first: 4, last: 4 },
-            Header::Gap { epoch: 1, first: 4, last: 90 },
-            Header::Beat { epoch: 2, last: NONE },
-            Header::Beat { epoch: 2, last: 0 },
+            Header::Message { seq: 0, prev: NONE },
+            Header::Message { seq: 9, prev: 3 },
+            Header::Gap { first: 4, last: 4 },
+            Header::Gap { first: 4, last: 90 },
+            Header::Beat { last: NONE },
+            Header::Beat { last: 0 },
         ] {
-            assert_eq!(Header::decode(&h.encode()), Some(h));
+            assert_eq!(Sample::decode(&sample(h).encode()), Some(sample(h)));
         }
-        let mut bad = Header::Message { epoch: 1, seq: 5, prev: 4 }.encode();
-        bad[24..32].copy_from_slice(&6u64.to_le_bytes()); // prev after seq
-        assert_eq!(Header::decode(&bad), None);
+        let mut bad = sample(Header::Message { seq: 5, prev: 4 }).encode();
+        bad[32..40].copy_from_slice(&6u64.to_le_bytes()); // prev after seq
+        assert_eq!(Sample::decode(&bad), None);
         bad[..4].copy_from_slice(b"nope");
-        assert_eq!(Header::decode(&bad), None);
-        assert_eq!(Header::decode(&[0; 31]), None);
-        let mut kind = Header::Gap { epoch: 1, first: 2, last: 3 }.encode();
+        assert_eq!(Sample::decode(&bad), None);
+        assert_eq!(Sample::decode(&[0; 39]), None);
+        let mut kind = sample(Header::Gap { first: 2, last: 3 }).encode();
         kind[4] = 9;
-        assert_eq!(Header::decode(&kind), None);
-        let mut beat = Header::Beat { epoch: 1, last: 5 }.encode();
-        beat[24] = 1; // a beat's second word is zero
-        assert_eq!(Header::decode(&beat), None);
+        assert_eq!(Sample::decode(&kind), None);
+        let mut beat = sample(Header::Beat { last: 5 }).encode();
+        beat[32] = 1; // a beat's second word is zero
+        assert_eq!(Sample::decode(&beat), None);
+        // Numbers no channel can have: refused, not believed.
+        assert_eq!(Sample::decode(&sample(Header::Message { seq: 1 << 62, prev: NONE }).encode()), None);
+        assert_eq!(Sample::decode(&sample(Header::Gap { first: 12, last: MAX_NUMBER }).encode()), None);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 4096, ..ProptestConfig::default() })]
+        /// Any bytes: a header that keeps every rule, or nothing; never a panic.
+        #[test]
+        fn any_attachment_decodes_to_a_valid_header_or_nothing(bytes in proptest::collection::vec(any::<u8>(), 0..64),
+                                                                kind in 0u32..4, valid_magic in any::<bool>()) {
+            let mut bytes = bytes;
+            if valid_magic && bytes.len() >= 8 {
+                bytes[..4].copy_from_slice(&MAGIC.to_le_bytes());
+                bytes[4..8].copy_from_slice(&kind.to_le_bytes());
+            }
+            if let Some(s) = Sample::decode(&bytes) {
+                match s.header {
+                    Header::Message { seq, prev } => prop_assert!(seq < MAX_NUMBER && (prev == NONE || prev < seq)),
+                    Header::Gap { first, last } => prop_assert!(first <= last && last < MAX_NUMBER),
+                    Header::Beat { last } => prop_assert!(last == NONE || last < MAX_NUMBER),
+                }
+                prop_assert_eq!(Sample::decode(&s.encode()), Some(s));
+            }
+        }
     }
 }

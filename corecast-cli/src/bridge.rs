@@ -5,8 +5,9 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use corecast::ChannelConfig;
-use corecast_bridge::Net;
+use corecast_bridge::{Mode, Net, Security, Tls};
 use corecast_process::interrupt;
+use std::path::PathBuf;
 
 /// The two sides of a bridge.
 #[derive(clap::Subcommand, Debug)]
@@ -29,7 +30,7 @@ pub struct Side {
     /// The Zenoh key expression the channel travels on.
     #[arg(long)]
     key: String,
-    /// Zenoh endpoints to listen on, e.g. tcp/10.213.0.1:7447 (repeatable).
+    /// Zenoh endpoints to listen on, e.g. tls/10.213.0.1:7447 (repeatable).
     #[arg(long)]
     listen: Vec<String>,
     /// Zenoh endpoints of peers to connect to (repeatable).
@@ -40,6 +41,36 @@ pub struct Side {
     /// sides the same.
     #[arg(long, default_value = "1s", value_parser = crate::args::duration)]
     hold_back: std::time::Duration,
+    /// The CA every peer's certificate must chain to (PEM). With --tls-cert,
+    /// --tls-key and --allow: mutual TLS, and only the peers allowed take part.
+    #[arg(long, required_unless_present = "insecure")]
+    tls_ca: Option<PathBuf>,
+    /// This bridge's certificate (PEM); its common name is this bridge's
+    /// name to its peers.
+    #[arg(long, required_unless_present = "insecure")]
+    tls_cert: Option<PathBuf>,
+    /// This bridge's private key (PEM).
+    #[arg(long, required_unless_present = "insecure")]
+    tls_key: Option<PathBuf>,
+    /// A peer allowed to take part, by its certificate's common name
+    /// (repeatable): the forwarders a delivering bridge takes messages from,
+    /// the delivering bridges a forwarder serves.
+    #[arg(long, required_unless_present = "insecure")]
+    allow: Vec<String>,
+    /// Plain TCP without authentication (tcp/ endpoints): anyone who can
+    /// reach a forwarder's port reads the stream, and anyone who can reach a
+    /// delivering bridge's port writes into its channel.
+    #[arg(long, conflicts_with_all = ["tls_ca", "tls_cert", "tls_key", "allow"])]
+    insecure: bool,
+    /// A Zenoh configuration file (JSON5) for any other Zenoh setting; the
+    /// bridge's own settings are applied over it.
+    #[arg(long)]
+    zenoh_config: Option<PathBuf>,
+    /// Send each message at once in a TCP write of its own (Zenoh's
+    /// express): the lowest latency. The default batches what queues
+    /// behind a busy link, for throughput.
+    #[arg(long)]
+    latency: bool,
 }
 
 /// `forward`'s arguments.
@@ -76,13 +107,35 @@ pub struct DeliverArgs {
 
 impl Side {
     fn net(&self) -> Net {
-        Net { hold_back: self.hold_back, ..Net::new(self.listen.clone(), self.connect.clone()) }
+        let security = match (&self.tls_ca, &self.tls_cert, &self.tls_key) {
+            (Some(ca), Some(cert), Some(key)) if !self.insecure => {
+                Security::Tls(Tls { ca: ca.clone(), cert: cert.clone(), key: key.clone(), allow: self.allow.clone() })
+            }
+            _ => Security::Insecure,
+        };
+        Net {
+            hold_back: self.hold_back,
+            mode: if self.latency { Mode::Latency } else { Mode::Throughput },
+            zenoh_config: self.zenoh_config.clone(),
+            ..Net::new(self.listen.clone(), self.connect.clone(), security)
+        }
     }
 }
 
 /// Runs one side until Ctrl-C or the channel's end.
 pub fn run(c: BridgeCmd) -> Result<ExitCode> {
     interrupt::install().context("installing the Ctrl-C handler")?;
+    let side = match &c {
+        BridgeCmd::Forward(a) => &a.side,
+        BridgeCmd::Deliver(a) => &a.side,
+    };
+    if side.insecure {
+        eprintln!(
+            "warning: --insecure: no TLS and no access control; anyone who can reach a forwarder's port \
+             reads channel {:?}, and anyone who can reach a delivering bridge's port writes into it",
+            side.channel
+        );
+    }
     match c {
         BridgeCmd::Forward(a) => {
             let s = &a.side;
@@ -108,8 +161,9 @@ pub fn run(c: BridgeCmd) -> Result<ExitCode> {
                 corecast_bridge::deliver(&s.channel, &s.key, &s.net(), &config, a.wait_receivers, interrupt::flag())
                     .with_context(|| format!("delivering {:?} into channel {:?}", s.key, s.channel))?;
             eprintln!(
-                "delivered {} messages and {} gap reports ({} samples dropped, session opened again {} times)",
-                done.messages, done.gaps, done.dropped, done.reopened
+                "delivered {} messages and {} gap reports ({} samples dropped, {} too large for the channel, origin \
+                 re-created {} times, session opened again {} times)",
+                done.messages, done.gaps, done.dropped, done.oversized, done.origins, done.reopened
             );
         }
     }

@@ -308,6 +308,14 @@ impl Channel {
         &self.feed.as_ref().unwrap_or(&self.link).membership
     }
 
+    /// A number naming this instance of the channel: one destroyed and
+    /// created again under its name has another (and its numbering starts
+    /// over). What a bridge carries so that a re-created origin is told as
+    /// a gap, never mistaken for old numbers.
+    pub fn instance(&self) -> u64 {
+        self.link.membership.instance()
+    }
+
     /// Process id of the channel's keeper as this process sees it; `None`
     /// when the keeper runs in a PID namespace not visible from here (a
     /// channel another container created).

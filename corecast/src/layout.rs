@@ -20,7 +20,7 @@ use crate::sync::{AtomicU32, AtomicU64};
 /// changes (5: the membership names the channel's owner and counts
 /// contested numbers; `next` may be held locked by a repair, see
 /// `ring::NEXT_LOCKED`; receivers map the sequencer read-only).
-pub(crate) const LAYOUT_VERSION: u32 = 5;
+pub(crate) const LAYOUT_VERSION: u32 = 6;
 /// Alignment and padding unit for hot fields.
 pub(crate) const LINE: usize = 128;
 
@@ -144,6 +144,10 @@ pub(crate) struct MembershipHeader {
     /// Numbers two sender regions both published (at most one of them won
     /// it; no reader can tell which): passed over, as the keeper last saw.
     pub(crate) contested: AtomicU32,
+    /// A random number naming this instance of the channel: a channel
+    /// destroyed and created again under its name has another (its
+    /// numbering starts over). Set before the region is shared.
+    pub(crate) instance: u64,
     /// Futex word bumped (and woken) on every membership change; every
     /// member sleeps on it too, so joins, leaves and deaths wake them.
     pub(crate) generation: Line<AtomicU32>,

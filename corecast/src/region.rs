@@ -49,6 +49,7 @@ impl Membership {
             ptr::addr_of_mut!((*h).geometry).write(geometry);
             ptr::addr_of_mut!((*h).kind).write(kind);
             ptr::addr_of_mut!((*h).owner_uid).write(owner_uid);
+            ptr::addr_of_mut!((*h).instance).write(crate::sys::random_u64());
             ptr::addr_of_mut!((*h).magic).write(MAGIC_MEMBERSHIP);
         }
         Ok(Membership { map, geometry })
@@ -89,6 +90,12 @@ impl Membership {
     pub(crate) fn kind(&self) -> u32 {
         // SAFETY: the header fits in the mapping.
         read(unsafe { ptr::addr_of!((*self.map.base().cast::<MembershipHeader>()).kind) })
+    }
+
+    /// This instance of the channel (see `MembershipHeader::instance`).
+    pub(crate) fn instance(&self) -> u64 {
+        // SAFETY: the header fits in the mapping.
+        read(unsafe { ptr::addr_of!((*self.map.base().cast::<MembershipHeader>()).instance) })
     }
 
     /// The user who owns the channel (see `MembershipHeader::owner_uid`).

@@ -64,9 +64,13 @@ pub fn all() -> Vec<Box<dyn crate::transport::Mechanism>> {
         Box::new(limit::Limit::FUTEX),
         Box::new(limit::Limit::ADAPTIVE),
         #[cfg(feature = "zenoh")]
-        Box::new(zenoh_pubsub::Zenoh),
+        Box::new(zenoh_pubsub::Zenoh::EXPRESS),
+        #[cfg(feature = "zenoh")]
+        Box::new(zenoh_pubsub::Zenoh::BATCHED),
         #[cfg(feature = "zenoh")]
         Box::new(corecast_channel::Corecast::BRIDGE),
+        #[cfg(feature = "zenoh")]
+        Box::new(corecast_channel::Corecast::BRIDGE_LATENCY),
     ]
 }
 

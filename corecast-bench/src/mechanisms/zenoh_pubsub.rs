@@ -12,7 +12,10 @@
 //! (`<run>/l/<from>/<to>`), so a sample's key names its sender.
 //! Publications use congestion control `Block` (a slow subscriber holds its
 //! publisher back and nothing is dropped, as every mechanism of the suite
-//! must) and `express` (no batching delay), as the bridge does.
+//! must). `zenoh` sends each one at once (`express`, as the bridge's
+//! latency mode does); `zenoh-batched` lets Zenoh batch what queues behind
+//! a busy link into one TCP write (its default, and the bridge's
+//! throughput mode).
 //!
 //! No endpoint is handed out before every process has seen every other's
 //! subscriptions: a barrier on a control key, each process announcing
@@ -43,15 +46,36 @@ const BARRIER: Duration = Duration::from_secs(60);
 const INBOX: usize = 256;
 
 /// Plain Zenoh publish/subscribe over TCP.
-pub struct Zenoh;
+pub struct Zenoh {
+    name: &'static str,
+    describe: &'static str,
+    express: bool,
+}
+
+impl Zenoh {
+    /// Each publication at once.
+    pub const EXPRESS: Zenoh = Zenoh {
+        name: NAME,
+        describe: "Zenoh 1.x pub/sub, peer mode, TCP full mesh, a key per group and link, Block congestion control, \
+                   express",
+        express: true,
+    };
+    /// Publications batched behind a busy link (Zenoh's default).
+    pub const BATCHED: Zenoh = Zenoh {
+        name: "zenoh-batched",
+        describe: "Zenoh 1.x pub/sub, peer mode, TCP full mesh, a key per group and link, Block congestion control, \
+                   batching (not express)",
+        express: false,
+    };
+}
 
 impl Mechanism for Zenoh {
     fn name(&self) -> &'static str {
-        NAME
+        self.name
     }
 
     fn describe(&self) -> &'static str {
-        "Zenoh 1.x pub/sub, peer mode, TCP full mesh, a key per group and link, Block congestion control, express"
+        self.describe
     }
 
     fn crosses_hosts(&self) -> bool {
@@ -68,7 +92,7 @@ impl Mechanism for Zenoh {
         }
         // Unique among concurrent runs on this machine (and its hosts).
         let run = format!("corecast-bench/{}-{}", std::process::id(), corecast_process::clock::now_ns());
-        Ok(Box::new(ZenohPrepared { topology: topology.clone(), run, inboxes }))
+        Ok(Box::new(ZenohPrepared { topology: topology.clone(), run, inboxes, express: self.express }))
     }
 }
 
@@ -78,6 +102,7 @@ struct ZenohPrepared {
     run: String,
     /// Process `k` reads the endpoints of processes `0..k` from `inboxes[k].0`.
     inboxes: Vec<(OwnedFd, OwnedFd)>,
+    express: bool,
 }
 
 impl Prepared for ZenohPrepared {
@@ -92,7 +117,7 @@ impl Prepared for ZenohPrepared {
         for k in me + 1..self.topology.processes {
             zenoh_endpoints::post(&self.inboxes[k].1, &listen, NAME)?;
         }
-        let ep = ZenohEndpoint::declare(session, me, &self.topology, &self.run)?;
+        let ep = ZenohEndpoint::declare(session, me, &self.topology, &self.run, self.express)?;
         barrier(&ep.session, me, self.topology.processes, &self.run)?;
         Ok(Box::new(ep))
     }
@@ -191,7 +216,13 @@ struct ZenohEndpoint {
 }
 
 impl ZenohEndpoint {
-    fn declare(session: Session, me: PeerId, t: &Topology, run: &str) -> Result<ZenohEndpoint, TransportError> {
+    fn declare(
+        session: Session,
+        me: PeerId,
+        t: &Topology,
+        run: &str,
+        express: bool,
+    ) -> Result<ZenohEndpoint, TransportError> {
         let (tx, inbox) = sync_channel(INBOX);
         let mut subscribers = Vec::new();
         let mut subscribe = |key: String, from: PeerId, tx: SyncSender<(PeerId, ZBytes)>| {
@@ -221,7 +252,7 @@ impl ZenohEndpoint {
             session
                 .declare_publisher(key)
                 .congestion_control(CongestionControl::Block)
-                .express(true)
+                .express(express)
                 .wait()
                 .map_err(zenoh_err("declare a publisher"))
         };

@@ -26,6 +26,15 @@ pub(crate) fn pid() -> u32 {
     rustix::process::getpid().as_raw_nonzero().get() as u32
 }
 
+/// A random number, from the kernel's randomness (through the standard
+/// library's hash keys: no other source is needed).
+pub(crate) fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(pid());
+    h.finish()
+}
+
 /// This process's effective uid.
 pub(crate) fn euid() -> u32 {
     rustix::process::geteuid().as_raw()

@@ -97,11 +97,8 @@ impl NameLock {
 /// creators are both pid 1), so the standard library's random hash keys
 /// (seeded by the kernel's randomness) mixed with a per-process count.
 fn unique_number() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
-    h.finish()
+    super::random_u64() ^ NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 /// The socket address of `path`. A path too long for one (108 bytes, a

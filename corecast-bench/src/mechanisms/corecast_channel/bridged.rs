@@ -51,6 +51,7 @@ impl Bridges {
         hosts: &[NetHost],
         host_of: &[usize],
         config: &ChannelConfig,
+        latency: bool,
     ) -> Result<Bridges, TransportError> {
         let mut bridges = Bridges { helpers: Vec::new(), states: Vec::new(), owner: std::process::id() };
         let io = |op: &'static str| move |source: std::io::Error| TransportError::Io { mechanism: NAME, op, source };
@@ -66,7 +67,7 @@ impl Bridges {
             let first = host_of.iter().position(|&x| x == h).expect("a host with bridges runs a process");
             let host = &hosts[first];
             let options = ForkOptions { block_sigint: true, ..ForkOptions::default() };
-            let child = fork(options, |_| helper(h, host, plan, &pipes, config)).map_err(io("fork"))?;
+            let child = fork(options, |_| helper(h, host, plan, &pipes, config, latency)).map_err(io("fork"))?;
             bridges.helpers.push(child);
         }
         bridges.states = plan.delivers.iter().map(|(_, d)| State::path(&d.channel, &d.key)).collect();
@@ -100,7 +101,14 @@ impl Drop for Bridges {
 /// One host's bridge process: enters the host, runs its bridges until
 /// killed. A bridge that fails says why on the process's stderr (the run
 /// then ends by its watchdog or its sender's attach timeout).
-fn helper(h: usize, host: &NetHost, plan: &Plan, pipes: &[(OwnedFd, OwnedFd)], config: &ChannelConfig) -> i32 {
+fn helper(
+    h: usize,
+    host: &NetHost,
+    plan: &Plan,
+    pipes: &[(OwnedFd, OwnedFd)],
+    config: &ChannelConfig,
+    latency: bool,
+) -> i32 {
     if let Err(e) = netns::enter(host) {
         say(&format!("{NAME}: {e}"));
         return 1;
@@ -109,7 +117,14 @@ fn helper(h: usize, host: &NetHost, plan: &Plan, pipes: &[(OwnedFd, OwnedFd)], c
     // would fill the suite's output; errors still show. RUST_LOG decides.
     zenoh::init_log_from_env_or("error");
     let stop = AtomicBool::new(false);
-    let net = |listen: Vec<String>, connect: Vec<String>| Net { hold_back: HOLD_BACK, ..Net::new(listen, connect) };
+    // Plain TCP, as the suite's plain Zenoh mechanism: what is measured is
+    // the bridge, not TLS (the hosts are this run's own namespaces).
+    let mode = if latency { corecast_bridge::Mode::Latency } else { corecast_bridge::Mode::Throughput };
+    let net = |listen: Vec<String>, connect: Vec<String>| Net {
+        hold_back: HOLD_BACK,
+        mode,
+        ..Net::new(listen, connect, corecast_bridge::Security::Insecure)
+    };
     let fail = |what: &str, e: &dyn std::fmt::Display| say(&format!("{NAME} on {}: {what}: {e}", host.netns));
     std::thread::scope(|s| {
         for (k, (_, f)) in plan.forwards.iter().enumerate().filter(|(_, (fh, _))| *fh == h) {

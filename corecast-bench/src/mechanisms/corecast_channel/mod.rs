@@ -87,6 +87,9 @@ pub struct Corecast<A> {
     /// Whether processes on other hosts are reached through `corecast
     /// bridge` (on one host such a run is plain corecast).
     bridged: bool,
+    /// Bridges send each message at once (`corecast bridge --latency`)
+    /// rather than batching what queues behind a busy link.
+    bridge_latency: bool,
     api: PhantomData<fn() -> A>,
 }
 
@@ -98,6 +101,7 @@ impl Corecast<Native> {
         wait: DEFAULT_WAIT,
         delivery: Delivery::Direct,
         bridged: false,
+        bridge_latency: false,
         api: PhantomData,
     };
     /// Busy-polling endpoints.
@@ -107,6 +111,7 @@ impl Corecast<Native> {
         wait: WaitStrategy::Spin,
         delivery: Delivery::Direct,
         bridged: false,
+        bridge_latency: false,
         api: PhantomData,
     };
     /// Endpoints that sleep on a futex at once.
@@ -116,6 +121,7 @@ impl Corecast<Native> {
         wait: WaitStrategy::Sleep,
         delivery: Delivery::Direct,
         bridged: false,
+        bridge_latency: false,
         api: PhantomData,
     };
     /// Endpoints that poll and nap, never sleeping on a futex: the
@@ -126,6 +132,7 @@ impl Corecast<Native> {
         wait: crate::mechanisms::shared_memory::POLL_WAIT,
         delivery: Delivery::Direct,
         bridged: false,
+        bridge_latency: false,
         api: PhantomData,
     };
     /// Non-equivocating channels (a trusted copier between senders and
@@ -136,6 +143,7 @@ impl Corecast<Native> {
         wait: DEFAULT_WAIT,
         delivery: Delivery::NonEquivocating,
         bridged: false,
+        bridge_latency: false,
         api: PhantomData,
     };
 }
@@ -143,12 +151,28 @@ impl Corecast<Native> {
 impl Corecast<Native> {
     /// corecast across hosts: each host's processes on channels of that
     /// host, joined by `corecast bridge` over Zenoh (default waits).
+    /// (its default throughput mode: what queues behind a busy link
+    /// travels in one TCP write).
     pub const BRIDGE: Corecast<Native> = Corecast {
         name: "corecast-bridge",
-        describe: "corecast channels on each host joined by corecast bridge (Zenoh, TCP) across hosts, default waiting",
+        describe: "corecast channels on each host joined by corecast bridge (Zenoh, TCP, batching) across hosts, \
+                   default waiting",
         wait: DEFAULT_WAIT,
         delivery: Delivery::Direct,
         bridged: true,
+        bridge_latency: false,
+        api: PhantomData,
+    };
+    /// The same with bridges in latency mode (`--latency`: each message
+    /// at once, Zenoh's express).
+    pub const BRIDGE_LATENCY: Corecast<Native> = Corecast {
+        name: "corecast-bridge-latency",
+        describe: "corecast channels on each host joined by corecast bridge --latency (Zenoh, TCP, express) across \
+                   hosts, default waiting",
+        wait: DEFAULT_WAIT,
+        delivery: Delivery::Direct,
+        bridged: true,
+        bridge_latency: true,
         api: PhantomData,
     };
 }
@@ -161,6 +185,7 @@ impl Corecast<CApi> {
         wait: DEFAULT_WAIT,
         delivery: Delivery::Direct,
         bridged: false,
+        bridge_latency: false,
         api: PhantomData,
     };
 }
@@ -238,7 +263,7 @@ impl<A: Api> Mechanism for Corecast<A> {
             channels.push(Channel::create(&c.name, &config).map_err(|e| err("create", e))?);
         }
         #[cfg(feature = "zenoh")]
-        let bridges = bridged::Bridges::start(&plan, hosts, &host_of, &config)?;
+        let bridges = bridged::Bridges::start(&plan, hosts, &host_of, &config, self.bridge_latency)?;
         #[cfg(not(feature = "zenoh"))]
         if !plan.forwards.is_empty() {
             return Err(TransportError::Topology(format!("{}: this build has no Zenoh (feature `zenoh`)", self.name)));
