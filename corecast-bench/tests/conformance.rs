@@ -69,9 +69,13 @@ conformance_tests! {
     corecast_copying => "corecast+copy",
     #[cfg(feature = "zenoh")]
     zenoh => "zenoh",
+    #[cfg(feature = "zenoh")]
+    zenoh_batched => "zenoh-batched",
     // On one host its plan has no bridge (tests/hosts.rs runs it across).
     #[cfg(feature = "zenoh")]
     corecast_bridge => "corecast-bridge",
+    #[cfg(feature = "zenoh")]
+    corecast_bridge_latency => "corecast-bridge-latency",
 }
 
 /// The prepared run of a test mechanism that wraps another: the inner

@@ -29,6 +29,10 @@ fn zenoh_carries_fan_out_and_pi_across_three_hosts_and_a_local_mechanism_is_refu
         let r = fanout::run(&*zenoh, &p, &hosts.options(n + 1, 3)).unwrap_or_else(|e| panic!("fan-out N={n}: {e}"));
         assert!(r.slowest_msgs_per_s().iter().all(|&x| x > 0.0));
     }
+    let batched = by_name("zenoh-batched").unwrap();
+    let p = fanout::FanoutParams::new(2, 4096, Duration::from_millis(50), 2);
+    let r = fanout::run(&*batched, &p, &hosts.options(3, 3)).unwrap_or_else(|e| panic!("batched fan-out: {e}"));
+    assert!(r.slowest_msgs_per_s().iter().all(|&x| x > 0.0));
     let r = pi::run(&*zenoh, &pi::PiParams::new(4, 10, 1000, 1), &hosts.options(5, 3)).expect("pi");
     assert!((r.pi - std::f64::consts::PI).abs() <= r.tolerance);
     let pipe = by_name("pipe").unwrap();
@@ -54,6 +58,11 @@ fn corecast_bridge_carries_fan_out_pi_and_snapshot_across_three_hosts() {
             .unwrap_or_else(|e| panic!("fan-out N={n} {size} B: {e}"));
         assert!(r.slowest_msgs_per_s().iter().all(|&x| x > 0.0));
     }
+    // Latency mode (each message at once) carries the same.
+    let latency = by_name("corecast-bridge-latency").unwrap();
+    let p = fanout::FanoutParams::new(3, 4096, Duration::from_millis(50), 2);
+    let r = fanout::run(&*latency, &p, &hosts.options(4, 3)).unwrap_or_else(|e| panic!("latency mode fan-out: {e}"));
+    assert!(r.slowest_msgs_per_s().iter().all(|&x| x > 0.0));
     let r = pi::run(&*bridged, &pi::PiParams::new(4, 10, 1000, 1), &hosts.options(5, 3)).expect("pi");
     assert!((r.pi - std::f64::consts::PI).abs() <= r.tolerance);
     let p = snapshot::SnapshotParams::new(4, 4096, Duration::from_millis(50), 1);
