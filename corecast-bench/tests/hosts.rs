@@ -13,12 +13,11 @@ use corecast_bench::workloads::{fanout, paxos, pi, snapshot};
 mod support {
     pub mod netns_hosts;
 }
-use support::netns_hosts::{is_root, Hosts};
+use support::netns_hosts::{needs_root, Hosts};
 
 #[test]
 fn zenoh_carries_fan_out_and_pi_across_three_hosts_and_a_local_mechanism_is_refused() {
-    if !is_root() {
-        eprintln!("skipped: network namespaces need root");
+    if !needs_root("zenoh_carries_fan_out_and_pi_across_three_hosts_and_a_local_mechanism_is_refused") {
         return;
     }
     let hosts = Hosts::up('z', 3);
@@ -43,8 +42,7 @@ fn zenoh_carries_fan_out_and_pi_across_three_hosts_and_a_local_mechanism_is_refu
 
 #[test]
 fn corecast_bridge_carries_fan_out_pi_and_snapshot_across_three_hosts() {
-    if !is_root() {
-        eprintln!("skipped: network namespaces need root");
+    if !needs_root("corecast_bridge_carries_fan_out_pi_and_snapshot_across_three_hosts") {
         return;
     }
     let hosts = Hosts::up('b', 3);

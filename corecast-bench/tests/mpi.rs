@@ -15,7 +15,7 @@ use corecast_bench::workloads::{bandwidth, fanout, logp, paxos, pi, pingpong, sn
 mod support {
     pub mod netns_hosts;
 }
-use support::netns_hosts::{is_root, Hosts};
+use support::netns_hosts::{needs_root, Hosts};
 
 const SHORT: Duration = Duration::from_millis(5);
 
@@ -105,8 +105,7 @@ fn macro_workloads_run_over_mpi() {
 /// there through its launch agent, each rank checks it runs in its host's
 /// namespace, and the workloads check every payload.
 fn mpi_runs_across_hosts() {
-    if !is_root() {
-        eprintln!("skipped: network namespaces need root");
+    if !needs_root("mpi_runs_across_hosts") {
         return;
     }
     let hosts = Hosts::up('m', 3);

@@ -28,7 +28,8 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run benchmarks: quick (the comparison table), fanout, pingpong, logp,
-    /// bandwidth, paxos, snapshot, contend, pi, wordcount, detect, overhead.
+    /// bandwidth, paxos, snapshot, contend, pi, wordcount, detect, overhead,
+    /// heatmap.
     #[command(subcommand)]
     Bench(bench::Bench),
     /// List every mechanism, whether it is available here and if not why.

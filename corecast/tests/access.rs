@@ -10,11 +10,6 @@ use corecast::{Channel, ChannelConfig, ChannelError};
 
 const NOBODY: u32 = 65534;
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
 /// Opens `name` as `uid`/`gid` in a child and reports what happened.
 fn open_as(name: &str, uid: u32, gid: u32) -> String {
     let child = fork({
@@ -51,8 +46,7 @@ fn create(tag: &str, mode: u32) -> (String, Channel) {
 
 #[test]
 fn mode_owner_and_group_are_obeyed() {
-    if !is_root() {
-        eprintln!("skipped: switching users needs root");
+    if !common::needs_root("mode_owner_and_group_are_obeyed") {
         return;
     }
     let (private, _a) = create("acl-600", 0o600);

@@ -11,19 +11,10 @@ use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{fork, memory_map, new_mapping, payload, unique, Child, Exit, GUARD};
+use common::{fork, memory_map, needs_root, new_mapping, payload, unique, Child, Exit, GUARD};
 use corecast::{Channel, ChannelConfig, ChannelError, LateReceiver, RecvError, SendError};
 
 const NOBODY: u32 = 65534;
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-fn skip(why: &str) {
-    eprintln!("SKIPPED: {why}");
-}
 
 fn cfg(slots: u32, senders: u32, deadline_ms: Option<u64>) -> ChannelConfig {
     ChannelConfig {
@@ -106,8 +97,8 @@ fn control_characters_in_names_are_refused() {
 
 #[test]
 fn a_channel_directory_another_user_made_is_refused() {
-    if !is_root() {
-        return skip("needs root to act as another user");
+    if !needs_root("a_channel_directory_another_user_made_is_refused") {
+        return;
     }
     let dir = std::path::PathBuf::from(format!("/dev/shm/cc-squat-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -155,8 +146,8 @@ fn a_channel_directory_another_user_made_is_refused() {
 
 #[test]
 fn in_the_shared_directory_another_user_cannot_replace_a_name() {
-    if !is_root() {
-        return skip("needs root to act as another user");
+    if !needs_root("in_the_shared_directory_another_user_cannot_replace_a_name") {
+        return;
     }
     shared_dir_exists();
     let name = unique("sticky");
@@ -183,8 +174,8 @@ fn in_the_shared_directory_another_user_cannot_replace_a_name() {
 
 #[test]
 fn a_name_answered_by_another_user_is_refused() {
-    if !is_root() {
-        return skip("needs root to change a file's owner");
+    if !needs_root("a_name_answered_by_another_user_is_refused") {
+        return;
     }
     let name = unique("impostor");
     let chan = Channel::create(&name, &cfg(2, 1, None)).unwrap();
@@ -570,8 +561,8 @@ fn late_receivers_are_reported_while_the_ring_has_room_and_to_non_blocking_sende
 
 #[test]
 fn a_same_user_process_cannot_reach_the_keepers_descriptors() {
-    if !is_root() {
-        return skip("needs root to run both sides as another user");
+    if !needs_root("a_same_user_process_cannot_reach_the_keepers_descriptors") {
+        return;
     }
     shared_dir_exists();
     let name = unique("dumpable");

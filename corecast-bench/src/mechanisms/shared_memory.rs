@@ -332,9 +332,19 @@ mod tests {
 
     #[test]
     fn futex_wait_returns_on_mismatch() {
-        let w = AtomicU32::new(1);
-        futex_wait(&w, 0);
-        futex_wake_all(&w);
+        // On a thread, so a wait that does not return fails the test
+        // instead of hanging it.
+        let (done, returned) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let w = AtomicU32::new(1);
+            futex_wait(&w, 0);
+            futex_wake_all(&w);
+            let _ = done.send(());
+        });
+        assert!(
+            returned.recv_timeout(std::time::Duration::from_secs(60)).is_ok(),
+            "futex_wait slept although the word did not hold the expected value"
+        );
     }
 
     #[test]

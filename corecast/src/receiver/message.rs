@@ -7,6 +7,7 @@ use crate::layout::SlotHeader;
 /// A message borrowed in place from the ring; read-only (the mapping is).
 /// Dropping it releases the slot.
 #[derive(Debug)]
+#[must_use = "a message borrowed in place holds its slot until dropped"]
 pub struct Message<'a> {
     rx: &'a mut Receiver,
     /// The slot of `rx.next` in the region of `sender` and its payload:

@@ -7,6 +7,7 @@ use crate::ring;
 /// A slot borrowed for writing a message in place. Commit it to publish;
 /// dropping it uncommitted publishes a void that every receiver skips.
 #[derive(Debug)]
+#[must_use = "a loan not committed publishes a void when dropped"]
 pub struct Loan<'a> {
     sender: &'a mut Sender,
     seq: u64,
