@@ -7,12 +7,9 @@ use std::os::unix::fs::{lchown, symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use corecast_bridge::state::State;
+use corecast_process::privilege::needs_root;
 
 const NOBODY: u32 = 65534;
-
-fn is_root() -> bool {
-    rustix::process::geteuid().is_root()
-}
 
 /// A shared, sticky channel directory as /dev/shm is, and a folder of
 /// root's own that plants point into.
@@ -35,10 +32,7 @@ fn refused(what: &str) -> String {
 
 #[test]
 fn plants_in_the_state_folder_are_refused_and_never_written_through() {
-    if !is_root() {
-        let skipped = std::env::var("CORECAST_SKIP").is_ok_and(|v| v.split(',').any(|w| w.trim() == "root"));
-        assert!(skipped, "this test needs root (set CORECAST_SKIP=root to leave it out knowingly)");
-        eprintln!("SKIPPED (CORECAST_SKIP=root): state folder plants");
+    if !needs_root("plants_in_the_state_folder_are_refused_and_never_written_through") {
         return;
     }
     let tmp = std::env::temp_dir().join(format!("corecast-state-{}", std::process::id()));

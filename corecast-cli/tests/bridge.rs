@@ -17,24 +17,12 @@ use std::time::{Duration, Instant};
 
 use corecast::{Channel, ChannelConfig, RecvError};
 use corecast_bridge::Mode;
+use corecast_process::privilege::needs_root;
 
 const GUARD: Duration = Duration::from_secs(120);
 const NAME: &str = "feed";
 const KEY: &str = "corecast/test/feed";
 const MAX: u32 = (1 << 20) + 64;
-
-/// `true` when the test may go on: as root (network namespaces). Without
-/// root it fails, unless `CORECAST_SKIP` names `root` (a run that knowingly
-/// leaves these out): a run without root never passes them unseen.
-fn needs_root(test: &str) -> bool {
-    if rustix::process::geteuid().is_root() {
-        return true;
-    }
-    let skipped = std::env::var("CORECAST_SKIP").is_ok_and(|v| v.split(',').any(|w| w.trim() == "root"));
-    assert!(skipped, "{test} needs root (set CORECAST_SKIP=root to leave it out knowingly)");
-    eprintln!("SKIPPED (CORECAST_SKIP=root): {test}");
-    false
-}
 
 fn script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts").join(name)

@@ -2,7 +2,8 @@
 //! once: a forked child that reports through a pipe ([`child`]), pipes and
 //! polling ([`pipe`]), Ctrl-C that stops a run between steps ([`interrupt`]), pinning to a CPU ([`cpu`]), a clock every process of
 //! a run reads alike ([`clock`]), and the mixer deterministic payloads and
-//! seeds are made from ([`mix`]).
+//! seeds are made from ([`mix`]), and the policy for tests that need root
+//! ([`privilege`]).
 //!
 //! The library (`corecast`) keeps its own small keeper launch so that it
 //! depends on nothing of the suite.
@@ -19,6 +20,7 @@ pub mod cpu;
 pub mod interrupt;
 pub mod mix;
 pub mod pipe;
+pub mod privilege;
 
 pub use child::{fork, Child, Exit, ForkOptions};
 pub use rustix::process::Signal;

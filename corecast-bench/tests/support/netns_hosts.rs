@@ -44,15 +44,4 @@ fn script() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/hosts.sh")
 }
 
-/// Whether test `test` may make network namespaces: yes as root; not
-/// otherwise, which fails the test unless `CORECAST_SKIP` names `root`
-/// (a run that leaves these tests out says so; it never passes unseen).
-pub fn needs_root(test: &str) -> bool {
-    if rustix::process::geteuid().is_root() {
-        return true;
-    }
-    let skipped = std::env::var("CORECAST_SKIP").is_ok_and(|v| v.split(',').any(|w| w.trim() == "root"));
-    assert!(skipped, "{test} needs root (set CORECAST_SKIP=root to leave it out knowingly)");
-    eprintln!("SKIPPED (CORECAST_SKIP=root): {test}");
-    false
-}
+pub use corecast_process::privilege::needs_root;
