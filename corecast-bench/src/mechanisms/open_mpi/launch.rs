@@ -123,6 +123,19 @@ impl Mpirun {
         let log = std::fs::File::create(&log_path).map_err(os("mpi: creating the mpirun log"))?;
         let log2 = log.try_clone().map_err(os("mpi: creating the mpirun log"))?;
         let mut command = across_hosts(dir, &options.hosts).map_err(os("mpi: writing the hosts' files"))?;
+        // mpirun runs in a process group of its own (the watchdog kills the
+        // group), so a signal that ends this process does not reach it:
+        // without this, `corecast bench` ended by SIGTERM left mpirun, its
+        // daemons and ranks that poll without end, spoiling every later
+        // measurement. mpirun stops its job on SIGTERM.
+        // SAFETY: the closure runs in the forked child before exec and makes
+        // one system call (prctl), which is async-signal-safe.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut command, || {
+                rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::TERM))
+                    .map_err(std::io::Error::from)
+            });
+        }
         let mut child = std::os::unix::process::CommandExt::process_group(
             command
                 // Ranks may outnumber cores; corecast pins (or not) itself.
