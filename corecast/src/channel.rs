@@ -430,17 +430,22 @@ fn deadline_ms(d: Option<std::time::Duration>) -> Result<u32, ChannelError> {
     }
 }
 
+/// Every name in the channel directory, once it is checked safe (a
+/// directory not made yet holds none).
+fn names_in_channel_dir() -> Result<Vec<String>, ChannelError> {
+    check_dir(&channel_dir())?;
+    let Ok(dir) = std::fs::read_dir(channel_dir()) else { return Ok(Vec::new()) };
+    Ok(dir.flatten().filter_map(|e| e.file_name().into_string().ok()).collect())
+}
+
 /// Removes what dead channels left behind (R10): a name whose keeper is
 /// gone (every participant, keeper included, was killed). Returns the
 /// names removed. Live channels are not touched. An unsafe channel
 /// directory is an error ([`ChannelError::UnsafeDirectory`]), not an empty
 /// answer; a directory not made yet holds nothing.
 pub fn clean() -> Result<Vec<String>, ChannelError> {
-    check_dir(&channel_dir())?;
-    let Ok(dir) = std::fs::read_dir(channel_dir()) else { return Ok(Vec::new()) };
-    let mut removed: Vec<String> = dir
-        .flatten()
-        .filter_map(|e| e.file_name().into_string().ok())
+    let mut removed: Vec<String> = names_in_channel_dir()?
+        .into_iter()
         // A socket being created is not a leftover.
         .filter(|n| !n.starts_with(crate::sys::sock::BINDING_PREFIX))
         // Feeds too: `connect_at` takes a name a user could not give.
@@ -457,14 +462,9 @@ pub fn clean() -> Result<Vec<String>, ChannelError> {
 /// way are removed (R10). An unsafe channel directory is an error
 /// ([`ChannelError::UnsafeDirectory`]), not an empty list.
 pub fn list() -> Result<Vec<String>, ChannelError> {
-    check_dir(&channel_dir())?;
-    let Ok(dir) = std::fs::read_dir(channel_dir()) else { return Ok(Vec::new()) };
     // Feeds (names starting with a dot) are parts of their channels.
-    let mut names: Vec<String> = dir
-        .flatten()
-        .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|n| Link::connect(n, &OpenOptions::default()).is_ok())
-        .collect();
+    let mut names: Vec<String> =
+        names_in_channel_dir()?.into_iter().filter(|n| Link::connect(n, &OpenOptions::default()).is_ok()).collect();
     names.sort();
     Ok(names)
 }

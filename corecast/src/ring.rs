@@ -621,6 +621,14 @@ mod loom_model {
         });
     }
 
+    /// What a publish racing the keeper's void of the same number must end
+    /// in: exactly one of them wins, and readers see what won.
+    fn exactly_one_of_publish_and_void(ring: &Ring, s: u64, published: bool, voided: bool) {
+        assert!(published != voided, "exactly one of the publish and the void wins");
+        let seen = probe(&ring.regions[0].slots[0], s, 2, 8).unwrap();
+        assert_eq!(seen, if published { Probe::Ready(8) } else { Probe::Void });
+    }
+
     #[test]
     fn a_keepers_void_and_a_late_publish_never_both_win() {
         loom::model(|| {
@@ -636,10 +644,7 @@ mod loom_model {
             if published {
                 publish(&ring.regions[0].slots[0], s, 8, KIND_PUBLISHED);
             }
-            let voided = keeper.join().unwrap();
-            assert!(published != voided, "exactly one of the publish and the void wins");
-            let seen = probe(&ring.regions[0].slots[0], s, 2, 8).unwrap();
-            assert_eq!(seen, if published { Probe::Ready(8) } else { Probe::Void });
+            exactly_one_of_publish_and_void(&ring, s, published, keeper.join().unwrap());
         });
     }
 
@@ -749,10 +754,7 @@ mod loom_model {
                 loom::thread::spawn(move || void_unpublished(&ring.regions[0].slots[0], s))
             };
             let published = publish_unless_voided(&ring.regions[0].slots[0], s, 8, KIND_PUBLISHED);
-            let voided = keeper.join().unwrap();
-            assert!(published != voided, "exactly one of the publish and the void wins");
-            let seen = probe(&ring.regions[0].slots[0], s, 2, 8).unwrap();
-            assert_eq!(seen, if published { Probe::Ready(8) } else { Probe::Void });
+            exactly_one_of_publish_and_void(&ring, s, published, keeper.join().unwrap());
         });
     }
 
