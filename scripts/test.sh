@@ -23,6 +23,12 @@ if ! command -v c++ >/dev/null 2>&1 || ! command -v pkg-config >/dev/null 2>&1; 
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq build-essential pkg-config >/dev/null
 fi
 
+if ! command -v openssl >/dev/null 2>&1 || ! command -v ip >/dev/null 2>&1; then
+  echo "== installing openssl and iproute2 (the bridge's tests make certificates and network namespaces)"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssl iproute2 >/dev/null
+fi
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 
