@@ -10,7 +10,7 @@
 //! it is not allowed to use.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
@@ -158,53 +158,38 @@ impl Drop for Hosts {
 /// A forked child on host directory `dir`, reporting lines on a pipe and
 /// told to go on through another.
 struct Proc {
-    pid: libc::pid_t,
+    child: corecast_process::Child,
     report: BufReader<std::fs::File>,
     go: std::fs::File,
 }
 
-fn pipe() -> (std::fs::File, std::fs::File) {
-    let mut fds = [0; 2];
-    // SAFETY: `fds` is a valid array for pipe(2) to fill.
-    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-    // SAFETY: both descriptors were just created and are owned here.
-    unsafe { (OwnedFd::from_raw_fd(fds[0]).into(), OwnedFd::from_raw_fd(fds[1]).into()) }
-}
-
 fn spawn(dir: &Path, body: impl FnOnce(&mut std::fs::File, &mut BufReader<std::fs::File>) -> i32) -> Proc {
-    let (report_r, mut report_w) = pipe();
-    let (go_r, go_w) = pipe();
-    // SAFETY: the child only sets its environment (it has one thread), runs
-    // `body` and leaves with _exit.
-    let pid = unsafe { libc::fork() };
-    assert!(pid >= 0);
-    if pid == 0 {
-        drop((report_r, go_w));
+    let (go_r, go_w) = corecast_process::pipe::pipe().expect("a pipe");
+    let go_r_raw = go_r.as_raw_fd();
+    // The child keeps only its two pipe ends (and stdio): not the go pipe's
+    // write end, nor anything else of the test's.
+    let keep = [go_r_raw];
+    let options = corecast_process::ForkOptions { keep_only: Some(&keep), ..Default::default() };
+    let child = corecast_process::fork(options, move |mut report| {
         std::env::set_var("CORECAST_DIR", dir);
-        let mut go = BufReader::new(go_r);
-        let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(&mut report_w, &mut go)))
-            .unwrap_or_else(|p| {
-                let why =
-                    p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
-                let _ = writeln!(report_w, "panic: {}", why.unwrap_or_default());
-                101
-            });
-        // SAFETY: leaves without running the parent's destructors.
-        unsafe { libc::_exit(code) };
-    }
-    Proc { pid, report: BufReader::new(report_r), go: go_w }
+        let mut go = BufReader::new(std::fs::File::from(go_r));
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(&mut report, &mut go))).unwrap_or_else(|p| {
+            let why = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
+            let _ = writeln!(report, "panic: {}", why.unwrap_or_default());
+            101
+        })
+    })
+    .expect("fork");
+    let report = child.report_fd().expect("a report pipe").try_clone_to_owned().expect("dup the report pipe");
+    Proc { child, report: BufReader::new(report.into()), go: go_w.into() }
 }
 
 impl Drop for Proc {
     fn drop(&mut self) {
         // A test that failed half-way leaves no child behind.
-        if self.pid <= 0 {
-            return;
-        }
-        // SAFETY: our child, not reaped yet (`wait` clears `pid`).
-        unsafe {
-            libc::kill(self.pid, libc::SIGKILL);
-            libc::waitpid(self.pid, std::ptr::null_mut(), 0);
+        if self.child.try_reap().is_none() {
+            self.child.signal(corecast_process::Signal::KILL);
+            self.child.wait();
         }
     }
 }
@@ -228,7 +213,7 @@ impl Proc {
             let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
             // SAFETY: one valid pollfd.
             let n = unsafe { libc::poll(&mut p, 1, GUARD.as_millis() as i32) };
-            assert!(n > 0, "hang guard: child {} said nothing for {GUARD:?}", self.pid);
+            assert!(n > 0, "hang guard: child {} said nothing for {GUARD:?}", self.child.pid());
         }
         let mut s = String::new();
         self.report.read_line(&mut s).expect("read a child's report");
@@ -245,29 +230,16 @@ impl Proc {
         }
     }
 
-    /// Waits for the child (hang guard: killed after GUARD) and returns its exit code.
+    /// Waits for the child (hang guard: killed after GUARD) and returns its
+    /// exit code (128 + the signal that killed it).
     fn wait(&mut self) -> i32 {
-        let t0 = Instant::now();
-        let mut status = 0;
-        // SAFETY: our child; a valid status pointer.
-        while unsafe { libc::waitpid(self.pid, &mut status, libc::WNOHANG) } == 0 {
-            if t0.elapsed() > GUARD {
-                // SAFETY: our child.
-                unsafe { libc::kill(self.pid, libc::SIGKILL) };
-                panic!("child {} hung", self.pid);
-            }
-            std::thread::sleep(Duration::from_millis(5));
+        let pid = self.child.pid();
+        corecast_process::wait::wait_until(&format!("child {pid} ends"), GUARD, || self.child.try_reap().is_some());
+        match self.child.exit() {
+            Some(corecast_process::Exit::Code(c)) => c,
+            Some(corecast_process::Exit::Signal(s)) => 128 + s,
+            None => unreachable!("reaped above"),
         }
-        self.pid = -1;
-        libc::WEXITSTATUS(status)
-    }
-}
-
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let t0 = Instant::now();
-    while !done() {
-        assert!(t0.elapsed() < GUARD, "hang guard: {what}");
-        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
@@ -292,11 +264,11 @@ fn sender(dir: &Path, sizes: &'static [usize], count: u64, pace: Duration) -> Pr
         let chan = Channel::create(NAME, &cfg).expect("create");
         let mut tx = chan.sender().expect("attach");
         writeln!(w, "created").unwrap();
-        wait_until("the forwarding bridge attaches", || tx.live_receivers() >= 1);
+        corecast_process::wait::wait_until("the forwarding bridge attaches", GUARD, || tx.live_receivers() >= 1);
         writeln!(w, "bridged").unwrap();
         // Warm-up while the far side gets ready; the parent says go.
         let (tx_go, rx_go) = std::sync::mpsc::channel();
-        let mut go = std::mem::replace(go, BufReader::new(pipe().0));
+        let mut go = std::mem::replace(go, BufReader::new(std::fs::File::open("/dev/null").unwrap()));
         std::thread::spawn(move || {
             let mut s = String::new();
             let _ = go.read_line(&mut s);
@@ -352,7 +324,7 @@ fn receiver(dir: &Path, sizes: &'static [usize], named_again: u64) -> Proc {
         let mut rx = chan.receiver().expect("attach");
         writeln!(w, "ready").unwrap();
         let told = std::sync::Arc::new(std::sync::Mutex::new(None::<(u64, u64)>));
-        let mut go = std::mem::replace(go, BufReader::new(pipe().0));
+        let mut go = std::mem::replace(go, BufReader::new(std::fs::File::open("/dev/null").unwrap()));
         let t = told.clone();
         std::thread::spawn(move || {
             let mut s = String::new();

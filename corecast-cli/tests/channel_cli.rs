@@ -127,9 +127,7 @@ fn clean_removes_a_dead_channels_name() {
     rustix::process::kill_process(pid, rustix::process::Signal::KILL).expect("the keeper is alive");
     holder.kill().unwrap();
     holder.wait().unwrap();
-    while keeper_alive(keeper) {
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    corecast_process::wait::wait_until("the killed keeper is gone", Duration::from_secs(120), || !keeper_alive(keeper));
     let path = dir.join(&name);
     assert!(path.exists(), "a killed keeper cannot remove its name");
     let out = ok_in(Some(&dir), &["channel", "clean"]);

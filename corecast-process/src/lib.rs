@@ -2,8 +2,9 @@
 //! once: a forked child that reports through a pipe ([`child`]), pipes and
 //! polling ([`pipe`]), Ctrl-C that stops a run between steps ([`interrupt`]), pinning to a CPU ([`cpu`]), a clock every process of
 //! a run reads alike ([`clock`]), and the mixer deterministic payloads and
-//! seeds are made from ([`mix`]), and the policy for tests that need root
-//! ([`privilege`]).
+//! seeds are made from ([`mix`]), the policy for tests that need root
+//! ([`privilege`]) and a bounded wait for what another process does
+//! ([`wait`]).
 //!
 //! The library (`corecast`) keeps its own small keeper launch so that it
 //! depends on nothing of the suite.
@@ -21,6 +22,7 @@ pub mod interrupt;
 pub mod mix;
 pub mod pipe;
 pub mod privilege;
+pub mod wait;
 
 pub use child::{fork, Child, Exit, ForkOptions};
 pub use rustix::process::Signal;

@@ -10,15 +10,15 @@ use std::path::Path;
 /// open the channel whose name is the file at `path` (write permission,
 /// as `connect(2)` on a Unix socket requires).
 pub(crate) fn may_open(path: &Path, uid: u32, gid: u32, groups: &[u32]) -> bool {
-    let Ok(st) = rustix::fs::stat(path) else { return false };
-    let mode = st.st_mode;
+    let Ok(st) = crate::sys::fs::stat(path) else { return false };
+    let mode = st.mode;
     if uid == 0 {
         return true;
     }
-    if uid == st.st_uid {
+    if uid == st.uid {
         return mode & 0o200 != 0;
     }
-    if gid == st.st_gid || groups.contains(&st.st_gid) {
+    if gid == st.gid || groups.contains(&st.gid) {
         return mode & 0o020 != 0;
     }
     mode & 0o002 != 0

@@ -1,6 +1,7 @@
 //! Named channels: create, open, inspect, destroy (SPEC R10).
 
 use crate::copier::Plan;
+use crate::corruption::Region;
 use crate::create::bind_and_start;
 use crate::error::ChannelError;
 use crate::identity::PidsHere;
@@ -187,7 +188,7 @@ impl Channel {
     pub fn create_with(name: &str, config: &ChannelConfig, options: &OpenOptions) -> Result<Channel, ChannelError> {
         let path = path_of(name)?;
         let geometry = config.geometry();
-        geometry.check().map_err(ChannelError::InvalidConfig)?;
+        geometry.check().map_err(|e| ChannelError::InvalidConfig(e.to_string()))?;
         let deadline_ms = deadline_ms(config.deadline)?;
         let mode = config.mode;
         if mode & !0o777 != 0 {
@@ -362,7 +363,7 @@ impl Channel {
         let (reply, fds) = self.link.call(Op::FetchReceivers, &[])?;
         let mut cursors = std::collections::HashMap::new();
         for ((i, _), fd) in reply.entries.iter().zip(fds.iter().step_by(2)) {
-            let map = Link::map_peer_region(fd, ReceiverRegion::bytes())?;
+            let map = Link::map_peer_region(fd, Region::Receiver, ReceiverRegion::bytes())?;
             let region = ReceiverRegion::open(map).map_err(ChannelError::Corrupt)?;
             // Acquire pairs with the receiver's Release store of its cursor (ring::advance): the slots below it are done with.
             cursors.insert(*i as usize, region.header().cursor.0.next.load(Ordering::Acquire));

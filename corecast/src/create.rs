@@ -4,6 +4,7 @@
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 
+use crate::corruption::Corruption;
 use crate::error::ChannelError;
 use crate::keeper::Kind;
 use crate::layout::Geometry;
@@ -33,7 +34,7 @@ pub(crate) fn bind_and_start(
         std::fs::create_dir_all(&dir)
             .map_err(|e| ChannelError::Io { op: "create the channel directory", source: e })?;
         // Shared by every user, like /tmp: sticky and world-writable.
-        let _ = rustix::fs::chmod(&dir, rustix::fs::Mode::from_raw_mode(0o1777));
+        let _ = crate::sys::fs::chmod(&dir, 0o1777);
     }
     // Whoever made it, it must be safe now (it may have been made by
     // another user a moment ago).
@@ -58,7 +59,7 @@ pub(crate) fn bind_and_start(
     // The keeper touches the name only while it is still this socket
     // file: after a destroy, the name may belong to a new channel.
     let Some(id) = identity(&path) else {
-        return Err(ChannelError::Corrupt("the channel's name vanished as it was created".into()));
+        return Err(ChannelError::Corrupt(Corruption::NameVanished));
     };
     let keeper_path = path.clone();
     let started = process::spawn_keeper(listener.as_raw_fd(), move || {

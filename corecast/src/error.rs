@@ -3,6 +3,8 @@
 use std::fmt;
 use std::io;
 
+use crate::corruption::Corruption;
+
 /// Why a channel could not be created, opened, inspected or destroyed.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -35,7 +37,7 @@ pub enum ChannelError {
     },
     /// A peer (keeper or shared region) broke the protocol or the layout;
     /// the sentence says what was read and why it is invalid.
-    Corrupt(String),
+    Corrupt(Corruption),
     /// The directory that holds channel names ([`crate::channel_dir`]) is
     /// not safe: another user could replace a channel's name in it.
     UnsafeDirectory {
@@ -167,7 +169,7 @@ pub enum SendError {
     /// ([`crate::Sender::send_gap`]); nothing was sent.
     OwnerOnly,
     /// Shared state read from a peer is invalid.
-    Corrupt(String),
+    Corrupt(Corruption),
     /// A system call failed.
     Io {
         /// What corecast was doing.
@@ -228,7 +230,7 @@ pub enum RecvError {
         seq: u64,
     },
     /// Shared state written by a peer is invalid; the sentence says what.
-    Corrupt(String),
+    Corrupt(Corruption),
     /// A system call failed.
     Io {
         /// What corecast was doing.
@@ -373,22 +375,27 @@ impl ChannelError {
     }
 }
 
-impl From<ChannelError> for SendError {
-    fn from(e: ChannelError) -> Self {
-        match e {
-            ChannelError::Io { op, source } => SendError::Io { op, source },
-            ChannelError::KeeperGone => SendError::KeeperGone,
-            other => SendError::Corrupt(other.to_string()),
+/// The failure of a request a sender or receiver makes of the keeper (to
+/// learn of its peers): corruption and the keeper's death keep their
+/// meaning; anything else is a failed exchange with the keeper, whose
+/// typed cause stays reachable as the `Io` error's inner error.
+macro_rules! from_channel_error {
+    ($t:ident) => {
+        impl From<ChannelError> for $t {
+            fn from(e: ChannelError) -> Self {
+                match e {
+                    ChannelError::Io { op, source } => $t::Io { op, source },
+                    ChannelError::KeeperGone => $t::KeeperGone,
+                    ChannelError::Corrupt(c) => $t::Corrupt(c),
+                    ChannelError::Destroyed(_) => $t::Destroyed,
+                    ChannelError::KeeperTimeout { .. } => {
+                        $t::Io { op: "request to the keeper", source: io::Error::new(io::ErrorKind::TimedOut, e) }
+                    }
+                    other => $t::Io { op: "request to the keeper", source: io::Error::other(other) },
+                }
+            }
         }
-    }
+    };
 }
-
-impl From<ChannelError> for RecvError {
-    fn from(e: ChannelError) -> Self {
-        match e {
-            ChannelError::Io { op, source } => RecvError::Io { op, source },
-            ChannelError::KeeperGone => RecvError::KeeperGone,
-            other => RecvError::Corrupt(other.to_string()),
-        }
-    }
-}
+from_channel_error!(SendError);
+from_channel_error!(RecvError);

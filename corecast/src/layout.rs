@@ -14,6 +14,7 @@
 //! 64-byte lines: x86's adjacent-line prefetcher pairs them) so a receiver's
 //! cursor writes never invalidate the line a sender's doorbell is on.
 
+use crate::corruption::GeometryError;
 use crate::sync::{AtomicU32, AtomicU64};
 
 /// Bumped whenever any region's layout or the meaning of a shared word
@@ -63,24 +64,22 @@ impl Geometry {
         self.max_senders == 1
     }
 
-    /// Checks every field; the sentence names the first bad one.
-    pub(crate) fn check(&self) -> Result<(), String> {
+    /// Checks every field; the error names the first bad one.
+    pub(crate) fn check(&self) -> Result<(), GeometryError> {
         if !self.slots.is_power_of_two() || self.slots < 2 || self.slots > MAX_SLOTS {
-            return Err(format!("slots is {}: use a power of two from 2 to {MAX_SLOTS}", self.slots));
+            return Err(GeometryError::Slots { slots: self.slots });
         }
         if self.slot_bytes == 0 || self.slot_bytes > MAX_SLOT_BYTES {
-            return Err(format!("max message size is {}: use 1 to {MAX_SLOT_BYTES} bytes", self.slot_bytes));
+            return Err(GeometryError::MaxMessage { bytes: self.slot_bytes });
         }
-        for (what, n) in [("senders", self.max_senders), ("receivers", self.max_receivers)] {
-            if n == 0 || n > MAX_MEMBERS {
-                return Err(format!("max {what} is {n}: use 1 to {MAX_MEMBERS}"));
+        for (role, count) in [("senders", self.max_senders), ("receivers", self.max_receivers)] {
+            if count == 0 || count > MAX_MEMBERS {
+                return Err(GeometryError::Members { role, count });
             }
         }
-        if self.sender_region_bytes() as u64 > MAX_REGION_BYTES {
-            return Err(format!(
-                "slots x slot size needs {} bytes per sender, more than {MAX_REGION_BYTES}",
-                self.sender_region_bytes()
-            ));
+        let bytes = self.sender_region_bytes() as u64;
+        if bytes > MAX_REGION_BYTES {
+            return Err(GeometryError::RegionTooLarge { bytes });
         }
         Ok(())
     }

@@ -49,6 +49,7 @@
 // Under `--cfg loom` only the protocol (ring, notify, layout, sync) is
 // built: the loom models in `ring` and `notify` check it without system
 // calls.
+mod corruption;
 mod layout;
 mod notify;
 #[allow(unsafe_code)]
@@ -94,6 +95,7 @@ mod wait;
 
 #[cfg(not(loom))]
 pub use channel::{clean, list, Channel, ChannelConfig, ChannelStatus, Delivery, MemberInfo, MemberStatus};
+pub use corruption::{Corruption, GeometryError, Region};
 #[cfg(not(loom))]
 pub use error::{ChannelError, LateReceiver, RecvError, SendError};
 #[cfg(not(loom))]

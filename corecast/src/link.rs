@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use rustix::io::Errno;
 
+use crate::corruption::{Corruption, Region};
 use crate::error::ChannelError;
 use crate::layout::Geometry;
 use crate::options::OpenOptions;
@@ -95,33 +96,53 @@ pub(crate) fn check_dir(dir: &std::path::Path) -> Result<(), ChannelError> {
     }
     match trusted_dir(dir) {
         Ok(()) => Ok(()),
-        Err(_) if rustix::fs::lstat(dir).is_err_and(|e| e == Errno::NOENT) => Ok(()),
+        Err(_) if crate::sys::fs::lstat(dir).is_err_and(|e| e == Errno::NOENT) => Ok(()),
         Err(why) => Err(unsafe_dir(format!("it {why}"))),
     }
 }
 
+/// Why a directory is not trusted to hold channel names.
+#[derive(Debug)]
+enum DirFault {
+    Unreadable(Errno),
+    NotADirectory,
+    ForeignOwner { uid: u32, me: u32 },
+    WritableByOthers { mode: u32 },
+}
+
+impl std::fmt::Display for DirFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Unreadable(e) => write!(f, "cannot be examined ({e})"),
+            Self::NotADirectory => write!(f, "is not a directory (a symbolic link or another file stands there)"),
+            Self::ForeignOwner { uid, me } => write!(
+                f,
+                "is owned by uid {uid}, not by this user ({me}) or root: its owner could replace any channel's name; \
+                 use a directory of your own (CORECAST_DIR), or have root make this one"
+            ),
+            Self::WritableByOthers { mode } => write!(
+                f,
+                "has mode {mode:o}: others may write it without the sticky bit, so they could replace what is in it \
+                 (chmod +t or go-w it)"
+            ),
+        }
+    }
+}
+
 /// Whether `dir` is a real directory that only a trusted owner (see
-/// `check_dir`) may rename entries in; the sentence says why not.
-fn trusted_dir(dir: &std::path::Path) -> Result<(), String> {
-    let st = rustix::fs::lstat(dir).map_err(|e| format!("cannot be examined ({e})"))?;
-    if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::Directory {
-        return Err("is not a directory (a symbolic link or another file stands there)".into());
+/// `check_dir`) may rename entries in.
+fn trusted_dir(dir: &std::path::Path) -> Result<(), DirFault> {
+    let st = crate::sys::fs::lstat(dir).map_err(DirFault::Unreadable)?;
+    if !st.is_dir {
+        return Err(DirFault::NotADirectory);
     }
     let me = crate::sys::euid();
     let unmapped = crate::sys::overflow_uid();
-    if st.st_uid != me && st.st_uid != 0 && Some(st.st_uid) != unmapped {
-        return Err(format!(
-            "is owned by uid {}, not by this user ({me}) or root: its owner could replace any channel's name; \
-             use a directory of your own (CORECAST_DIR), or have root make this one",
-            st.st_uid
-        ));
+    if st.uid != me && st.uid != 0 && Some(st.uid) != unmapped {
+        return Err(DirFault::ForeignOwner { uid: st.uid, me });
     }
-    if st.st_mode & 0o022 != 0 && st.st_mode & 0o1000 == 0 {
-        return Err(format!(
-            "has mode {:o}: others may write it without the sticky bit, so they could replace what is in it \
-             (chmod +t or go-w it)",
-            st.st_mode & 0o7777
-        ));
+    if st.mode & 0o022 != 0 && st.mode & 0o1000 == 0 {
+        return Err(DirFault::WritableByOthers { mode: st.mode });
     }
     Ok(())
 }
@@ -129,7 +150,7 @@ fn trusted_dir(dir: &std::path::Path) -> Result<(), String> {
 /// The device and inode of the file at `path` (not following links): what
 /// identifies one channel's name among its successors under the same name.
 pub(crate) fn identity(path: &std::path::Path) -> Option<(u64, u64)> {
-    rustix::fs::lstat(path).ok().map(|st| (st.st_dev, st.st_ino))
+    crate::sys::fs::lstat(path).ok().map(|st| st.id)
 }
 
 /// Removes `path` only if it is still the file `id` (see [`identity`]).
@@ -143,7 +164,7 @@ pub(crate) fn unlink_if(path: &std::path::Path, id: Option<(u64, u64)>) {
     }
     let _names = crate::sys::sock::NameLock::take(path);
     if identity(path) == id {
-        let _ = rustix::fs::unlink(path);
+        let _ = crate::sys::fs::unlink(path);
     }
 }
 
@@ -214,14 +235,14 @@ impl Link {
             _ => {}
         }
         if reply.status != proto::OK || !(1..=2).contains(&fds.len()) {
-            return Err(ChannelError::Corrupt(format!("keeper answered hello with status {}", reply.status)));
+            return Err(ChannelError::Corrupt(Corruption::KeeperStatus { op: Op::Hello.name(), status: reply.status }));
         }
         // The keeper's own pidfd, where the kernel has them.
         let keeper_pidfd = (fds.len() == 2).then(|| fds.remove(1));
         let fd = fds.remove(0);
         let size = memfd::size(&fd).map_err(ChannelError::io("fstat membership"))? as usize;
         if !memfd::has_seals(&fd, memfd::region_seals()).map_err(ChannelError::io("read seals"))? {
-            return Err(ChannelError::Corrupt("membership region is not sealed".into()));
+            return Err(ChannelError::Corrupt(Corruption::NotSealed { region: Region::Membership }));
         }
         let map = Mapping::new(&fd, size, false).map_err(ChannelError::io("map membership"))?;
         let membership = Membership::open(map).map_err(ChannelError::Corrupt)?;
@@ -274,7 +295,7 @@ impl Link {
             (proto::PERMISSION, Op::SetDeadline) => {
                 Err(ChannelError::OwnerOnly { name: self.name.clone(), op: "change its deadline" })
             }
-            (s, _) => Err(ChannelError::Corrupt(format!("keeper refused {op:?} (status {s})"))),
+            (status, op) => Err(ChannelError::Corrupt(Corruption::KeeperStatus { op: op.name(), status })),
         }
     }
 
@@ -304,26 +325,30 @@ impl Link {
     /// read-only for a receiver), after checking its size is sealed and
     /// what it is.
     pub(crate) fn map_sequencer(fd: &OwnedFd, g: &Geometry, writable: bool) -> Result<Mapping, ChannelError> {
-        let seals = rustix::fs::SealFlags::SHRINK | rustix::fs::SealFlags::GROW;
-        if !memfd::has_seals(fd, seals).map_err(ChannelError::io("read seals"))? {
-            return Err(ChannelError::Corrupt("the sequencer's size is not sealed".into()));
+        if !memfd::has_seals(fd, memfd::size_seals()).map_err(ChannelError::io("read seals"))? {
+            return Err(ChannelError::Corrupt(Corruption::NotSealed { region: Region::Sequencer }));
         }
         let size = memfd::size(fd).map_err(ChannelError::io("fstat sequencer"))?;
-        if size != g.sequencer_bytes() as u64 {
-            return Err(ChannelError::Corrupt(format!("the sequencer has {size} bytes")));
+        let expected = g.sequencer_bytes() as u64;
+        if size != expected {
+            return Err(ChannelError::Corrupt(Corruption::WrongSize {
+                region: Region::Sequencer,
+                bytes: size,
+                expected,
+            }));
         }
         Mapping::new(fd, g.sequencer_bytes(), writable).map_err(ChannelError::io("map sequencer"))
     }
 
     /// Maps a region the keeper handed out, read-only, after checking it is
     /// sealed against every writer but its owner.
-    pub(crate) fn map_peer_region(fd: &OwnedFd, bytes: usize) -> Result<Mapping, ChannelError> {
+    pub(crate) fn map_peer_region(fd: &OwnedFd, region: Region, bytes: usize) -> Result<Mapping, ChannelError> {
         if !memfd::has_seals(fd, memfd::region_seals()).map_err(ChannelError::io("read seals"))? {
-            return Err(ChannelError::Corrupt("a peer region is not sealed".into()));
+            return Err(ChannelError::Corrupt(Corruption::NotSealed { region }));
         }
         let size = memfd::size(fd).map_err(ChannelError::io("fstat region"))?;
         if size != bytes as u64 {
-            return Err(ChannelError::Corrupt(format!("a peer region has {size} bytes, {bytes} expected")));
+            return Err(ChannelError::Corrupt(Corruption::WrongSize { region, bytes: size, expected: bytes as u64 }));
         }
         Mapping::new(fd, bytes, false).map_err(ChannelError::io("map peer region"))
     }
@@ -338,7 +363,7 @@ const LEAVE_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 /// one the opener expects, if it said.
 fn check_keeper(name: &str, path: &std::path::Path, conn: &OwnedFd, options: &OpenOptions) -> Result<(), ChannelError> {
     let keeper_uid = sock::peer(conn).map_err(ChannelError::io("read the keeper's credentials"))?.uid;
-    let owner_uid = rustix::fs::lstat(path).map_err(ChannelError::io("stat the channel's name"))?.st_uid;
+    let owner_uid = crate::sys::fs::lstat(path).map_err(ChannelError::io("stat the channel's name"))?.uid;
     if let Some(expected_uid) = options.expected_owner().filter(|&u| u != owner_uid) {
         return Err(ChannelError::UnexpectedOwner { name: name.into(), expected_uid, owner_uid });
     }
@@ -367,7 +392,10 @@ fn call_on(conn: &OwnedFd, op: Op, arg: u64, fds: &[&OwnedFd]) -> Result<(Reply,
     let reply = Reply::decode(&body).map_err(ChannelError::Corrupt)?;
     // Fetches carry a (region, wake fd) pair per entry.
     if 2 * reply.entries.len() != got.len() && matches!(op, Op::FetchSenders | Op::FetchReceivers) {
-        return Err(ChannelError::Corrupt("keeper reply lists other descriptors than it carries".into()));
+        return Err(ChannelError::Corrupt(Corruption::ReplyDescriptors {
+            listed: 2 * reply.entries.len(),
+            carried: got.len(),
+        }));
     }
     Ok((reply, got))
 }

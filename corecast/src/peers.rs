@@ -5,6 +5,7 @@
 
 use std::os::fd::OwnedFd;
 
+use crate::corruption::{Corruption, Region};
 use crate::error::ChannelError;
 use crate::link::Link;
 use crate::proto::Op;
@@ -96,6 +97,7 @@ pub(crate) fn refresh<R>(
     mut open: impl FnMut(Mapping) -> Result<Option<R>, ChannelError>,
     mut replaced: impl FnMut(usize),
 ) -> Result<(), ChannelError> {
+    let region = if op == Op::FetchSenders { Region::Sender } else { Region::Receiver };
     let (reply, fds) = link.call(op, &[])?;
     let mut fresh: PeerTable<R> = empty(table.len());
     let slots = &mut table.slots;
@@ -104,7 +106,7 @@ pub(crate) fn refresh<R>(
         let (Some(fd), Some(wake)) = (fds.next(), fds.next()) else { break };
         let i = i as usize;
         if i >= fresh.len() {
-            return Err(ChannelError::Corrupt(format!("keeper named peer {i} of {}", fresh.len())));
+            return Err(ChannelError::Corrupt(Corruption::PeerIndex { index: i, peers: fresh.len() }));
         }
         if !wanted(i) {
             continue;
@@ -113,7 +115,7 @@ pub(crate) fn refresh<R>(
             Some(kept) => Some(kept),
             None => {
                 replaced(i);
-                let map = Link::map_peer_region(&fd, bytes)?;
+                let map = Link::map_peer_region(&fd, region, bytes)?;
                 open(map)?.map(|region| Peer { epoch, region, wake })
             }
         };

@@ -3,6 +3,8 @@
 //! member (the keeper is corecast code, but its socket is reachable by any
 //! process allowed to open the channel).
 
+use crate::corruption::Corruption;
+
 /// Requests.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]
@@ -70,6 +72,28 @@ impl Op {
             _ => return None,
         })
     }
+
+    /// The request in words, for errors about its reply.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Op::Hello => "hello",
+            Op::JoinSender => "join as a sender",
+            Op::JoinReceiver => "join as a receiver",
+            Op::FetchSenders => "fetch senders",
+            Op::FetchReceivers => "fetch receivers",
+            Op::Leave => "leave",
+            Op::Destroy => "destroy",
+            Op::Evict => "evict",
+            Op::SetDeadline => "set the deadline",
+            Op::ReportTamper => "report tampering",
+            Op::Pause => "pause",
+            Op::Resume => "resume",
+            Op::ReportDropped => "report dropped numbers",
+            Op::ReportContested => "report a contested number",
+            Op::AuditNow => "audit now",
+            Op::FetchPidfds => "fetch pidfds",
+        }
+    }
 }
 
 /// Reply statuses.
@@ -88,13 +112,22 @@ pub(crate) fn request(op: Op, arg: u64) -> [u8; 16] {
     b
 }
 
+/// The little-endian `u32` at byte `at` of `b`, if `b` holds it.
+pub(crate) fn u32_at(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(b.get(at..at.checked_add(4)?)?.try_into().ok()?))
+}
+
+/// The little-endian `u64` at byte `at` of `b`, if `b` holds it.
+pub(crate) fn u64_at(b: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(b.get(at..at.checked_add(8)?)?.try_into().ok()?))
+}
+
 /// The op and argument of a request; `None` for anything malformed.
 pub(crate) fn parse_request(b: &[u8]) -> Option<(Op, u64)> {
     if b.len() != 16 {
         return None;
     }
-    let op = Op::from_u32(u32::from_le_bytes(b[..4].try_into().ok()?))?;
-    Some((op, u64::from_le_bytes(b[8..].try_into().ok()?)))
+    Some((Op::from_u32(u32_at(b, 0)?)?, u64_at(b, 8)?))
 }
 
 /// A reply: status, a small value, a sequence number, and a list of
@@ -125,20 +158,17 @@ impl Reply {
         b
     }
 
-    pub(crate) fn decode(b: &[u8]) -> Result<Reply, String> {
-        let u32_at = |o: usize| -> Result<u32, String> {
-            b.get(o..o + 4)
-                .map(|s| u32::from_le_bytes(s.try_into().expect("4 bytes")))
-                .ok_or_else(|| format!("keeper reply of {} bytes is truncated", b.len()))
-        };
+    pub(crate) fn decode(b: &[u8]) -> Result<Reply, Corruption> {
+        let u32_at = |at: usize| u32_at(b, at).ok_or(Corruption::ReplyLength { bytes: b.len() });
         let status = u32_at(0)?;
         let index = u32_at(4)?;
         let seq = u64::from(u32_at(8)?) | (u64::from(u32_at(12)?) << 32);
         let n = u32_at(16)? as usize;
         if b.len() != 20 + 8 * n {
-            return Err(format!("keeper reply has {} bytes for {n} entries", b.len()));
+            return Err(Corruption::ReplyLength { bytes: b.len() });
         }
-        let entries = (0..n).map(|k| Ok((u32_at(20 + 8 * k)?, u32_at(24 + 8 * k)?))).collect::<Result<_, String>>()?;
+        let entries =
+            (0..n).map(|k| Ok((u32_at(20 + 8 * k)?, u32_at(24 + 8 * k)?))).collect::<Result<_, Corruption>>()?;
         Ok(Reply { status, index, seq, entries })
     }
 }
@@ -151,11 +181,11 @@ mod tests {
     fn reply_round_trip_and_rejects_garbage() {
         let r = Reply { status: OK, index: 3, seq: u64::MAX - 5, entries: vec![(1, 2), (7, 9)] };
         assert_eq!(Reply::decode(&r.encode()).unwrap(), r);
-        assert!(Reply::decode(&r.encode()[..27]).is_err());
-        assert!(Reply::decode(&[0xff; 3]).is_err());
+        assert_eq!(Reply::decode(&r.encode()[..27]), Err(Corruption::ReplyLength { bytes: 27 }));
+        assert_eq!(Reply::decode(&[0xff; 3]), Err(Corruption::ReplyLength { bytes: 3 }));
         let mut big = r.encode();
         big[16] = 200;
-        assert!(Reply::decode(&big).is_err());
+        assert_eq!(Reply::decode(&big), Err(Corruption::ReplyLength { bytes: big.len() }));
         assert_eq!(parse_request(&request(Op::Evict, 7 | 3 << 32)), Some((Op::Evict, 7 | 3 << 32)));
         assert_eq!(parse_request(&[9, 0, 0, 0]), None);
         let mut unknown = request(Op::Leave, 0);

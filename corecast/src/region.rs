@@ -5,13 +5,14 @@
 
 use std::ptr;
 
+use crate::corruption::{Corruption, Region};
 use crate::layout::*;
 use crate::sync::{AtomicU64, Ordering};
 use crate::sys::map::Mapping;
 
-fn check_len(map: &Mapping, need: usize, what: &str) -> Result<(), String> {
+fn check_len(map: &Mapping, need: usize, region: Region) -> Result<(), Corruption> {
     if map.len() < need {
-        return Err(format!("{what} region has {} bytes, {need} needed", map.len()));
+        return Err(Corruption::TooSmall { region, bytes: map.len() as u64, needed: need as u64 });
     }
     Ok(())
 }
@@ -38,8 +39,8 @@ impl Membership {
         keeper_pid: u32,
         kind: u32,
         owner_uid: u32,
-    ) -> Result<Self, String> {
-        check_len(&map, geometry.membership_bytes(), "membership")?;
+    ) -> Result<Self, Corruption> {
+        check_len(&map, geometry.membership_bytes(), Region::Membership)?;
         let h = map.base().cast::<MembershipHeader>();
         // SAFETY: the mapping is fresh, zeroed, writable, large enough and
         // not yet shared; plain fields are written before any reader maps it.
@@ -56,8 +57,8 @@ impl Membership {
     }
 
     /// Validates a mapping received from the keeper.
-    pub(crate) fn open(map: Mapping) -> Result<Self, String> {
-        check_len(&map, std::mem::size_of::<MembershipHeader>(), "membership")?;
+    pub(crate) fn open(map: Mapping) -> Result<Self, Corruption> {
+        check_len(&map, std::mem::size_of::<MembershipHeader>(), Region::Membership)?;
         let h = map.base().cast::<MembershipHeader>();
         // SAFETY: the header fits in the mapping (checked above).
         let (magic, version, geometry, kind) = unsafe {
@@ -69,13 +70,13 @@ impl Membership {
             )
         };
         if magic != MAGIC_MEMBERSHIP || version != LAYOUT_VERSION {
-            return Err(format!("membership region has magic {magic:#x} version {version}"));
+            return Err(Corruption::ForeignHeader { region: Region::Membership, magic, version });
         }
         if !matches!(kind, KIND_DIRECT | KIND_BROADCAST | KIND_FEED) {
-            return Err(format!("membership region names unknown channel kind {kind}"));
+            return Err(Corruption::UnknownKind { kind });
         }
-        geometry.check()?;
-        check_len(&map, geometry.membership_bytes(), "membership")?;
+        geometry.check().map_err(Corruption::Geometry)?;
+        check_len(&map, geometry.membership_bytes(), Region::Membership)?;
         Ok(Membership { map, geometry })
     }
 
@@ -188,8 +189,8 @@ pub(crate) struct Sequencer {
 }
 
 impl Sequencer {
-    pub(crate) fn init(map: Mapping, geometry: &Geometry) -> Result<Self, String> {
-        check_len(&map, geometry.sequencer_bytes(), "sequencer")?;
+    pub(crate) fn init(map: Mapping, geometry: &Geometry) -> Result<Self, Corruption> {
+        check_len(&map, geometry.sequencer_bytes(), Region::Sequencer)?;
         let h = map.base().cast::<SequencerHeader>();
         // SAFETY: fresh zeroed writable mapping of sufficient size.
         unsafe {
@@ -200,15 +201,18 @@ impl Sequencer {
         Ok(Sequencer { map })
     }
 
-    pub(crate) fn open(map: Mapping, geometry: &Geometry) -> Result<Self, String> {
-        check_len(&map, geometry.sequencer_bytes(), "sequencer")?;
+    pub(crate) fn open(map: Mapping, geometry: &Geometry) -> Result<Self, Corruption> {
+        check_len(&map, geometry.sequencer_bytes(), Region::Sequencer)?;
         let h = map.base().cast::<SequencerHeader>();
         // SAFETY: the header fits (checked above).
         let (magic, version, m) = unsafe {
             (read(ptr::addr_of!((*h).magic)), read(ptr::addr_of!((*h).version)), read(ptr::addr_of!((*h).max_senders)))
         };
-        if magic != MAGIC_SEQUENCER || version != LAYOUT_VERSION || m != geometry.max_senders {
-            return Err(format!("sequencer region has magic {magic:#x} version {version} senders {m}"));
+        if magic != MAGIC_SEQUENCER || version != LAYOUT_VERSION {
+            return Err(Corruption::ForeignHeader { region: Region::Sequencer, magic, version });
+        }
+        if m != geometry.max_senders {
+            return Err(Corruption::ShapeMismatch { region: Region::Sequencer });
         }
         Ok(Sequencer { map })
     }
@@ -311,8 +315,8 @@ impl SlotArray {
 }
 
 impl SenderRegion {
-    pub(crate) fn init(map: Mapping, geometry: Geometry, pid: u32) -> Result<Self, String> {
-        check_len(&map, geometry.sender_region_bytes(), "sender")?;
+    pub(crate) fn init(map: Mapping, geometry: Geometry, pid: u32) -> Result<Self, Corruption> {
+        check_len(&map, geometry.sender_region_bytes(), Region::Sender)?;
         let h = map.base().cast::<SenderHeader>();
         // SAFETY: fresh zeroed writable mapping of sufficient size.
         unsafe {
@@ -325,8 +329,8 @@ impl SenderRegion {
         Ok(SenderRegion { map, geometry, slots })
     }
 
-    pub(crate) fn open(map: Mapping, geometry: Geometry) -> Result<Self, String> {
-        check_len(&map, geometry.sender_region_bytes(), "sender")?;
+    pub(crate) fn open(map: Mapping, geometry: Geometry) -> Result<Self, Corruption> {
+        check_len(&map, geometry.sender_region_bytes(), Region::Sender)?;
         let slots = SlotArray::of(&map, &geometry);
         let region = SenderRegion { map, geometry, slots };
         region.check_header()?;
@@ -335,14 +339,17 @@ impl SenderRegion {
 
     /// Validates the header its sender may have rewritten since: magic,
     /// version and geometry.
-    pub(crate) fn check_header(&self) -> Result<(), String> {
+    pub(crate) fn check_header(&self) -> Result<(), Corruption> {
         let h = self.map.base().cast::<SenderHeader>();
         // SAFETY: the header fits (checked at open/init).
         let (magic, version, g) = unsafe {
             (read(ptr::addr_of!((*h).magic)), read(ptr::addr_of!((*h).version)), read(ptr::addr_of!((*h).geometry)))
         };
-        if magic != MAGIC_SENDER || version != LAYOUT_VERSION || g != self.geometry {
-            return Err(format!("sender region has magic {magic:#x} version {version} geometry {g:?}"));
+        if magic != MAGIC_SENDER || version != LAYOUT_VERSION {
+            return Err(Corruption::ForeignHeader { region: Region::Sender, magic, version });
+        }
+        if g != self.geometry {
+            return Err(Corruption::ShapeMismatch { region: Region::Sender });
         }
         Ok(())
     }
@@ -387,8 +394,8 @@ impl ReceiverRegion {
         std::mem::size_of::<ReceiverHeader>()
     }
 
-    pub(crate) fn init(map: Mapping, pid: u32) -> Result<Self, String> {
-        check_len(&map, Self::bytes(), "receiver")?;
+    pub(crate) fn init(map: Mapping, pid: u32) -> Result<Self, Corruption> {
+        check_len(&map, Self::bytes(), Region::Receiver)?;
         let h = map.base().cast::<ReceiverHeader>();
         // SAFETY: fresh zeroed writable mapping of sufficient size.
         unsafe {
@@ -399,13 +406,13 @@ impl ReceiverRegion {
         Ok(ReceiverRegion { map })
     }
 
-    pub(crate) fn open(map: Mapping) -> Result<Self, String> {
-        check_len(&map, Self::bytes(), "receiver")?;
+    pub(crate) fn open(map: Mapping) -> Result<Self, Corruption> {
+        check_len(&map, Self::bytes(), Region::Receiver)?;
         let h = map.base().cast::<ReceiverHeader>();
         // SAFETY: the header fits (checked above).
         let (magic, version) = unsafe { (read(ptr::addr_of!((*h).magic)), read(ptr::addr_of!((*h).version))) };
         if magic != MAGIC_RECEIVER || version != LAYOUT_VERSION {
-            return Err(format!("receiver region has magic {magic:#x} version {version}"));
+            return Err(Corruption::ForeignHeader { region: Region::Receiver, magic, version });
         }
         Ok(ReceiverRegion { map })
     }
@@ -414,5 +421,48 @@ impl ReceiverRegion {
     pub(crate) fn header(&self) -> &ReceiverHeader {
         // SAFETY: validated to fit.
         unsafe { &*self.map.base().cast::<ReceiverHeader>() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::corruption::GeometryError;
+    use crate::sys::memfd;
+
+    /// Two mappings of one fresh memfd: a writer's and a reader's view.
+    fn views(bytes: usize) -> (Mapping, Mapping) {
+        let fd = memfd::create("region-test", bytes).unwrap();
+        (Mapping::new(&fd, bytes, true).unwrap(), Mapping::new(&fd, bytes, false).unwrap())
+    }
+
+    #[test]
+    fn each_invalid_region_is_named_by_a_typed_corruption() {
+        let g = Geometry { slots: 4, slot_bytes: 64, max_senders: 2, max_receivers: 2 };
+        let needed = ReceiverRegion::bytes() as u64;
+        assert_eq!(
+            ReceiverRegion::open(views(8).1).err(),
+            Some(Corruption::TooSmall { region: Region::Receiver, bytes: 8, needed })
+        );
+        assert_eq!(
+            ReceiverRegion::open(views(ReceiverRegion::bytes()).1).err(),
+            Some(Corruption::ForeignHeader { region: Region::Receiver, magic: 0, version: 0 })
+        );
+
+        let (w, r) = views(g.sender_region_bytes());
+        let _writer = SenderRegion::init(w, g, 1).unwrap();
+        let other = Geometry { slot_bytes: 32, ..g };
+        assert!(other.sender_region_bytes() <= g.sender_region_bytes());
+        assert_eq!(SenderRegion::open(r, other).err(), Some(Corruption::ShapeMismatch { region: Region::Sender }));
+
+        let bad = Geometry { slots: 3, ..g };
+        let (w, r) = views(bad.membership_bytes());
+        let _keeper = Membership::init(w, bad, 1, KIND_DIRECT, 0).unwrap();
+        assert_eq!(Membership::open(r).err(), Some(Corruption::Geometry(GeometryError::Slots { slots: 3 })));
+
+        let (w, r) = views(g.sequencer_bytes());
+        let _senders = Sequencer::init(w, &g).unwrap();
+        let more = Geometry { max_senders: 3, ..g };
+        assert_eq!(Sequencer::open(r, &more).err(), Some(Corruption::ShapeMismatch { region: Region::Sequencer }));
     }
 }

@@ -11,7 +11,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::{fork, needs_root, payload, Child, Exit, GUARD};
+use common::{fork, needs_root, payload, wait_until, Child, Exit, GUARD};
 use corecast::{Channel, ChannelConfig, ChannelError, RecvError, SendError};
 
 /// A directory the test shares with its containers (the pod's volume),
@@ -205,11 +205,7 @@ fn receive_all(name: &str, out: &mut std::fs::File) -> i32 {
 /// Sends the stream once `receivers` receivers are attached.
 fn send_all(chan: &Channel, receivers: usize) {
     let mut tx = chan.sender().unwrap();
-    let t0 = Instant::now();
-    while tx.live_receivers() < receivers {
-        assert!(t0.elapsed() < GUARD, "hang guard: receivers attach");
-        std::thread::sleep(Duration::from_millis(2));
-    }
+    wait_until("receivers attach", GUARD, || tx.live_receivers() >= receivers);
     for k in 0..COUNT {
         tx.send_timeout(&payload(k, 0, 64), GUARD).unwrap();
     }
@@ -345,11 +341,9 @@ fn crashes_stalls_and_a_dying_container_are_told_across_namespaces() {
         assert!(matches!(end, Err(RecvError::KeeperGone | RecvError::AllSendersGone)), "{end:?}");
         drop((rx, chan));
         let _ = creator.wait(GUARD);
-        let t0 = Instant::now();
-        while !corecast::clean().unwrap().contains(&"doomed".to_string()) && vol.0.join("doomed").exists() {
-            assert!(t0.elapsed() < GUARD, "hang guard: the dead container's name is cleaned");
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        wait_until("the dead container's name is cleaned", GUARD, || {
+            corecast::clean().unwrap().contains(&"doomed".to_string()) || !vol.0.join("doomed").exists()
+        });
     });
     assert_no_leftovers(&vol.0);
 }

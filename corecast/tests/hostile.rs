@@ -11,7 +11,7 @@ use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{fork, memory_map, needs_root, new_mapping, payload, unique, Child, Exit, GUARD};
+use common::{fork, memory_map, needs_root, new_mapping, payload, unique, wait_until, Child, Exit, GUARD};
 use corecast::{Channel, ChannelConfig, ChannelError, LateReceiver, RecvError, SendError};
 
 const NOBODY: u32 = 65534;
@@ -70,14 +70,6 @@ fn recv_checked(rx: &mut corecast::Receiver, seq: u64, sender: u32) {
     let mut buf = [0u8; 64];
     let n = rx.recv_timeout(&mut buf, GUARD).unwrap_or_else(|e| panic!("message {seq}: {e}"));
     assert_eq!(&buf[..n], &payload(seq, sender, 64)[..], "message {seq} from sender {sender}");
-}
-
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let t0 = Instant::now();
-    while !done() {
-        assert!(t0.elapsed() < GUARD, "hang guard: {what}");
-        std::thread::sleep(Duration::from_millis(2));
-    }
 }
 
 fn process_gone(pid: u32) -> bool {
@@ -256,7 +248,7 @@ fn a_killed_keeper_turns_sends_and_evictions_into_typed_errors() {
     let keeper = chan.keeper_pid().expect("the keeper runs in this PID namespace");
     // SAFETY: signalling the keeper process this test's channel started.
     unsafe { libc::kill(keeper as i32, libc::SIGKILL) };
-    wait_until("keeper death seen", || process_gone(keeper));
+    wait_until("keeper death seen", GUARD, || process_gone(keeper));
     let idle_pid = idle.pid as u32;
     idle.kill(libc::SIGKILL);
     idle.wait(GUARD);
@@ -342,7 +334,7 @@ fn a_destroyed_channels_keeper_leaves_the_next_channels_name_alone() {
     let new = Channel::create(&name, &cfg(2, 1, None)).unwrap();
     // The old channel's last member leaves: its keeper exits.
     drop(old_rx);
-    wait_until("the old keeper exits", || process_gone(old_keeper));
+    wait_until("the old keeper exits", GUARD, || process_gone(old_keeper));
     assert!(path.exists(), "the old keeper removed the new channel's name");
     let again = Channel::open(&name).unwrap();
     assert_eq!(again.keeper_pid(), new.keeper_pid());
@@ -471,7 +463,7 @@ fn sequencer_tampering(tag: &str, delta: i64) {
         assert!(msg.sequence() > last, "numbers only grow");
         last = msg.sequence();
     }
-    wait_until("the keeper counts the repair", || chan.status().unwrap().tampered >= 1);
+    wait_until("the keeper counts the repair", GUARD, || chan.status().unwrap().tampered >= 1);
     hostile.kill(libc::SIGKILL);
     hostile.wait(GUARD);
 }
@@ -518,7 +510,7 @@ fn a_sender_that_corrupts_its_own_header_is_excluded() {
         tx.send(&payload(seq, 0, 64)).unwrap();
         recv_checked(&mut rx, seq, 0);
     }
-    wait_until("the keeper excludes the sender", || chan.members().iter().any(|m| m.state == "excluded"));
+    wait_until("the keeper excludes the sender", GUARD, || chan.members().iter().any(|m| m.state == "excluded"));
     // Receivers old and new go on with the honest sender.
     let mut late_comer = chan.receiver().expect("a new receiver attaches despite the corrupt region");
     for seq in 3..6 {
@@ -538,7 +530,7 @@ fn late_receivers_are_reported_while_the_ring_has_room_and_to_non_blocking_sende
     let mut tx = chan.sender().unwrap();
     tx.send(&payload(0, 0, 64)).unwrap();
     // One unread message, room for three more: still reported once late.
-    wait_until("a late report with room left", || !tx.late_receivers().is_empty());
+    wait_until("a late report with room left", GUARD, || !tx.late_receivers().is_empty());
     let late = tx.late_receivers();
     assert_eq!((late[0].index, late[0].pid, late[0].unread), (rx.index(), Some(std::process::id()), 1));
     assert!(late[0].stalled_for >= Duration::from_millis(40));
@@ -551,12 +543,13 @@ fn late_receivers_are_reported_while_the_ring_has_room_and_to_non_blocking_sende
     }
     wait_until(
         "try_send names the late receiver",
+        GUARD,
         || matches!(tx.try_send(&payload(4, 0, 64)), Err(SendError::ReceiversLate(ref l)) if l[0].index == rx.index()),
     );
     for seq in 0..4 {
         recv_checked(&mut rx, seq, 0);
     }
-    wait_until("no longer late once it reads", || tx.late_receivers().is_empty());
+    wait_until("no longer late once it reads", GUARD, || tx.late_receivers().is_empty());
 }
 
 #[test]

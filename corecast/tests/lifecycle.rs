@@ -7,7 +7,7 @@ mod common;
 use std::io::Write;
 use std::time::Duration;
 
-use common::{fork, unique, Exit, GUARD};
+use common::{fork, unique, wait_until, Exit, GUARD};
 use corecast::{Channel, ChannelConfig, ChannelError};
 
 fn keeper_alive(pid: i32) -> bool {
@@ -45,10 +45,8 @@ fn killing_every_participant_leaves_nothing() {
     child.kill(libc::SIGKILL);
     assert_eq!(child.wait(GUARD).0, Exit::Signal(libc::SIGKILL));
     // The kernel closes the dead participant's connections; the keeper
-    // sees it, removes the name and exits (hang guard: the test timeout).
-    while path.exists() || keeper_alive(keeper) {
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    // sees it, removes the name and exits.
+    wait_until("the keeper removes the name and exits", GUARD, || !path.exists() && !keeper_alive(keeper));
     assert!(matches!(Channel::open(&name), Err(ChannelError::NotFound(_))));
 }
 
@@ -62,9 +60,7 @@ fn a_killed_keeper_leaves_a_name_that_clean_removes() {
     unsafe { libc::kill(keeper, libc::SIGKILL) };
     child.kill(libc::SIGKILL);
     child.wait(GUARD);
-    while keeper_alive(keeper) {
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_until("the killed keeper is gone", GUARD, || !keeper_alive(keeper));
     assert!(path.exists(), "a killed keeper cannot remove its name");
     assert!(corecast::clean().unwrap().contains(&name));
     assert!(!path.exists());
@@ -82,9 +78,7 @@ fn a_new_participant_removes_a_dead_channels_name() {
     unsafe { libc::kill(keeper, libc::SIGKILL) };
     child.kill(libc::SIGKILL);
     child.wait(GUARD);
-    while keeper_alive(keeper) {
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_until("the killed keeper is gone", GUARD, || !keeper_alive(keeper));
     let chan = Channel::create(&name, &ChannelConfig::default()).expect("a dead channel's name is reusable");
     assert!(chan.members().is_empty());
 }

@@ -12,7 +12,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{become_nobody, fork, memory_map, needs_root, new_mapping, payload, unique, GUARD};
+use common::{become_nobody, fork, memory_map, needs_root, new_mapping, payload, unique, wait_until, GUARD};
 use corecast::{Channel, ChannelConfig, ChannelError, Delivery, OpenOptions, RecvError, SendError};
 
 fn cfg(slots: u32, senders: u32, mode: u32, delivery: Delivery) -> ChannelConfig {
@@ -24,14 +24,6 @@ fn cfg(slots: u32, senders: u32, mode: u32, delivery: Delivery) -> ChannelConfig
         mode,
         deadline: Some(Duration::from_millis(200)),
         delivery,
-    }
-}
-
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let t0 = Instant::now();
-    while !done() {
-        assert!(t0.elapsed() < GUARD, "hang guard: {what}");
-        std::thread::sleep(Duration::from_millis(2));
     }
 }
 
@@ -361,7 +353,9 @@ fn a_published_length_no_slot_holds_is_passed_over_and_its_sender_excluded() {
             assert!(msg.sequence() > bad, "the bad number was passed over, not delivered");
         }
         if delivery == Delivery::Direct {
-            wait_until("the keeper excludes the sender", || chan.members().iter().any(|m| m.state == "excluded"));
+            wait_until("the keeper excludes the sender", GUARD, || {
+                chan.members().iter().any(|m| m.state == "excluded")
+            });
         }
         hostile.kill(libc::SIGKILL);
         let _ = hostile.wait(GUARD);

@@ -44,11 +44,11 @@ fn bytes(n: u64, len: usize) -> Vec<u8> {
 }
 
 fn wait_until_left(chan: &Channel, live_receivers: usize) {
-    // The keeper records a leave asynchronously; wait for it (hang guard:
-    // the test harness), so the model and the channel agree on membership.
-    while chan.members().iter().filter(|m| !m.is_sender && m.state == "live").count() != live_receivers {
-        std::thread::yield_now();
-    }
+    // The keeper records a leave asynchronously; wait for it, so the model
+    // and the channel agree on membership.
+    common::wait_until("the keeper records the leave", common::GUARD, || {
+        chan.members().iter().filter(|m| !m.is_sender && m.state == "live").count() == live_receivers
+    });
 }
 
 proptest! {

@@ -4,6 +4,8 @@
 use std::os::fd::OwnedFd;
 
 use super::{Keeper, ReceiverSlot, Role, SenderSlot};
+use crate::corruption::{Corruption, Region};
+use crate::error::ChannelError;
 use crate::layout::*;
 use crate::proto::{self, Reply};
 use crate::region::{ReceiverRegion, SenderRegion};
@@ -18,14 +20,14 @@ impl Keeper {
     /// member that truncates its memfd meanwhile (from another thread)
     /// would otherwise leave the keeper reading past the end of the file,
     /// and kill it with SIGBUS.
-    pub(super) fn adopt(fd: &OwnedFd, bytes: usize, writable: bool) -> Result<Mapping, String> {
-        memfd::fix_size(fd).map_err(|e| format!("seal the region's size: {e}"))?;
-        let size = memfd::size(fd).map_err(|e| e.to_string())?;
+    pub(super) fn adopt(fd: &OwnedFd, region: Region, bytes: usize, writable: bool) -> Result<Mapping, ChannelError> {
+        memfd::fix_size(fd).map_err(ChannelError::io("seal the region's size"))?;
+        let size = memfd::size(fd).map_err(ChannelError::io("fstat region"))?;
         if size != bytes as u64 {
-            return Err(format!("region has {size} bytes, {bytes} expected"));
+            return Err(ChannelError::Corrupt(Corruption::WrongSize { region, bytes: size, expected: bytes as u64 }));
         }
-        let map = Mapping::new(fd, bytes, writable).map_err(|e| e.to_string())?;
-        memfd::seal(fd).map_err(|e| e.to_string())?;
+        let map = Mapping::new(fd, bytes, writable).map_err(ChannelError::io("map region"))?;
+        memfd::seal(fd).map_err(ChannelError::io("seal region"))?;
         Ok(map)
     }
 
@@ -37,7 +39,9 @@ impl Keeper {
             Some(s) => s.departed_at.is_some_and(|d| d <= min_cursor),
         });
         let Some(j) = free else { return (Reply::status(proto::FULL), Vec::new()) };
-        let region = match Self::adopt(&fd, g.sender_region_bytes(), true).and_then(|m| SenderRegion::open(m, g)) {
+        let region = match Self::adopt(&fd, Region::Sender, g.sender_region_bytes(), true)
+            .and_then(|m| SenderRegion::open(m, g).map_err(ChannelError::Corrupt))
+        {
             Ok(r) => r,
             Err(_) => return (Reply::status(proto::BAD_REQUEST), Vec::new()),
         };
@@ -74,7 +78,9 @@ impl Keeper {
         let Some(i) = (0..self.receivers.len()).find(|&i| self.receivers[i].is_none()) else {
             return (Reply::status(proto::FULL), Vec::new());
         };
-        let region = match Self::adopt(&fd, ReceiverRegion::bytes(), false).and_then(ReceiverRegion::open) {
+        let region = match Self::adopt(&fd, Region::Receiver, ReceiverRegion::bytes(), false)
+            .and_then(|m| ReceiverRegion::open(m).map_err(ChannelError::Corrupt))
+        {
             Ok(r) => r,
             Err(_) => return (Reply::status(proto::BAD_REQUEST), Vec::new()),
         };

@@ -24,16 +24,15 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::path::PathBuf;
 use std::time::Instant;
 
-use rustix::event::{PollFd, PollFlags};
-
 use crate::access;
+use crate::error::ChannelError;
 use crate::layout::*;
 use crate::link::{identity, unlink_if};
 use crate::proto::{self, Op, Reply};
 use crate::region::{Membership, ReceiverRegion, SenderRegion, Sequencer};
 use crate::ring::{self};
 use crate::sync::Ordering;
-use crate::sys::{futex, map::Mapping, memfd, robust, sock, wakefd};
+use crate::sys::{futex, map::Mapping, memfd, poll, robust, sock, wakefd};
 
 enum Role {
     Handle,
@@ -135,7 +134,7 @@ pub(crate) fn run(
 ) -> i32 {
     // Not dumpable: /proc/<keeper>/fd and ptrace are then closed to every
     // process without CAP_SYS_PTRACE, the keeper's own user included.
-    if rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable).is_err() {
+    if crate::sys::process::forbid_inspection().is_err() {
         return 1;
     }
     crate::sys::raise_descriptor_limit();
@@ -163,19 +162,20 @@ pub(crate) fn run(
 }
 
 impl Keeper {
-    fn new(listener: OwnedFd, path: PathBuf, id: (u64, u64), g: Geometry, kind: u32) -> Result<Keeper, String> {
-        let mk = |name: &str, bytes: usize| -> Result<(OwnedFd, Mapping), String> {
-            let fd = memfd::create(name, bytes).map_err(|e| format!("memfd: {e}"))?;
-            let map = Mapping::new(&fd, bytes, true).map_err(|e| format!("mmap: {e}"))?;
+    fn new(listener: OwnedFd, path: PathBuf, id: (u64, u64), g: Geometry, kind: u32) -> Result<Keeper, ChannelError> {
+        let mk = |name: &str, bytes: usize| -> Result<(OwnedFd, Mapping), ChannelError> {
+            let fd = memfd::create(name, bytes).map_err(ChannelError::io("create a region"))?;
+            let map = Mapping::new(&fd, bytes, true).map_err(ChannelError::io("map a region"))?;
             Ok((fd, map))
         };
         let (membership_fd, m) = mk("corecast-membership", g.membership_bytes())?;
-        let membership = Membership::init(m, g, crate::sys::pid(), kind, crate::sys::euid())?;
-        robust::hold_until_death(membership.keeper_word()).map_err(|e| format!("robust list: {e}"))?;
-        memfd::seal(&membership_fd).map_err(|e| format!("seal: {e}"))?;
+        let membership =
+            Membership::init(m, g, crate::sys::pid(), kind, crate::sys::euid()).map_err(ChannelError::Corrupt)?;
+        robust::hold_until_death(membership.keeper_word()).map_err(ChannelError::io("set the robust list"))?;
+        memfd::seal(&membership_fd).map_err(ChannelError::io("seal the membership"))?;
         let (sequencer_fd, s) = mk("corecast-sequencer", g.sequencer_bytes())?;
-        let sequencer = Sequencer::init(s, &g)?;
-        memfd::seal_size(&sequencer_fd).map_err(|e| format!("seal: {e}"))?;
+        let sequencer = Sequencer::init(s, &g).map_err(ChannelError::Corrupt)?;
+        memfd::seal_size(&sequencer_fd).map_err(ChannelError::io("seal the sequencer"))?;
         Ok(Keeper {
             listener,
             me: crate::sys::pid(),
@@ -200,19 +200,16 @@ impl Keeper {
         // A connection is expected soon after start (the creator's handle);
         // the keeper ends when the last connection has gone.
         let mut served_any = false;
+        let mut ready = Vec::new();
         loop {
             if served_any && self.conns.iter().all(|c| c.own) {
                 break;
             }
-            let mut fds = vec![PollFd::new(&self.listener, PollFlags::IN)];
-            fds.extend(self.conns.iter().map(|c| PollFd::new(&c.fd, PollFlags::IN)));
-            let wait = self
-                .audit_due_in()
-                .map(|d| rustix::time::Timespec { tv_sec: d.as_secs() as i64, tv_nsec: i64::from(d.subsec_nanos()) });
-            if crate::sys::retry(|| rustix::event::poll(&mut fds, wait.as_ref())).is_err() {
+            let mut fds = vec![self.listener.as_fd()];
+            fds.extend(self.conns.iter().map(|c| c.fd.as_fd()));
+            if poll::readable(&fds, self.audit_due_in(), &mut ready).is_err() {
                 break;
             }
-            let ready: Vec<bool> = fds.iter().map(|f| !f.revents().is_empty()).collect();
             drop(fds);
             for k in (0..self.conns.len()).rev() {
                 if ready[k + 1] {

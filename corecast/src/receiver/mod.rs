@@ -8,6 +8,7 @@ mod wait_any;
 
 use std::time::{Duration, Instant};
 
+use crate::corruption::Corruption;
 use crate::error::{ChannelError, RecvError};
 use crate::layout::{Arm, SlotHeader, STATE_FREE, STATE_LIVE};
 use crate::link::Link;
@@ -135,7 +136,9 @@ impl Receiver {
             proto::FULL => {
                 return Err(ChannelError::Full { name: link.name.clone(), role: "receiver", max: g.max_receivers })
             }
-            s => return Err(ChannelError::Corrupt(format!("keeper refused the receiver (status {s})"))),
+            status => {
+                return Err(ChannelError::Corrupt(Corruption::KeeperStatus { op: Op::JoinReceiver.name(), status }))
+            }
         }
         let sequencer =
             Sequencer::open(Link::map_sequencer(&fds.remove(0), &g, false)?, &g).map_err(ChannelError::Corrupt)?;
@@ -429,11 +432,12 @@ impl Receiver {
     /// past it and returns it as the error the caller reports.
     fn take_gap(&mut self, sender: usize) -> RecvError {
         let (_, bytes) = self.slot_and_bytes(sender, ring::GAP_BYTES as usize);
-        let word = |k: usize| u64::from_le_bytes(bytes[k..k + 8].try_into().expect("8 bytes"));
+        // GAP_BYTES (16) were read: both words are there.
+        let word = |at: usize| proto::u64_at(bytes, at).unwrap_or_default();
         let (first, last) = (word(0), word(8));
         self.consume();
         if first > last {
-            return RecvError::Corrupt(format!("a gap report names {first}..={last}"));
+            return RecvError::Corrupt(Corruption::GapReport { first, last });
         }
         RecvError::Gap { first, last }
     }

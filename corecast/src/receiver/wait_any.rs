@@ -1,5 +1,6 @@
 //! Waiting on several receivers at once.
 
+use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
 use super::Receiver;
@@ -74,6 +75,7 @@ fn wait_any_fds(receivers: &mut [&mut Receiver], deadline: Option<Instant>) -> R
     for rx in receivers.iter_mut() {
         rx.wake_fd();
     }
+    let mut ready = Vec::with_capacity(receivers.len());
     loop {
         if let Some(i) = receivers.iter_mut().position(|rx| rx.poll_ready()) {
             return Ok(Some(i));
@@ -85,12 +87,8 @@ fn wait_any_fds(receivers: &mut [&mut Receiver], deadline: Option<Instant>) -> R
                 _ => return Ok(None),
             },
         };
-        let ts = left.map(|l| rustix::time::Timespec { tv_sec: l.as_secs() as i64, tv_nsec: l.subsec_nanos() as i64 });
-        let mut fds: Vec<_> = receivers
-            .iter()
-            .map(|rx| rustix::event::PollFd::new(&rx.wake.owner, rustix::event::PollFlags::IN))
-            .collect();
-        crate::sys::retry(|| rustix::event::poll(&mut fds, ts.as_ref()))
+        let fds: Vec<_> = receivers.iter().map(|rx| rx.wake.owner.as_fd()).collect();
+        crate::sys::poll::readable(&fds, left, &mut ready)
             .map_err(|e| RecvError::Io { op: "poll", source: e.into() })?;
     }
 }

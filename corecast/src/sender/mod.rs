@@ -7,6 +7,7 @@ mod room;
 
 use std::time::{Duration, Instant};
 
+use crate::corruption::Corruption;
 use crate::error::{ChannelError, SendError};
 use crate::layout::{Arm, Geometry, STATE_LIVE};
 use crate::link::Link;
@@ -83,7 +84,9 @@ impl Sender {
             proto::FULL => {
                 return Err(ChannelError::Full { name: link.name.clone(), role: "sender", max: g.max_senders })
             }
-            s => return Err(ChannelError::Corrupt(format!("keeper refused the sender (status {s})"))),
+            status => {
+                return Err(ChannelError::Corrupt(Corruption::KeeperStatus { op: Op::JoinSender.name(), status }))
+            }
         }
         let smap = Link::map_sequencer(&fds.remove(0), &g, true)?;
         let sequencer = Sequencer::open(smap, &g).map_err(ChannelError::Corrupt)?;

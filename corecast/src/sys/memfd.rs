@@ -32,13 +32,18 @@ pub(crate) fn seal(fd: impl AsFd) -> Result<(), Errno> {
 /// Seals the size and nothing else yet (the first step of adopting a
 /// member's region: its size is then fixed for good before it is checked).
 pub(crate) fn fix_size(fd: impl AsFd) -> Result<(), Errno> {
-    rustix::fs::fcntl_add_seals(fd, SealFlags::SHRINK | SealFlags::GROW)
+    rustix::fs::fcntl_add_seals(fd, size_seals())
+}
+
+/// The seals that fix a region's size.
+pub(crate) fn size_seals() -> SealFlags {
+    SealFlags::SHRINK | SealFlags::GROW
 }
 
 /// Seals only the size, for good (for the senders-only sequencer region,
 /// which new senders must still be able to map writable).
 pub(crate) fn seal_size(fd: impl AsFd) -> Result<(), Errno> {
-    rustix::fs::fcntl_add_seals(fd, SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL)
+    rustix::fs::fcntl_add_seals(fd, size_seals() | SealFlags::SEAL)
 }
 
 /// Whether `fd` carries all of `want`.

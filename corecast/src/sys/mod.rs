@@ -1,10 +1,12 @@
 //! The only place corecast makes system calls (through rustix), STYLE rule 2.
 
+pub(crate) mod fs;
 pub(crate) mod futex;
 pub(crate) mod map;
 pub(crate) mod membarrier;
 pub(crate) mod memfd;
 pub(crate) mod pidfd;
+pub(crate) mod poll;
 pub(crate) mod process;
 pub(crate) mod robust;
 pub(crate) mod sock;

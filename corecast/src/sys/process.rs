@@ -57,3 +57,10 @@ fn close_all_but(keep: i32) {
         libc::syscall(libc::SYS_close_range, (keep + 1) as u32, u32::MAX, 0u32);
     }
 }
+
+/// Makes this process not dumpable: /proc/<pid>/fd and ptrace are then
+/// closed to every process without CAP_SYS_PTRACE, its own user's included.
+/// See PR_SET_DUMPABLE in prctl(2).
+pub(crate) fn forbid_inspection() -> Result<(), Errno> {
+    rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
+}

@@ -1,8 +1,7 @@
 //! Helpers for tests that use real processes.
 #![allow(dead_code)]
 
-use std::io::{Read, Write};
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::io::Write;
 use std::time::{Duration, Instant};
 
 /// A channel name unique to this test process and tag.
@@ -50,43 +49,31 @@ pub fn new_mapping(tag: &str, before: &[String], writable: bool) -> (usize, usiz
     (usize::from_str_radix(a, 16).unwrap(), usize::from_str_radix(b, 16).unwrap())
 }
 
-/// A forked child and the read end of the pipe it reports on.
+// Not every test file uses each of these.
+#[allow(unused_imports)]
+pub use corecast_process::{privilege::needs_root, wait::wait_until, Exit};
+
+/// A forked child (corecast-process's) with what these tests ask of one:
+/// a hang-guarded wait that returns its report, line reads, and a kill and
+/// reap if the test fails before waiting for it.
 pub struct Child {
-    pub pid: libc::pid_t,
-    report: std::fs::File,
+    pub pid: i32,
+    inner: corecast_process::Child,
 }
 
 /// Forks; the child runs `f` with the write end of a report pipe and exits
-/// with its return value (never running the parent's destructors).
+/// with its return value (never running the parent's destructors). A panic
+/// in `f` is reported on the pipe and exits 101.
 pub fn fork(f: impl FnOnce(&mut std::fs::File) -> i32) -> Child {
-    let mut fds = [0; 2];
-    // SAFETY: fds is a valid array for pipe to fill.
-    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-    // SAFETY: the child only runs `f` and then _exits.
-    let pid = unsafe { libc::fork() };
-    assert!(pid >= 0, "fork failed");
-    // SAFETY: both fds were just created by pipe and are owned here.
-    let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    if pid == 0 {
-        drop(rd);
-        let mut w = std::fs::File::from(wr);
-        let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mut w))).unwrap_or_else(|p| {
+    let inner = corecast_process::fork(corecast_process::ForkOptions::default(), |mut w| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mut w))).unwrap_or_else(|p| {
             let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
             let _ = writeln!(w, "panic: {}", msg.unwrap_or_default());
             101
-        });
-        // SAFETY: leave without running inherited destructors.
-        unsafe { libc::_exit(code) };
-    }
-    drop(wr);
-    Child { pid, report: std::fs::File::from(rd) }
-}
-
-/// How a child ended.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Exit {
-    Code(i32),
-    Signal(i32),
+        })
+    })
+    .expect("fork");
+    Child { pid: inner.pid(), inner }
 }
 
 impl Child {
@@ -94,52 +81,44 @@ impl Child {
     /// and returns how it ended and everything it reported.
     pub fn wait(mut self, guard: Duration) -> (Exit, String) {
         let t0 = Instant::now();
-        let mut status = 0;
-        loop {
-            // SAFETY: pid is our child; status a valid pointer.
-            let r = unsafe { libc::waitpid(self.pid, &mut status, libc::WNOHANG) };
-            if r == self.pid {
-                break;
+        let exit = loop {
+            if let Some(exit) = self.inner.try_reap() {
+                break exit;
             }
             if t0.elapsed() > guard {
-                self.kill(libc::SIGKILL);
-                // SAFETY: as above, now blocking.
-                unsafe { libc::waitpid(self.pid, &mut status, 0) };
-                self.pid = 0;
-                let mut s = String::new();
-                let _ = self.report.read_to_string(&mut s);
-                panic!("child {} hung for {guard:?}; it reported: {s}", self.pid);
+                self.inner.signal(corecast_process::Signal::KILL);
+                self.inner.wait();
+                let report = self.report();
+                panic!("child {} hung for {guard:?}; it reported: {report}", self.pid);
             }
             std::thread::sleep(Duration::from_millis(2));
-        }
-        // Reaped: its pid may name another process from now on.
-        self.pid = 0;
-        let mut s = String::new();
-        let _ = self.report.read_to_string(&mut s);
-        let exit = if libc::WIFSIGNALED(status) {
-            Exit::Signal(libc::WTERMSIG(status))
-        } else {
-            Exit::Code(libc::WEXITSTATUS(status))
         };
-        (exit, s)
+        (exit, self.report())
+    }
+
+    fn report(&mut self) -> String {
+        String::from_utf8_lossy(&self.inner.read_report().unwrap_or_default()).into_owned()
     }
 
     /// Reads one line the child reported (blocking).
     pub fn read_line(&mut self) -> String {
         let mut out = Vec::new();
         let mut b = [0u8; 1];
-        while self.report.read(&mut b).unwrap_or(0) == 1 && b[0] != b'\n' {
-            out.push(b[0]);
+        while let Some(fd) = self.inner.report_fd() {
+            match rustix::io::read(fd, &mut b) {
+                Ok(1) if b[0] != b'\n' => out.push(b[0]),
+                Err(rustix::io::Errno::INTR) => {}
+                _ => break,
+            }
         }
         String::from_utf8_lossy(&out).into_owned()
     }
 
+    /// Sends signal `sig`, unless the child was already reaped (its pid may
+    /// name another process then).
     pub fn kill(&self, sig: i32) {
-        if self.pid <= 0 {
-            return;
-        }
-        // SAFETY: signalling our own child.
-        unsafe { libc::kill(self.pid, sig) };
+        let sig = corecast_process::Signal::from_named_raw(sig).expect("a named signal");
+        self.inner.signal(sig);
     }
 }
 
@@ -147,38 +126,11 @@ impl Drop for Child {
     /// A child the test did not wait for (it failed first) is killed and
     /// reaped, so it never outlives the test holding its pipes.
     fn drop(&mut self) {
-        if self.pid <= 0 {
-            return;
-        }
-        let mut status = 0;
-        // SAFETY: pid is our child (or already reaped: then both fail, harmlessly).
-        unsafe {
-            if libc::waitpid(self.pid, &mut status, libc::WNOHANG) == 0 {
-                libc::kill(self.pid, libc::SIGKILL);
-                libc::waitpid(self.pid, &mut status, 0);
-            }
+        if self.inner.try_reap().is_none() {
+            self.inner.signal(corecast_process::Signal::KILL);
+            self.inner.wait();
         }
     }
-}
-
-/// Whether this process is root. A test that needs root (another user to
-/// attack from, namespaces) calls [`needs_root`].
-pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-/// `true` when the test may go on: as root. Otherwise it fails, unless
-/// `CORECAST_SKIP` names `root` (a run that knowingly leaves these out):
-/// a run without root never passes these tests unseen.
-pub fn needs_root(test: &str) -> bool {
-    if is_root() {
-        return true;
-    }
-    let skipped = std::env::var("CORECAST_SKIP").is_ok_and(|v| v.split(',').any(|w| w.trim() == "root"));
-    assert!(skipped, "{test} needs root (set CORECAST_SKIP=root to leave it out knowingly)");
-    eprintln!("SKIPPED (CORECAST_SKIP=root): {test}");
-    false
 }
 
 /// Becomes `nobody` in a single-threaded forked child.
