@@ -10,12 +10,13 @@
 //! call runs under `catch_unwind`: a panic never crosses into C.
 
 use std::cell::UnsafeCell;
-use std::ffi::{c_char, c_int, CStr};
+use std::ffi::{c_char, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::status::{
-    fail, CORECAST_BUSY, CORECAST_CLOSED, CORECAST_FORKED, CORECAST_INTERNAL, CORECAST_INVALID_ARGUMENT, CORECAST_OK,
+    corecast_status, fail, CORECAST_BUSY, CORECAST_CLOSED, CORECAST_FORKED, CORECAST_INTERNAL,
+    CORECAST_INVALID_ARGUMENT, CORECAST_OK,
 };
 
 const OPEN: u32 = 0x6363_0001;
@@ -93,6 +94,9 @@ pub(crate) trait Handle: Sized + 'static {
 /// plain code so that cbindgen sees it) a handle type.
 macro_rules! impl_handle {
     ($name:ident, $object:ty, $what:literal, $tag:literal) => {
+        // `enter` reads the tag through a pointer to any handle type: the
+        // shell, and so its tag, must start the handle.
+        const _: () = assert!(std::mem::offset_of!($name, 0) == 0);
         impl $crate::handle::Handle for $name {
             type Object = $object;
             const WHAT: &'static str = $what;
@@ -115,7 +119,7 @@ pub(crate) fn leak<H: Handle>(object: H::Object) -> *mut H {
 
 /// Runs `body` with panics caught and turned into `CORECAST_INTERNAL`.
 #[inline]
-pub(crate) fn guarded(body: impl FnOnce() -> c_int) -> c_int {
+pub(crate) fn guarded(body: impl FnOnce() -> corecast_status) -> corecast_status {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(status) => status,
         Err(panic) => {
@@ -141,17 +145,20 @@ impl Drop for Leave<'_> {
 }
 
 /// Claims the handle for this thread: `Err(status)` when it is NULL,
-/// closed, busy or not a handle.
+/// closed, busy or of another handle type.
+///
+/// # Safety
+/// `handle` is NULL or a pointer [`leak`] returned, for a handle of any type.
 #[inline(always)]
-fn enter<'a, H: Handle>(handle: *mut H) -> Result<&'a Shell<H::Object>, c_int> {
-    // SAFETY: a non-NULL handle was returned by `leak` (the API's contract)
-    // and handles are never freed, so it points to a live H.
+unsafe fn enter<'a, H: Handle>(handle: *mut H) -> Result<&'a Shell<H::Object>, corecast_status> {
     if handle.is_null() {
         return Err(refused(None, H::WHAT));
     }
-    // SAFETY: a non-NULL pointer is a handle `leak` returned (the API's
-    // contract), of some type; every shell starts with its tag (`repr(C)`),
-    // so the tag is read before the pointer is taken for an H.
+    // SAFETY: a non-NULL pointer is a handle `leak` returned (the caller's
+    // contract), of some type, and handles are never freed; every handle
+    // starts with its shell (asserted in `impl_handle!`) and every shell
+    // with its tag (`repr(C)`), so the tag is read before the pointer is
+    // taken for an H.
     let tag = unsafe { std::ptr::read(handle.cast::<u32>()) };
     if tag != H::TAG {
         return Err(wrong_type(tag, H::WHAT));
@@ -174,7 +181,7 @@ fn enter<'a, H: Handle>(handle: *mut H) -> Result<&'a Shell<H::Object>, c_int> {
 /// A handle of another type (or no handle at all) was passed as a `what`.
 #[cold]
 #[inline(never)]
-fn wrong_type(tag: u32, what: &str) -> c_int {
+fn wrong_type(tag: u32, what: &str) -> corecast_status {
     let is = match tag {
         TAG_CHANNEL => "a channel handle",
         TAG_SENDER => "a sender handle",
@@ -196,7 +203,7 @@ pub(crate) const TAG_INSPECTION: u32 = 0x6363_494e;
 /// Why a handle in `state` (None: NULL) cannot be entered.
 #[cold]
 #[inline(never)]
-fn refused(state: Option<u32>, what: &str) -> c_int {
+fn refused(state: Option<u32>, what: &str) -> corecast_status {
     match state {
         None => fail(CORECAST_INVALID_ARGUMENT, format!("the {what} handle is NULL")),
         Some(CLOSED) => fail(CORECAST_CLOSED, format!("the {what} handle was closed")),
@@ -206,10 +213,17 @@ fn refused(state: Option<u32>, what: &str) -> c_int {
 }
 
 /// Runs `body` on the object behind `handle`, one thread at a time.
+///
+/// # Safety
+/// As [`enter`]: `handle` is NULL or a pointer [`leak`] returned.
 #[inline]
-pub(crate) fn with<H: Handle>(handle: *mut H, body: impl FnOnce(&mut H::Object) -> c_int) -> c_int {
+pub(crate) unsafe fn with<H: Handle>(
+    handle: *mut H,
+    body: impl FnOnce(&mut H::Object) -> corecast_status,
+) -> corecast_status {
     guarded(|| {
-        let shell = match enter(handle) {
+        // SAFETY: this function's contract.
+        let shell = match unsafe { enter(handle) } {
             Ok(s) => s,
             Err(status) => return status,
         };
@@ -226,7 +240,13 @@ pub(crate) fn with<H: Handle>(handle: *mut H, body: impl FnOnce(&mut H::Object) 
 /// Runs `body` on the objects behind several handles at once, each entered
 /// as [`with`] enters one, and left when `body` returns. Enters none when
 /// one is NULL, closed or busy, or is listed twice.
-pub(crate) fn with_all<H: Handle>(handles: &[*mut H], body: impl FnOnce(&mut [&mut H::Object]) -> c_int) -> c_int {
+///
+/// # Safety
+/// Each of `handles` is NULL or a pointer [`leak`] returned.
+pub(crate) unsafe fn with_all<H: Handle>(
+    handles: &[*mut H],
+    body: impl FnOnce(&mut [&mut H::Object]) -> corecast_status,
+) -> corecast_status {
     guarded(|| {
         let mut sorted = handles.to_vec();
         sorted.sort_unstable();
@@ -239,7 +259,8 @@ pub(crate) fn with_all<H: Handle>(handles: &[*mut H], body: impl FnOnce(&mut [&m
         let mut entered = Vec::with_capacity(handles.len());
         let mut objects = Vec::with_capacity(handles.len());
         for &handle in handles {
-            let shell = match enter(handle) {
+            // SAFETY: this function's contract.
+            let shell = match unsafe { enter(handle) } {
                 Ok(s) => s,
                 Err(status) => return status,
             };
@@ -258,19 +279,30 @@ pub(crate) fn with_all<H: Handle>(handles: &[*mut H], body: impl FnOnce(&mut [&m
 
 /// Drops the object behind `handle` and marks it closed. NULL is a no-op;
 /// closing twice returns `CORECAST_CLOSED`.
-pub(crate) fn close<H: Handle>(handle: *mut H) -> c_int {
+///
+/// # Safety
+/// As [`enter`]: `handle` is NULL or a pointer [`leak`] returned.
+pub(crate) unsafe fn close<H: Handle>(handle: *mut H) -> corecast_status {
     if handle.is_null() {
         return CORECAST_OK;
     }
-    close_with(handle, |_| CORECAST_OK)
+    // SAFETY: this function's contract.
+    unsafe { close_with(handle, |_| CORECAST_OK) }
 }
 
 /// Takes the object out of `handle`, runs `last` on it, and marks the handle
 /// closed whatever `last` returns.
-pub(crate) fn close_with<H: Handle>(handle: *mut H, last: impl FnOnce(H::Object) -> c_int) -> c_int {
+///
+/// # Safety
+/// As [`enter`]: `handle` is NULL or a pointer [`leak`] returned.
+pub(crate) unsafe fn close_with<H: Handle>(
+    handle: *mut H,
+    last: impl FnOnce(H::Object) -> corecast_status,
+) -> corecast_status {
     let what = H::WHAT;
     guarded(|| {
-        let shell = match enter(handle) {
+        // SAFETY: this function's contract.
+        let shell = match unsafe { enter(handle) } {
             Ok(s) => s,
             Err(status) => return status,
         };
@@ -294,20 +326,26 @@ pub(crate) fn close_with<H: Handle>(handle: *mut H, last: impl FnOnce(H::Object)
 }
 
 /// Writes `value` through an out-parameter, or fails on NULL.
+///
+/// # Safety
+/// `out` is NULL or valid and aligned for writing a V.
 #[inline]
-pub(crate) fn put<V>(out: *mut V, name: &str, value: V) -> c_int {
+pub(crate) unsafe fn put<V>(out: *mut V, name: &str, value: V) -> corecast_status {
     if out.is_null() {
         return null_argument(name);
     }
-    // SAFETY: a non-NULL out-parameter points to writable memory for a V
-    // (the API's contract); `write` neither reads nor drops the old value.
+    // SAFETY: non-NULL, so writable and aligned for a V (this function's
+    // contract); `write` neither reads nor drops the old value.
     unsafe { out.write(value) };
     CORECAST_OK
 }
 
 /// Writes `value` through an optional out-parameter (NULL: not wanted).
+///
+/// # Safety
+/// As [`put`]: `out` is NULL or valid and aligned for writing a V.
 #[inline]
-pub(crate) fn put_optional<V>(out: *mut V, value: V) {
+pub(crate) unsafe fn put_optional<V>(out: *mut V, value: V) {
     if !out.is_null() {
         // SAFETY: as in `put`.
         unsafe { out.write(value) };
@@ -316,7 +354,7 @@ pub(crate) fn put_optional<V>(out: *mut V, value: V) {
 
 /// Fails with `CORECAST_INVALID_ARGUMENT` when `out` is NULL.
 #[inline]
-pub(crate) fn require<V>(out: *const V, name: &str) -> Result<(), c_int> {
+pub(crate) fn require<V>(out: *const V, name: &str) -> Result<(), corecast_status> {
     if out.is_null() {
         return Err(null_argument(name));
     }
@@ -327,22 +365,30 @@ pub(crate) fn require<V>(out: *const V, name: &str) -> Result<(), c_int> {
 /// it formats costs the calls that pass every argument nothing.
 #[cold]
 #[inline(never)]
-fn null_argument(name: &str) -> c_int {
+fn null_argument(name: &str) -> corecast_status {
     fail(CORECAST_INVALID_ARGUMENT, format!("`{name}` is NULL"))
 }
 
 /// The UTF-8 text of a NUL-terminated C string.
-pub(crate) fn text<'a>(s: *const c_char, name: &str) -> Result<&'a str, c_int> {
+///
+/// # Safety
+/// `s` is NULL or points to a NUL-terminated string, readable up to its NUL
+/// and not written, for `'a`.
+pub(crate) unsafe fn text<'a>(s: *const c_char, name: &str) -> Result<&'a str, corecast_status> {
     require(s, name)?;
-    // SAFETY: non-NULL, and the API's contract is a NUL-terminated string
-    // that outlives the call.
+    // SAFETY: non-NULL, so a NUL-terminated string left alone for `'a`
+    // (this function's contract).
     let s = unsafe { CStr::from_ptr(s) };
     s.to_str().map_err(|_| fail(CORECAST_INVALID_ARGUMENT, format!("`{name}` is not UTF-8")))
 }
 
 /// `len` bytes at `data` (NULL allowed when `len` is 0).
+///
+/// # Safety
+/// If `data` is not NULL and `len` is 1 to `isize::MAX`, `data` points to
+/// `len` readable bytes that nothing writes for `'a`.
 #[inline]
-pub(crate) fn bytes<'a>(data: *const u8, len: usize, name: &str) -> Result<&'a [u8], c_int> {
+pub(crate) unsafe fn bytes<'a>(data: *const u8, len: usize, name: &str) -> Result<&'a [u8], corecast_status> {
     if len == 0 {
         return Ok(&[]);
     }
@@ -350,14 +396,18 @@ pub(crate) fn bytes<'a>(data: *const u8, len: usize, name: &str) -> Result<&'a [
     if len > isize::MAX as usize {
         return Err(fail(CORECAST_INVALID_ARGUMENT, format!("`{name}` length {len} is too large")));
     }
-    // SAFETY: non-NULL, and the API's contract is `len` readable bytes that
-    // the caller does not write during the call.
+    // SAFETY: non-NULL and 1 to `isize::MAX` bytes, so `len` readable bytes
+    // nothing writes for `'a` (this function's contract).
     Ok(unsafe { std::slice::from_raw_parts(data, len) })
 }
 
 /// `len` writable bytes at `data` (NULL allowed when `len` is 0).
+///
+/// # Safety
+/// If `data` is not NULL and `len` is 1 to `isize::MAX`, `data` points to
+/// `len` writable bytes that nothing else reads or writes for `'a`.
 #[inline]
-pub(crate) fn bytes_mut<'a>(data: *mut u8, len: usize, name: &str) -> Result<&'a mut [u8], c_int> {
+pub(crate) unsafe fn bytes_mut<'a>(data: *mut u8, len: usize, name: &str) -> Result<&'a mut [u8], corecast_status> {
     if len == 0 {
         return Ok(&mut []);
     }
@@ -365,8 +415,8 @@ pub(crate) fn bytes_mut<'a>(data: *mut u8, len: usize, name: &str) -> Result<&'a
     if len > isize::MAX as usize {
         return Err(fail(CORECAST_INVALID_ARGUMENT, format!("`{name}` length {len} is too large")));
     }
-    // SAFETY: non-NULL, and the API's contract is `len` writable bytes that
-    // nothing else touches during the call.
+    // SAFETY: non-NULL and 1 to `isize::MAX` bytes, so `len` writable bytes
+    // nothing else touches for `'a` (this function's contract).
     Ok(unsafe { std::slice::from_raw_parts_mut(data, len) })
 }
 

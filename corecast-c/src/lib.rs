@@ -6,10 +6,10 @@
 //! - opaque handles `corecast_<object>_t`, functions
 //!   `corecast_<object>_<verb>`, each `_create`/`_open` paired with a
 //!   NULL-safe `_close`;
-//! - every function returns an `int`: `CORECAST_OK` (0) or a negative
-//!   `CORECAST_*` status, and leaves a sentence in
-//!   `corecast_last_error_message()` (per thread); results come back
-//!   through out-parameters;
+//! - every function returns a `corecast_status` (an `int`-sized enum):
+//!   `CORECAST_OK` (0) or a negative `CORECAST_*` status, and leaves a
+//!   sentence in `corecast_last_error_message()` (per thread); results come
+//!   back through out-parameters;
 //! - no struct layout is exposed (properties are set on a config object),
 //!   so the ABI survives new properties;
 //! - a handle is used by one thread at a time (two at once get
@@ -20,13 +20,18 @@
 //! The Rust functions here are the ones C calls; the benchmark suite calls
 //! them too (mechanism `corecast-c`), so the cost of the boundary is
 //! measured.
+//!
+//! Every function that takes a pointer is an `unsafe fn`: it checks what
+//! it can (NULL, lengths, a handle's type and state) but must trust the
+//! rest. Its `# Safety` says what, in the same terms for all: a handle is
+//! NULL or one this library returned (of any type, open or closed: handles
+//! are never freed); an out-parameter is NULL or valid and aligned for
+//! writing; a buffer holds the bytes its length says. Only
+//! `corecast_last_error_message` and `corecast_status_name` are safe.
+//! Shared-library exports are limited to `corecast_*` (`corecast.map`).
 
 // C names on purpose: these are the header's types.
 #![allow(non_camel_case_types)]
-// Every `extern "C"` function takes raw pointers from C and checks them
-// (NULL, length) before use; they are not `unsafe fn` because C cannot
-// honour a Rust safety contract anyway.
-#![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 mod channel;
 mod config;

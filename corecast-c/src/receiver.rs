@@ -7,9 +7,12 @@ use std::time::Duration;
 
 use corecast::{Message, Receiver, RecvError};
 
+use crate::channel::corecast_channel_t;
 use crate::config::{nap_strategy, wait_strategy};
 use crate::handle::{self, impl_handle, put, put_optional, tri, Shell};
-use crate::status::{self, fail, CORECAST_INVALID_ARGUMENT, CORECAST_INVALID_STATE, CORECAST_OK, CORECAST_TIMEOUT};
+use crate::status::{
+    self, corecast_status, fail, CORECAST_INVALID_ARGUMENT, CORECAST_INVALID_STATE, CORECAST_OK, CORECAST_TIMEOUT,
+};
 
 /// Receives every message sent on one channel after it attached, in the
 /// channel's total order. Close it with `corecast_receiver_close`.
@@ -36,7 +39,7 @@ impl ReceiverState {
     }
 
     /// The receiver, unless a borrowed message holds it.
-    fn receiver(&mut self) -> Result<&mut Receiver, c_int> {
+    fn receiver(&mut self) -> Result<&mut Receiver, corecast_status> {
         if self.message.is_some() {
             return Err(fail(CORECAST_INVALID_STATE, "a message is borrowed: release it first"));
         }
@@ -55,80 +58,150 @@ impl Drop for ReceiverState {
     }
 }
 
-/// Closes the receiver (NULL: nothing to do); a borrowed message is
-/// released. Senders stop waiting for it at once.
+/// Attaches a new receiver to `channel` (default wait strategy; see
+/// `corecast_receiver_set_wait`) and returns it in `*out`. It receives
+/// every message sent from now on.
+///
+/// # Safety
+/// `channel` is NULL or a handle this library returned (of any type, open
+/// or closed); `out` is NULL or valid and aligned for writing a handle.
 #[no_mangle]
-pub extern "C" fn corecast_receiver_close(receiver: *mut corecast_receiver_t) -> c_int {
-    handle::close(receiver)
+pub unsafe extern "C" fn corecast_receiver_open(
+    channel: *mut corecast_channel_t,
+    out: *mut *mut corecast_receiver_t,
+) -> corecast_status {
+    // SAFETY: `# Safety` gives `with` its handle and `put` its
+    // out-parameter.
+    unsafe {
+        handle::with(channel, |c| {
+            tri!(handle::require(out, "out"));
+            match c.receiver() {
+                Ok(r) => put(out, "out", handle::leak(ReceiverState::new(r))),
+                Err(e) => status::channel(e),
+            }
+        })
+    }
 }
 
-fn recv_with(
+/// Closes the receiver (NULL: nothing to do); a borrowed message is
+/// released. Senders stop waiting for it at once.
+///
+/// # Safety
+/// `receiver` is NULL or a handle this library returned (of any type, open or
+/// closed).
+#[no_mangle]
+pub unsafe extern "C" fn corecast_receiver_close(receiver: *mut corecast_receiver_t) -> corecast_status {
+    // SAFETY: `# Safety` is `close`'s contract.
+    unsafe { handle::close(receiver) }
+}
+
+/// Receives with `recv` into the `capacity` bytes at `buf`.
+///
+/// # Safety
+/// `receiver` is NULL or a handle `handle::leak` returned; if `buf` is not
+/// NULL and `capacity` is 1 to `isize::MAX`, `buf` points to `capacity`
+/// writable bytes that nothing else reads or writes during the call; `len`
+/// is NULL or valid and aligned for writing a `usize`.
+unsafe fn recv_with(
     receiver: *mut corecast_receiver_t,
     buf: *mut c_void,
     capacity: usize,
     len: *mut usize,
     recv: impl FnOnce(&mut Receiver, &mut [u8]) -> Result<usize, RecvError>,
-) -> c_int {
-    handle::with(receiver, |st| {
-        tri!(handle::require(len, "len"));
-        let buf = tri!(handle::bytes_mut(buf.cast(), capacity, "buf"));
-        match recv(tri!(st.receiver()), buf) {
-            Ok(n) => put(len, "len", n),
-            Err(e) => {
-                if let RecvError::BufferTooSmall { needed } = e {
-                    put_optional(len, needed);
+) -> corecast_status {
+    // SAFETY: this function's contract, which is `with`'s, `bytes_mut`'s,
+    // `put`'s and `put_optional`'s.
+    unsafe {
+        handle::with(receiver, |st| {
+            tri!(handle::require(len, "len"));
+            let buf = tri!(handle::bytes_mut(buf.cast(), capacity, "buf"));
+            match recv(tri!(st.receiver()), buf) {
+                Ok(n) => put(len, "len", n),
+                Err(e) => {
+                    if let RecvError::BufferTooSmall { needed } = e {
+                        put_optional(len, needed);
+                    }
+                    status::recv(e)
                 }
-                status::recv(e)
             }
-        }
-    })
+        })
+    }
 }
 
 /// Copies the next message into the `capacity` bytes at `buf`, waiting for
 /// one, and stores its length in `*len`. `CORECAST_BUFFER_TOO_SMALL`:
 /// nothing was consumed and `*len` is the size needed.
+///
+/// # Safety
+/// `receiver` is NULL or a handle this library returned (of any type, open or
+/// closed); if `buf` is not NULL and `capacity` is 1 to `PTRDIFF_MAX`, `buf`
+/// points to `capacity` writable bytes that nothing else reads or writes
+/// during the call; `len` is NULL or valid and aligned for writing a
+/// `size_t`.
 #[no_mangle]
-pub extern "C" fn corecast_receiver_recv(
+pub unsafe extern "C" fn corecast_receiver_recv(
     receiver: *mut corecast_receiver_t,
     buf: *mut c_void,
     capacity: usize,
     len: *mut usize,
-) -> c_int {
-    recv_with(receiver, buf, capacity, len, |rx, b| rx.recv(b))
+) -> corecast_status {
+    // SAFETY: `# Safety` is `recv_with`'s contract.
+    unsafe { recv_with(receiver, buf, capacity, len, |rx, b| rx.recv(b)) }
 }
 
 /// Like `corecast_receiver_recv`, but returns `CORECAST_WOULD_BLOCK` at
 /// once when no message is ready.
+///
+/// # Safety
+/// `receiver` is NULL or a handle this library returned (of any type, open or
+/// closed); if `buf` is not NULL and `capacity` is 1 to `PTRDIFF_MAX`, `buf`
+/// points to `capacity` writable bytes that nothing else reads or writes
+/// during the call; `len` is NULL or valid and aligned for writing a
+/// `size_t`.
 #[no_mangle]
-pub extern "C" fn corecast_receiver_try_recv(
+pub unsafe extern "C" fn corecast_receiver_try_recv(
     receiver: *mut corecast_receiver_t,
     buf: *mut c_void,
     capacity: usize,
     len: *mut usize,
-) -> c_int {
-    recv_with(receiver, buf, capacity, len, |rx, b| rx.try_recv(b))
+) -> corecast_status {
+    // SAFETY: `# Safety` is `recv_with`'s contract.
+    unsafe { recv_with(receiver, buf, capacity, len, |rx, b| rx.try_recv(b)) }
 }
 
 /// Like `corecast_receiver_recv`, but waits at most `timeout_ns` (then
 /// `CORECAST_TIMEOUT`).
+///
+/// # Safety
+/// `receiver` is NULL or a handle this library returned (of any type, open or
+/// closed); if `buf` is not NULL and `capacity` is 1 to `PTRDIFF_MAX`, `buf`
+/// points to `capacity` writable bytes that nothing else reads or writes
+/// during the call; `len` is NULL or valid and aligned for writing a
+/// `size_t`.
 #[no_mangle]
-pub extern "C" fn corecast_receiver_recv_timeout(
+pub unsafe extern "C" fn corecast_receiver_recv_timeout(
     receiver: *mut corecast_receiver_t,
     buf: *mut c_void,
     capacity: usize,
     len: *mut usize,
     timeout_ns: u64,
-) -> c_int {
-    recv_with(receiver, buf, capacity, len, |rx, b| rx.recv_timeout(b, Duration::from_nanos(timeout_ns)))
+) -> corecast_status {
+    // SAFETY: `# Safety` is `recv_with`'s contract.
+    unsafe { recv_with(receiver, buf, capacity, len, |rx, b| rx.recv_timeout(b, Duration::from_nanos(timeout_ns))) }
 }
 
-fn borrow_with(
+/// Borrows a message with `get` and lends its bytes through `data`.
+///
+/// # Safety
+/// `receiver` is NULL or a handle `handle::leak` returned; `data` and `len`
+/// are each NULL or valid and aligned for writing a value of its type.
+unsafe fn borrow_with(
     receiver: *mut corecast_receiver_t,
     data: *mut *const c_void,
     len: *mut usize,
     get: impl FnOnce(&'static mut Receiver) -> Result<Message<'static>, RecvError>,
-) -> c_int {
-    handle::with(receiver, |st| {
+) -> corecast_status {
+    let borrow = |st: &mut ReceiverState| {
         tri!(handle::require(data, "data"));
         tri!(handle::require(len, "len"));
         tri!(st.receiver());
@@ -140,12 +213,18 @@ fn borrow_with(
         match get(rx) {
             Ok(message) => {
                 let bytes: &[u8] = st.message.insert(message);
-                put(len, "len", bytes.len());
-                put(data, "data", bytes.as_ptr().cast())
+                // SAFETY: `len` and `data` are not NULL (checked above), so
+                // writable and aligned (this function's contract).
+                unsafe {
+                    put(len, "len", bytes.len());
+                    put(data, "data", bytes.as_ptr().cast())
+                }
             }
             Err(e) => status::recv(e),
         }
-    })
+    };
+    // SAFETY: this function's contract, which is `with`'s.
+    unsafe { handle::with(receiver, borrow) }
 }
 
 /// Borrows the next message where it lies (zero copy), waiting for one:
@@ -156,83 +235,124 @@ fn borrow_with(
 /// promptly. The bytes are a view of the sender's own region: an honest
 /// sender never rewrites them, but when what you act on must be the bytes
 /// every receiver got, check with `corecast_receiver_verify` after reading.
+///
+/// # Safety
+/// `receiver` is NULL or a handle this library returned (of any type, open or
+/// closed); `data` is NULL or valid and aligned for writing a pointer; `len`
+/// is NULL or valid and aligned for writing a `size_t`.
 #[no_mangle]
-pub extern "C" fn corecast_receiver_borrow(
+pub unsafe extern "C" fn corecast_receiver_borrow(
     receiver: *mut corecast_receiver_t,
     data: *mut *const c_void,
     len: *mut usize,
-) -> c_int {
-    borrow_with(receiver, data, len, |rx| rx.recv_in_place())
+) -> corecast_status {
+    // SAFETY: `# Safety` is `borrow_with`'s contract.
+    unsafe { borrow_with(receiver, data, len, |rx| rx.recv_in_place()) }
 }
 
 /// Like `corecast_receiver_borrow`, but returns `CORECAST_WOULD_BLOCK` at
 /// once when no message is ready.
+///
+/// # Safety
+/// `receiver` is NULL or a handle this library returned (of any type, open or
+/// closed); `data` is NULL or valid and aligned for writing a pointer; `len`
+/// is NULL or valid and aligned for writing a `size_t`.
 #[no_mangle]
-pub extern "C" fn corecast_receiver_try_borrow(
+pub unsafe extern "C" fn corecast_receiver_try_borrow(
     receiver: *mut corecast_receiver_t,
     data: *mut *const c_void,
     len: *mut usize,
-) -> c_int {
-    borrow_with(receiver, data, len, |rx| rx.try_recv_in_place())
+) -> corecast_status {
+    // SAFETY: `# Safety` is `borrow_with`'s contract.
+    unsafe { borrow_with(receiver, data, len, |rx| rx.try_recv_in_place()) }
 }
 
 /// Like `corecast_receiver_borrow`, but waits at most `timeout_ns` (then
 /// `CORECAST_TIMEOUT`).
+///
+/// # Safety
+/// `receiver` is NULL or a handle this library returned (of any type, open or
+/// closed); `data` is NULL or valid and aligned for writing a pointer; `len`
+/// is NULL or valid and aligned for writing a `size_t`.
 #[no_mangle]
-pub extern "C" fn corecast_receiver_borrow_timeout(
+pub unsafe extern "C" fn corecast_receiver_borrow_timeout(
     receiver: *mut corecast_receiver_t,
     data: *mut *const c_void,
     len: *mut usize,
     timeout_ns: u64,
-) -> c_int {
-    borrow_with(receiver, data, len, |rx| rx.recv_in_place_timeout(Duration::from_nanos(timeout_ns)))
+) -> corecast_status {
+    // SAFETY: `# Safety` is `borrow_with`'s contract.
+    unsafe { borrow_with(receiver, data, len, |rx| rx.recv_in_place_timeout(Duration::from_nanos(timeout_ns))) }
 }
 
 /// The borrowed message's sequence number in the channel's total order and
 /// the index of the sender that sent it (either may be NULL).
+///
+/// # Safety
+/// `receiver` is NULL or a handle this library returned (of any type, open or
+/// closed); every out-parameter is NULL or valid and aligned for writing a
+/// value of its type.
 #[no_mangle]
-pub extern "C" fn corecast_receiver_borrowed(
+pub unsafe extern "C" fn corecast_receiver_borrowed(
     receiver: *mut corecast_receiver_t,
     sequence: *mut u64,
     sender: *mut u32,
-) -> c_int {
-    handle::with(receiver, |st| match &st.message {
-        Some(m) => {
-            put_optional(sequence, m.sequence());
-            put_optional(sender, m.sender() as u32);
-            CORECAST_OK
-        }
-        None => fail(CORECAST_INVALID_STATE, "no message is borrowed"),
-    })
+) -> corecast_status {
+    // SAFETY: `# Safety` gives `with` its handle and `put_optional` its
+    // out-parameters.
+    unsafe {
+        handle::with(receiver, |st| match &st.message {
+            Some(m) => {
+                put_optional(sequence, m.sequence());
+                put_optional(sender, m.sender() as u32);
+                CORECAST_OK
+            }
+            None => fail(CORECAST_INVALID_STATE, "no message is borrowed"),
+        })
+    }
 }
 
 /// Confirms that the borrowed message's bytes were intact up to now:
 /// `CORECAST_EVICTED` if the slot was overwritten (the receiver was evicted
 /// and senders moved on).
+///
+/// # Safety
+/// `receiver` is NULL or a handle this library returned (of any type, open or
+/// closed).
 #[no_mangle]
-pub extern "C" fn corecast_receiver_verify(receiver: *mut corecast_receiver_t) -> c_int {
-    handle::with(receiver, |st| match &st.message {
-        Some(m) => match m.verify() {
-            Ok(()) => CORECAST_OK,
-            Err(e) => status::recv(e),
-        },
-        None => fail(CORECAST_INVALID_STATE, "no message is borrowed"),
-    })
+pub unsafe extern "C" fn corecast_receiver_verify(receiver: *mut corecast_receiver_t) -> corecast_status {
+    // SAFETY: `# Safety` is `with`'s contract.
+    unsafe {
+        handle::with(receiver, |st| match &st.message {
+            Some(m) => match m.verify() {
+                Ok(()) => CORECAST_OK,
+                Err(e) => status::recv(e),
+            },
+            None => fail(CORECAST_INVALID_STATE, "no message is borrowed"),
+        })
+    }
 }
 
 /// Releases the borrowed message's slot to the senders. Returns
 /// `CORECAST_EVICTED` if the bytes were overwritten while borrowed (the
 /// message then counts as not delivered, and the receiver's next call
 /// fails with `CORECAST_EVICTED` too).
+///
+/// # Safety
+/// `receiver` is NULL or a handle this library returned (of any type, open or
+/// closed).
 #[no_mangle]
-pub extern "C" fn corecast_receiver_release(receiver: *mut corecast_receiver_t) -> c_int {
-    handle::with(receiver, |st| match st.message.take() {
-        Some(m) => match m.release() {
-            Ok(()) => CORECAST_OK,
-            Err(e) => status::recv(e),
-        },
-        None => fail(CORECAST_INVALID_STATE, "release without a borrowed message"),
-    })
+pub unsafe extern "C" fn corecast_receiver_release(receiver: *mut corecast_receiver_t) -> corecast_status {
+    // SAFETY: `# Safety` is `with`'s contract.
+    unsafe {
+        handle::with(receiver, |st| match st.message.take() {
+            Some(m) => match m.release() {
+                Ok(()) => CORECAST_OK,
+                Err(e) => status::recv(e),
+            },
+            None => fail(CORECAST_INVALID_STATE, "release without a borrowed message"),
+        })
+    }
 }
 
 /// A file descriptor for poll/epoll/select (owned by the receiver: do not
@@ -240,13 +360,23 @@ pub extern "C" fn corecast_receiver_release(receiver: *mut corecast_receiver_t) 
 /// ready or the channel's state changes (senders gone, destroyed,
 /// evicted); after it fires, receive until `CORECAST_WOULD_BLOCK`, which
 /// re-arms it.
+///
+/// # Safety
+/// `receiver` is NULL or a handle this library returned (of any type, open or
+/// closed); `fd` is NULL or valid and aligned for writing an `int`.
 #[no_mangle]
-pub extern "C" fn corecast_receiver_wake_fd(receiver: *mut corecast_receiver_t, fd: *mut c_int) -> c_int {
-    handle::with(receiver, |st| {
-        tri!(handle::require(fd, "fd"));
-        let raw = tri!(st.receiver()).wake_fd().as_raw_fd();
-        put(fd, "fd", raw)
-    })
+pub unsafe extern "C" fn corecast_receiver_wake_fd(
+    receiver: *mut corecast_receiver_t,
+    fd: *mut c_int,
+) -> corecast_status {
+    // SAFETY: `# Safety` gives `with` its handle and `put` its out-parameter.
+    unsafe {
+        handle::with(receiver, |st| {
+            tri!(handle::require(fd, "fd"));
+            let raw = tri!(st.receiver()).wake_fd().as_raw_fd();
+            put(fd, "fd", raw)
+        })
+    }
 }
 
 /// The most receivers one `corecast_wait_any` waits on.
@@ -267,13 +397,20 @@ pub const CORECAST_FOREVER: u64 = u64::MAX;
 /// costs a sender no system call while this thread is not asleep. Every
 /// receiver is held for the call (`CORECAST_BUSY` for other threads) and
 /// must have no borrowed message.
+///
+/// # Safety
+/// If `receivers` is not NULL and `count` is 1 to `CORECAST_MAX_WAIT_ANY`,
+/// `receivers` points to `count` readable handle pointers that nothing
+/// writes during the call, each NULL or a handle this library returned (of
+/// any type, open or closed); `ready` is NULL or valid and aligned for
+/// writing a `size_t`.
 #[no_mangle]
-pub extern "C" fn corecast_wait_any(
+pub unsafe extern "C" fn corecast_wait_any(
     receivers: *const *mut corecast_receiver_t,
     count: usize,
     timeout_ns: u64,
     ready: *mut usize,
-) -> c_int {
+) -> corecast_status {
     if receivers.is_null() || count == 0 {
         return fail(CORECAST_INVALID_ARGUMENT, "no receivers to wait on (`receivers` is NULL or `count` is 0)");
     }
@@ -281,71 +418,99 @@ pub extern "C" fn corecast_wait_any(
         return fail(CORECAST_INVALID_ARGUMENT, format!("{count} receivers to wait on: at most {MAX_WAIT_ANY}"));
     }
     tri!(handle::require(ready, "ready"));
-    // SAFETY: `receivers` points to `count` handles (the API's contract);
-    // they are only read.
+    // SAFETY: not NULL and 1 to CORECAST_MAX_WAIT_ANY handles (checked
+    // above), so `count` readable handle pointers (`# Safety`); they are
+    // only read.
     let handles = unsafe { std::slice::from_raw_parts(receivers, count) };
-    handle::with_all(handles, |states| {
-        let mut rxs = Vec::with_capacity(states.len());
-        for st in states.iter_mut() {
-            rxs.push(tri!(st.receiver()));
-        }
-        let timeout = (timeout_ns != CORECAST_FOREVER).then(|| Duration::from_nanos(timeout_ns));
-        match corecast::wait_any(&mut rxs, timeout) {
-            Ok(Some(i)) => put(ready, "ready", i),
-            Ok(None) => fail(CORECAST_TIMEOUT, "no receiver became ready in time"),
-            Err(e) => status::recv(e),
-        }
-    })
+    // SAFETY: `# Safety` gives `with_all` its handles and `put` its
+    // out-parameter.
+    unsafe {
+        handle::with_all(handles, |states| {
+            let mut rxs = Vec::with_capacity(states.len());
+            for st in states.iter_mut() {
+                rxs.push(tri!(st.receiver()));
+            }
+            let timeout = (timeout_ns != CORECAST_FOREVER).then(|| Duration::from_nanos(timeout_ns));
+            match corecast::wait_any(&mut rxs, timeout) {
+                Ok(Some(i)) => put(ready, "ready", i),
+                Ok(None) => fail(CORECAST_TIMEOUT, "no receiver became ready in time"),
+                Err(e) => status::recv(e),
+            }
+        })
+    }
 }
 
 /// Sets how this receiver waits for messages (see
 /// `corecast_sender_set_wait`).
+///
+/// # Safety
+/// `receiver` is NULL or a handle this library returned (of any type, open or
+/// closed).
 #[no_mangle]
-pub extern "C" fn corecast_receiver_set_wait(
+pub unsafe extern "C" fn corecast_receiver_set_wait(
     receiver: *mut corecast_receiver_t,
     kind: c_int,
     spin_ns: u64,
     yield_ns: u64,
-) -> c_int {
-    handle::with(receiver, |st| {
-        let wait = tri!(wait_strategy(kind, spin_ns, yield_ns));
-        tri!(st.receiver()).set_wait_strategy(wait);
-        CORECAST_OK
-    })
+) -> corecast_status {
+    // SAFETY: `# Safety` is `with`'s contract.
+    unsafe {
+        handle::with(receiver, |st| {
+            let wait = tri!(wait_strategy(kind, spin_ns, yield_ns));
+            tri!(st.receiver()).set_wait_strategy(wait);
+            CORECAST_OK
+        })
+    }
 }
 
 /// Makes this receiver wait for messages by polling and napping, never on a
 /// futex: spin for `spin_ns`, yield for `yield_ns`, then sleep `nap_ns` at
 /// a time and look again (a zero nap polls without sleeping). No sender pays
 /// a wake-up for it; what comes during a nap waits for the nap's end.
+///
+/// # Safety
+/// `receiver` is NULL or a handle this library returned (of any type, open or
+/// closed).
 #[no_mangle]
-pub extern "C" fn corecast_receiver_set_wait_nap(
+pub unsafe extern "C" fn corecast_receiver_set_wait_nap(
     receiver: *mut corecast_receiver_t,
     spin_ns: u64,
     yield_ns: u64,
     nap_ns: u64,
-) -> c_int {
-    handle::with(receiver, |st| {
-        tri!(st.receiver()).set_wait_strategy(nap_strategy(spin_ns, yield_ns, nap_ns));
-        CORECAST_OK
-    })
+) -> corecast_status {
+    // SAFETY: `# Safety` is `with`'s contract.
+    unsafe {
+        handle::with(receiver, |st| {
+            tri!(st.receiver()).set_wait_strategy(nap_strategy(spin_ns, yield_ns, nap_ns));
+            CORECAST_OK
+        })
+    }
 }
 
 /// The largest message this channel carries, the sequence number of the
 /// next message this receiver will get, and its index among the
 /// receivers. Every out-parameter may be NULL.
+///
+/// # Safety
+/// `receiver` is NULL or a handle this library returned (of any type, open or
+/// closed); every out-parameter is NULL or valid and aligned for writing a
+/// value of its type.
 #[no_mangle]
-pub extern "C" fn corecast_receiver_info(
+pub unsafe extern "C" fn corecast_receiver_info(
     receiver: *mut corecast_receiver_t,
     max_message_bytes: *mut usize,
     next_sequence: *mut u64,
     index: *mut u32,
-) -> c_int {
-    handle::with(receiver, |st| {
-        let rx = tri!(st.receiver());
-        put_optional(max_message_bytes, rx.max_message_bytes());
-        put_optional(next_sequence, rx.next_sequence());
-        put_optional(index, rx.index() as u32);
-        CORECAST_OK
-    })
+) -> corecast_status {
+    // SAFETY: `# Safety` gives `with` its handle and `put_optional` its
+    // out-parameters.
+    unsafe {
+        handle::with(receiver, |st| {
+            let rx = tri!(st.receiver());
+            put_optional(max_message_bytes, rx.max_message_bytes());
+            put_optional(next_sequence, rx.next_sequence());
+            put_optional(index, rx.index() as u32);
+            CORECAST_OK
+        })
+    }
 }

@@ -1,11 +1,12 @@
 //! Status codes and the per-thread error message.
 //!
-//! Every function of the C API returns an `int`: `CORECAST_OK` (0) or one
-//! of the negative codes below, and leaves a sentence saying what went
-//! wrong in [`corecast_last_error_message`] (per thread, like `errno`).
+//! Every function of the C API returns a [`corecast_status`]: `CORECAST_OK`
+//! (0) or one of the negative codes below (an `int`-sized enum, so the ABI
+//! is that of an `int`), and leaves a sentence saying what went wrong in
+//! [`corecast_last_error_message`] (per thread, like `errno`).
 
 use std::cell::RefCell;
-use std::ffi::{c_char, c_int, CString};
+use std::ffi::{c_char, c_int, CStr, CString};
 
 use corecast::{ChannelError, RecvError, SendError};
 
@@ -98,47 +99,56 @@ pub enum corecast_status {
     CORECAST_EXCLUDED = -33,
 }
 
-pub(crate) const CORECAST_OK: c_int = corecast_status::CORECAST_OK as c_int;
-pub(crate) const CORECAST_WOULD_BLOCK: c_int = corecast_status::CORECAST_WOULD_BLOCK as c_int;
-pub(crate) const CORECAST_TIMEOUT: c_int = corecast_status::CORECAST_TIMEOUT as c_int;
-pub(crate) const CORECAST_INVALID_ARGUMENT: c_int = corecast_status::CORECAST_INVALID_ARGUMENT as c_int;
-pub(crate) const CORECAST_CLOSED: c_int = corecast_status::CORECAST_CLOSED as c_int;
-pub(crate) const CORECAST_BUSY: c_int = corecast_status::CORECAST_BUSY as c_int;
-pub(crate) const CORECAST_INVALID_STATE: c_int = corecast_status::CORECAST_INVALID_STATE as c_int;
-pub(crate) const CORECAST_INVALID_NAME: c_int = corecast_status::CORECAST_INVALID_NAME as c_int;
-pub(crate) const CORECAST_INVALID_CONFIG: c_int = corecast_status::CORECAST_INVALID_CONFIG as c_int;
-pub(crate) const CORECAST_ALREADY_EXISTS: c_int = corecast_status::CORECAST_ALREADY_EXISTS as c_int;
-pub(crate) const CORECAST_NOT_FOUND: c_int = corecast_status::CORECAST_NOT_FOUND as c_int;
-pub(crate) const CORECAST_PERMISSION_DENIED: c_int = corecast_status::CORECAST_PERMISSION_DENIED as c_int;
-pub(crate) const CORECAST_DESTROYED: c_int = corecast_status::CORECAST_DESTROYED as c_int;
-pub(crate) const CORECAST_FULL: c_int = corecast_status::CORECAST_FULL as c_int;
-pub(crate) const CORECAST_TOO_LARGE: c_int = corecast_status::CORECAST_TOO_LARGE as c_int;
-pub(crate) const CORECAST_RECEIVERS_LATE: c_int = corecast_status::CORECAST_RECEIVERS_LATE as c_int;
-pub(crate) const CORECAST_CLAIM_VOIDED: c_int = corecast_status::CORECAST_CLAIM_VOIDED as c_int;
-pub(crate) const CORECAST_ALL_SENDERS_GONE: c_int = corecast_status::CORECAST_ALL_SENDERS_GONE as c_int;
-pub(crate) const CORECAST_BUFFER_TOO_SMALL: c_int = corecast_status::CORECAST_BUFFER_TOO_SMALL as c_int;
-pub(crate) const CORECAST_OVERRUN: c_int = corecast_status::CORECAST_OVERRUN as c_int;
-pub(crate) const CORECAST_EVICTED: c_int = corecast_status::CORECAST_EVICTED as c_int;
-pub(crate) const CORECAST_KEEPER_GONE: c_int = corecast_status::CORECAST_KEEPER_GONE as c_int;
-pub(crate) const CORECAST_CORRUPT: c_int = corecast_status::CORECAST_CORRUPT as c_int;
-pub(crate) const CORECAST_IO: c_int = corecast_status::CORECAST_IO as c_int;
-pub(crate) const CORECAST_INTERNAL: c_int = corecast_status::CORECAST_INTERNAL as c_int;
-pub(crate) const CORECAST_COPIER_FAILED: c_int = corecast_status::CORECAST_COPIER_FAILED as c_int;
-pub(crate) const CORECAST_NOT_IN_THIS_MODE: c_int = corecast_status::CORECAST_NOT_IN_THIS_MODE as c_int;
-pub(crate) const CORECAST_GAP: c_int = corecast_status::CORECAST_GAP as c_int;
-pub(crate) const CORECAST_FORKED: c_int = corecast_status::CORECAST_FORKED as c_int;
-pub(crate) const CORECAST_CONTESTED: c_int = corecast_status::CORECAST_CONTESTED as c_int;
-pub(crate) const CORECAST_OWNER_ONLY: c_int = corecast_status::CORECAST_OWNER_ONLY as c_int;
-pub(crate) const CORECAST_KEEPER_TIMEOUT: c_int = corecast_status::CORECAST_KEEPER_TIMEOUT as c_int;
-pub(crate) const CORECAST_UNEXPECTED_OWNER: c_int = corecast_status::CORECAST_UNEXPECTED_OWNER as c_int;
-pub(crate) const CORECAST_EXCLUDED: c_int = corecast_status::CORECAST_EXCLUDED as c_int;
+// The variants by their C names, for the modules of this crate.
+pub(crate) use self::corecast_status::*;
+
+/// Every status, for `corecast_status_name`, which takes an `int` because C
+/// may pass any value (an enum holding no variant would be undefined
+/// behaviour in Rust). A new status goes here too; a test checks that the
+/// codes run from 0 down without a hole.
+const ALL: [corecast_status; 34] = [
+    CORECAST_OK,
+    CORECAST_WOULD_BLOCK,
+    CORECAST_TIMEOUT,
+    CORECAST_INVALID_ARGUMENT,
+    CORECAST_CLOSED,
+    CORECAST_BUSY,
+    CORECAST_INVALID_STATE,
+    CORECAST_INVALID_NAME,
+    CORECAST_INVALID_CONFIG,
+    CORECAST_ALREADY_EXISTS,
+    CORECAST_NOT_FOUND,
+    CORECAST_PERMISSION_DENIED,
+    CORECAST_DESTROYED,
+    CORECAST_FULL,
+    CORECAST_TOO_LARGE,
+    CORECAST_RECEIVERS_LATE,
+    CORECAST_CLAIM_VOIDED,
+    CORECAST_ALL_SENDERS_GONE,
+    CORECAST_BUFFER_TOO_SMALL,
+    CORECAST_OVERRUN,
+    CORECAST_EVICTED,
+    CORECAST_KEEPER_GONE,
+    CORECAST_CORRUPT,
+    CORECAST_IO,
+    CORECAST_INTERNAL,
+    CORECAST_COPIER_FAILED,
+    CORECAST_NOT_IN_THIS_MODE,
+    CORECAST_GAP,
+    CORECAST_FORKED,
+    CORECAST_CONTESTED,
+    CORECAST_OWNER_ONLY,
+    CORECAST_KEEPER_TIMEOUT,
+    CORECAST_UNEXPECTED_OWNER,
+    CORECAST_EXCLUDED,
+];
 
 thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
 }
 
 /// Records `message` as this thread's last error and returns `status`.
-pub(crate) fn fail(status: c_int, message: impl Into<String>) -> c_int {
+pub(crate) fn fail(status: corecast_status, message: impl Into<String>) -> corecast_status {
     let mut text = message.into();
     text.retain(|c| c != '\0');
     let text = CString::new(text).unwrap_or_default();
@@ -147,7 +157,7 @@ pub(crate) fn fail(status: c_int, message: impl Into<String>) -> c_int {
 }
 
 /// A status for a failed channel call.
-pub(crate) fn channel(e: ChannelError) -> c_int {
+pub(crate) fn channel(e: ChannelError) -> corecast_status {
     let status = match &e {
         ChannelError::InvalidName(_) => CORECAST_INVALID_NAME,
         ChannelError::InvalidConfig(_) => CORECAST_INVALID_CONFIG,
@@ -172,7 +182,7 @@ pub(crate) fn channel(e: ChannelError) -> c_int {
 }
 
 /// A status for a failed send, loan or commit.
-pub(crate) fn send(e: SendError) -> c_int {
+pub(crate) fn send(e: SendError) -> corecast_status {
     let status = match &e {
         SendError::WouldBlock => CORECAST_WOULD_BLOCK,
         SendError::Timeout => CORECAST_TIMEOUT,
@@ -191,7 +201,7 @@ pub(crate) fn send(e: SendError) -> c_int {
 }
 
 /// A status for a failed receive.
-pub(crate) fn recv(e: RecvError) -> c_int {
+pub(crate) fn recv(e: RecvError) -> corecast_status {
     let status = match &e {
         RecvError::WouldBlock => CORECAST_WOULD_BLOCK,
         RecvError::Timeout => CORECAST_TIMEOUT,
@@ -223,42 +233,62 @@ pub extern "C" fn corecast_last_error_message() -> *const c_char {
 /// `"CORECAST_UNKNOWN"`. A static string: never free it.
 #[no_mangle]
 pub extern "C" fn corecast_status_name(status: c_int) -> *const c_char {
-    let name: &'static [u8] = match status {
-        CORECAST_OK => b"CORECAST_OK\0",
-        CORECAST_WOULD_BLOCK => b"CORECAST_WOULD_BLOCK\0",
-        CORECAST_TIMEOUT => b"CORECAST_TIMEOUT\0",
-        CORECAST_INVALID_ARGUMENT => b"CORECAST_INVALID_ARGUMENT\0",
-        CORECAST_CLOSED => b"CORECAST_CLOSED\0",
-        CORECAST_BUSY => b"CORECAST_BUSY\0",
-        CORECAST_INVALID_STATE => b"CORECAST_INVALID_STATE\0",
-        CORECAST_INVALID_NAME => b"CORECAST_INVALID_NAME\0",
-        CORECAST_INVALID_CONFIG => b"CORECAST_INVALID_CONFIG\0",
-        CORECAST_ALREADY_EXISTS => b"CORECAST_ALREADY_EXISTS\0",
-        CORECAST_NOT_FOUND => b"CORECAST_NOT_FOUND\0",
-        CORECAST_PERMISSION_DENIED => b"CORECAST_PERMISSION_DENIED\0",
-        CORECAST_DESTROYED => b"CORECAST_DESTROYED\0",
-        CORECAST_FULL => b"CORECAST_FULL\0",
-        CORECAST_TOO_LARGE => b"CORECAST_TOO_LARGE\0",
-        CORECAST_RECEIVERS_LATE => b"CORECAST_RECEIVERS_LATE\0",
-        CORECAST_CLAIM_VOIDED => b"CORECAST_CLAIM_VOIDED\0",
-        CORECAST_ALL_SENDERS_GONE => b"CORECAST_ALL_SENDERS_GONE\0",
-        CORECAST_BUFFER_TOO_SMALL => b"CORECAST_BUFFER_TOO_SMALL\0",
-        CORECAST_OVERRUN => b"CORECAST_OVERRUN\0",
-        CORECAST_EVICTED => b"CORECAST_EVICTED\0",
-        CORECAST_KEEPER_GONE => b"CORECAST_KEEPER_GONE\0",
-        CORECAST_CORRUPT => b"CORECAST_CORRUPT\0",
-        CORECAST_IO => b"CORECAST_IO\0",
-        CORECAST_INTERNAL => b"CORECAST_INTERNAL\0",
-        CORECAST_COPIER_FAILED => b"CORECAST_COPIER_FAILED\0",
-        CORECAST_NOT_IN_THIS_MODE => b"CORECAST_NOT_IN_THIS_MODE\0",
-        CORECAST_GAP => b"CORECAST_GAP\0",
-        CORECAST_FORKED => b"CORECAST_FORKED\0",
-        CORECAST_CONTESTED => b"CORECAST_CONTESTED\0",
-        CORECAST_OWNER_ONLY => b"CORECAST_OWNER_ONLY\0",
-        CORECAST_KEEPER_TIMEOUT => b"CORECAST_KEEPER_TIMEOUT\0",
-        CORECAST_UNEXPECTED_OWNER => b"CORECAST_UNEXPECTED_OWNER\0",
-        CORECAST_EXCLUDED => b"CORECAST_EXCLUDED\0",
-        _ => b"CORECAST_UNKNOWN\0",
-    };
-    name.as_ptr().cast()
+    ALL.iter().find(|s| **s as c_int == status).map_or(c"CORECAST_UNKNOWN", |s| name(*s)).as_ptr()
+}
+
+fn name(status: corecast_status) -> &'static CStr {
+    match status {
+        CORECAST_OK => c"CORECAST_OK",
+        CORECAST_WOULD_BLOCK => c"CORECAST_WOULD_BLOCK",
+        CORECAST_TIMEOUT => c"CORECAST_TIMEOUT",
+        CORECAST_INVALID_ARGUMENT => c"CORECAST_INVALID_ARGUMENT",
+        CORECAST_CLOSED => c"CORECAST_CLOSED",
+        CORECAST_BUSY => c"CORECAST_BUSY",
+        CORECAST_INVALID_STATE => c"CORECAST_INVALID_STATE",
+        CORECAST_INVALID_NAME => c"CORECAST_INVALID_NAME",
+        CORECAST_INVALID_CONFIG => c"CORECAST_INVALID_CONFIG",
+        CORECAST_ALREADY_EXISTS => c"CORECAST_ALREADY_EXISTS",
+        CORECAST_NOT_FOUND => c"CORECAST_NOT_FOUND",
+        CORECAST_PERMISSION_DENIED => c"CORECAST_PERMISSION_DENIED",
+        CORECAST_DESTROYED => c"CORECAST_DESTROYED",
+        CORECAST_FULL => c"CORECAST_FULL",
+        CORECAST_TOO_LARGE => c"CORECAST_TOO_LARGE",
+        CORECAST_RECEIVERS_LATE => c"CORECAST_RECEIVERS_LATE",
+        CORECAST_CLAIM_VOIDED => c"CORECAST_CLAIM_VOIDED",
+        CORECAST_ALL_SENDERS_GONE => c"CORECAST_ALL_SENDERS_GONE",
+        CORECAST_BUFFER_TOO_SMALL => c"CORECAST_BUFFER_TOO_SMALL",
+        CORECAST_OVERRUN => c"CORECAST_OVERRUN",
+        CORECAST_EVICTED => c"CORECAST_EVICTED",
+        CORECAST_KEEPER_GONE => c"CORECAST_KEEPER_GONE",
+        CORECAST_CORRUPT => c"CORECAST_CORRUPT",
+        CORECAST_IO => c"CORECAST_IO",
+        CORECAST_INTERNAL => c"CORECAST_INTERNAL",
+        CORECAST_COPIER_FAILED => c"CORECAST_COPIER_FAILED",
+        CORECAST_NOT_IN_THIS_MODE => c"CORECAST_NOT_IN_THIS_MODE",
+        CORECAST_GAP => c"CORECAST_GAP",
+        CORECAST_FORKED => c"CORECAST_FORKED",
+        CORECAST_CONTESTED => c"CORECAST_CONTESTED",
+        CORECAST_OWNER_ONLY => c"CORECAST_OWNER_ONLY",
+        CORECAST_KEEPER_TIMEOUT => c"CORECAST_KEEPER_TIMEOUT",
+        CORECAST_UNEXPECTED_OWNER => c"CORECAST_UNEXPECTED_OWNER",
+        CORECAST_EXCLUDED => c"CORECAST_EXCLUDED",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_status_has_its_name_and_codes_run_from_0_down_without_a_hole() {
+        for (k, status) in ALL.iter().enumerate() {
+            assert_eq!(*status as c_int, -(k as c_int), "{status:?}");
+            // SAFETY: the name is a static NUL-terminated string.
+            let named = unsafe { CStr::from_ptr(corecast_status_name(*status as c_int)) };
+            assert_eq!(named.to_str(), Ok(format!("{status:?}").as_str()));
+        }
+        // SAFETY: as above.
+        let unknown = unsafe { CStr::from_ptr(corecast_status_name(-(ALL.len() as c_int))) };
+        assert_eq!(unknown.to_str(), Ok("CORECAST_UNKNOWN"));
+    }
 }

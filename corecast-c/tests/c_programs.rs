@@ -2,8 +2,11 @@
 //! compilers against the committed header and the library, run as real
 //! processes: delivered bytes are checked by the programs themselves, a
 //! receiver is killed with SIGKILL while the sender goes on, a sender is
-//! killed and its receivers are told. Timeouts are hang guards only.
+//! killed and its receivers are told. Timeouts are hang guards only. And
+//! the shared library those programs link exports the header's functions
+//! and nothing else.
 
+use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -270,4 +273,41 @@ fn installed_with_pkg_config_a_program_builds_and_runs() {
     let ldd = Command::new("ldd").arg(&exe).env("LD_LIBRARY_PATH", prefix.join("lib")).output().expect("ldd");
     assert!(String::from_utf8_lossy(&ldd.stdout).contains("libcorecast.so.0"));
     let _ = std::fs::remove_dir_all(prefix);
+}
+
+/// The functions `include/corecast.h` declares (declarations start a line;
+/// comments, macros, enum entries and parameters do not).
+fn declared_functions() -> BTreeSet<String> {
+    let path = repo().join("corecast-c/include/corecast.h");
+    let header = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    header
+        .lines()
+        .filter(|l| !l.starts_with([' ', '/', '#', '}']) && l.contains('('))
+        .filter_map(|l| l.split('(').next()?.split_whitespace().last())
+        .map(|name| name.trim_start_matches('*').to_string())
+        .collect()
+}
+
+#[test]
+fn the_shared_library_exports_the_headers_functions_and_nothing_else() {
+    built();
+    let so = profile_dir().join("libcorecast_c.so");
+    assert!(so.is_file(), "{} is missing: the shared library was not built", so.display());
+    let out = Command::new("nm")
+        .args(["-D", "--defined-only", "--format=posix"])
+        .arg(&so)
+        .output()
+        .unwrap_or_else(|e| panic!("run nm (binutils) on {}: {e}", so.display()));
+    assert!(out.status.success(), "nm failed: {}", String::from_utf8_lossy(&out.stderr));
+    let exported: BTreeSet<String> = String::from_utf8(out.stdout)
+        .expect("utf-8")
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_string)
+        .collect();
+    let strays: Vec<&String> = exported.iter().filter(|name| !name.starts_with("corecast_")).collect();
+    assert!(strays.is_empty(), "exported beyond corecast_*: {strays:?}");
+    let declared = declared_functions();
+    assert!(declared.contains("corecast_sender_open") && declared.len() > 60, "header parsed: {declared:?}");
+    assert_eq!(exported, declared, "the library's exports and the header's functions differ");
 }

@@ -15,7 +15,7 @@
 
 #include "pattern.h"
 
-static int fail(const char *what, int rc) {
+static int fail(const char *what, corecast_status rc) {
   fprintf(stderr, "epoll_loop: %s: %s (%s)\n", what, corecast_status_name(rc), corecast_last_error_message());
   return 1;
 }
@@ -27,23 +27,23 @@ struct source {
   int done;
 };
 
-static int attach(const char *name, struct source *src) {
+static corecast_status attach(const char *name, struct source *src) {
   corecast_channel_t *chan = NULL;
-  int rc;
+  corecast_status rc;
   for (int tries = 0; (rc = corecast_channel_open(name, &chan)) == CORECAST_NOT_FOUND && tries < 30000; tries++)
     nanosleep(&(struct timespec){0, 1000000}, NULL);
   if (rc != CORECAST_OK) return rc;
-  rc = corecast_channel_receiver(chan, &src->rx);
+  rc = corecast_receiver_open(chan, &src->rx);
   corecast_channel_close(chan);
   return rc;
 }
 
 /* Reads every message ready on src; returns a status (OK when drained). */
-static int drain(struct source *src, size_t max_len) {
+static corecast_status drain(struct source *src, size_t max_len) {
   for (;;) {
     const void *data = NULL;
     size_t len = 0;
-    int rc = corecast_receiver_try_borrow(src->rx, &data, &len);
+    corecast_status rc = corecast_receiver_try_borrow(src->rx, &data, &len);
     if (rc == CORECAST_WOULD_BLOCK) return CORECAST_OK;
     if (rc == CORECAST_ALL_SENDERS_GONE) {
       src->done = 1;
@@ -69,7 +69,8 @@ int main(int argc, char **argv) {
   struct source sources[2] = {{"A", NULL, 0, 0}, {"B", NULL, 0, 0}};
   int ep = epoll_create1(EPOLL_CLOEXEC);
   for (int k = 0; k < 2; k++) {
-    int rc = attach(argv[1 + k], &sources[k]), fd = -1;
+    int fd = -1;
+    corecast_status rc = attach(argv[1 + k], &sources[k]);
     if (rc != CORECAST_OK) return fail("attach", rc);
     if ((rc = corecast_receiver_wake_fd(sources[k].rx, &fd)) != CORECAST_OK) return fail("wake fd", rc);
     struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)k};
@@ -86,7 +87,7 @@ int main(int argc, char **argv) {
     int n = epoll_wait(ep, events, 2, 1000);
     for (int e = 0; e < n; e++) {
       struct source *src = &sources[events[e].data.u32];
-      int rc = drain(src, max_len);
+      corecast_status rc = drain(src, max_len);
       if (rc != CORECAST_OK) return fail("receive", rc);
       if (src->done) {
         int fd = -1;

@@ -16,7 +16,7 @@
 
 #include "pattern.h"
 
-static int fail(const char *what, int rc) {
+static int fail(const char *what, corecast_status rc) {
   fprintf(stderr, "receiver: %s: %s (%s)\n", what, corecast_status_name(rc), corecast_last_error_message());
   return 1;
 }
@@ -31,12 +31,12 @@ int main(int argc, char **argv) {
   if (max_len < 8) max_len = 8;
 
   corecast_channel_t *chan = NULL;
-  int rc;
+  corecast_status rc;
   for (int tries = 0; (rc = corecast_channel_open(argv[1], &chan)) == CORECAST_NOT_FOUND && tries < 30000; tries++)
     nanosleep(&(struct timespec){0, 1000000}, NULL);
   if (rc != CORECAST_OK) return fail("open", rc);
   corecast_receiver_t *rx = NULL;
-  if ((rc = corecast_channel_receiver(chan, &rx)) != CORECAST_OK) return fail("attach receiver", rc);
+  if ((rc = corecast_receiver_open(chan, &rx)) != CORECAST_OK) return fail("attach receiver", rc);
   corecast_channel_close(chan);
   printf("ready\n");
   fflush(stdout);

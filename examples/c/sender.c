@@ -13,14 +13,14 @@
 
 #include "pattern.h"
 
-static int fail(const char *what, int rc) {
+static int fail(const char *what, corecast_status rc) {
   fprintf(stderr, "sender: %s: %s (%s)\n", what, corecast_status_name(rc), corecast_last_error_message());
   return 1;
 }
 
-static int live_receivers(corecast_channel_t *chan, size_t *live) {
+static corecast_status live_receivers(corecast_channel_t *chan, size_t *live) {
   corecast_inspection_t *snap = NULL;
-  int rc = corecast_channel_inspect(chan, &snap);
+  corecast_status rc = corecast_inspection_create(chan, &snap);
   if (rc != CORECAST_OK) return rc;
   size_t count = 0;
   *live = 0;
@@ -45,7 +45,7 @@ int main(int argc, char **argv) {
   if (max_len < 8) max_len = 8;
 
   corecast_config_t *config = NULL;
-  int rc = corecast_config_create(&config);
+  corecast_status rc = corecast_config_create(&config);
   if (rc != CORECAST_OK) return fail("config", rc);
   corecast_config_set_slots(config, 64);
   corecast_config_set_max_message_bytes(config, (uint32_t)max_len);
@@ -70,7 +70,7 @@ int main(int argc, char **argv) {
   }
 
   corecast_sender_t *tx = NULL;
-  if ((rc = corecast_channel_sender(chan, &tx)) != CORECAST_OK) return fail("attach sender", rc);
+  if ((rc = corecast_sender_open(chan, &tx)) != CORECAST_OK) return fail("attach sender", rc);
   printf("sending %llu\n", (unsigned long long)count);
   fflush(stdout);
 

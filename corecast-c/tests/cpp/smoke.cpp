@@ -45,8 +45,8 @@ int main(int argc, char **argv) {
 
   corecast_receiver_t *rx = nullptr;
   corecast_sender_t *tx = nullptr;
-  CHECK(corecast_channel_receiver(chan, &rx) == CORECAST_OK);
-  CHECK(corecast_channel_sender(chan, &tx) == CORECAST_OK);
+  CHECK(corecast_receiver_open(chan, &rx) == CORECAST_OK);
+  CHECK(corecast_sender_open(chan, &tx) == CORECAST_OK);
 
   char buf[64];
   size_t len = 0;
@@ -107,7 +107,7 @@ int main(int argc, char **argv) {
 
   // Inspection: one live sender, one live receiver at cursor 5.
   corecast_inspection_t *snap = nullptr;
-  CHECK(corecast_channel_inspect(chan, &snap) == CORECAST_OK);
+  CHECK(corecast_inspection_create(chan, &snap) == CORECAST_OK);
   size_t members = 0;
   CHECK(corecast_inspection_member_count(snap, &members) == CORECAST_OK && members == 2);
   uint64_t sent = 0;
