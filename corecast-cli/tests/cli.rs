@@ -2,7 +2,7 @@
 //! the `pipe` mechanism; where it is not registered (or not available) they
 //! say so and pass, so a branch without mechanisms stays green.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use corecast_bench::mechanisms;
@@ -238,6 +238,39 @@ fn bench_rounds_spread_each_points_repetitions_over_the_run() {
     }
     let bad = corecast(&["bench", "pingpong", "--rounds", "0"]);
     assert!(!bad.status.success() && text(&bad.stderr).contains("--rounds"), "{}", text(&bad.stderr));
+}
+
+/// Without `--out`, records go to `$CORECAST_RESULTS`, else the user's data
+/// directory: never into a results/ folder where the command runs (the
+/// source tree's is tracked).
+#[test]
+fn bench_writes_outside_the_working_directory_unless_told() {
+    if !pipe_ready() {
+        return;
+    }
+    let scratch = Scratch::new("default-out");
+    let run = |envs: &[(&str, &Path)]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_corecast"));
+        c.args(["bench", "pingpong", "--mechanisms", "pipe", "--sizes", "64", "--duration", "10ms"]);
+        c.args(["--repetitions", "1"]).current_dir(&scratch.0).env_remove("CORECAST_RESULTS");
+        c.env_remove("XDG_DATA_HOME");
+        for (k, v) in envs {
+            c.env(k, v);
+        }
+        let o = c.output().expect("run corecast");
+        assert!(o.status.success(), "stderr: {}", text(&o.stderr));
+    };
+    let jsonl_in = |dir: &Path| -> usize {
+        std::fs::read_dir(dir)
+            .map_or(0, |d| d.filter(|e| e.as_ref().unwrap().path().extension() == Some("jsonl".as_ref())).count())
+    };
+    let chosen = scratch.0.join("chosen");
+    run(&[("CORECAST_RESULTS", &chosen)]);
+    assert_eq!(jsonl_in(&chosen), 1, "$CORECAST_RESULTS is used");
+    let home = scratch.0.join("home");
+    run(&[("HOME", &home)]);
+    assert_eq!(jsonl_in(&home.join(".local/share/corecast/results")), 1, "the user's data directory");
+    assert!(!scratch.0.join("results").exists(), "nothing is written where the command runs");
 }
 
 #[test]

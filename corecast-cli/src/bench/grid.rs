@@ -1,6 +1,6 @@
 //! The arguments every grid benchmark shares, defined once.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Result;
@@ -66,7 +66,9 @@ pub struct Common {
     /// no pinning, the scheduler spreads the processes.
     #[arg(long)]
     pub cpus: Option<String>,
-    /// Results file (JSON lines, appended); default results/<time>-<command>.jsonl.
+    /// Results file (JSON lines, appended); default <time>-<command>.jsonl in
+    /// $CORECAST_RESULTS, else $XDG_DATA_HOME/corecast/results, else
+    /// ~/.local/share/corecast/results: never inside the source tree.
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Spread the processes over N "hosts": network namespaces on this
@@ -118,10 +120,26 @@ impl Common {
         Ok(Settings { duration, repetitions, placement: self.placement()?, options })
     }
 
-    /// The results file: `--out` or results/<time>-<command>.jsonl.
+    /// The results file: `--out` or <time>-<command>.jsonl in
+    /// [`results_dir`].
     pub fn out_path(&self, command: &str) -> PathBuf {
-        self.out
-            .clone()
-            .unwrap_or_else(|| Path::new("results").join(format!("{}-{command}.jsonl", time::now_compact())))
+        self.out.clone().unwrap_or_else(|| results_dir().join(format!("{}-{command}.jsonl", time::now_compact())))
+    }
+}
+
+/// Where results go when `--out` does not say: `$CORECAST_RESULTS`, else
+/// the user's data directory (`$XDG_DATA_HOME/corecast/results`, else
+/// `~/.local/share/corecast/results`), else `corecast-results` in the
+/// system's temporary directory. Never the tracked results/ folder, which
+/// holds only the reference set.
+pub fn results_dir() -> PathBuf {
+    let set = |var: &str| std::env::var_os(var).filter(|v| !v.is_empty()).map(PathBuf::from);
+    if let Some(dir) = set("CORECAST_RESULTS") {
+        return dir;
+    }
+    let data = set("XDG_DATA_HOME").or_else(|| set("HOME").map(|h| h.join(".local/share")));
+    match data {
+        Some(d) => d.join("corecast").join("results"),
+        None => std::env::temp_dir().join("corecast-results"),
     }
 }
