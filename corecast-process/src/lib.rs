@@ -2,7 +2,8 @@
 //! once: a forked child that reports through a pipe ([`child`]), pipes and
 //! polling ([`pipe`]), Ctrl-C that stops a run between steps ([`interrupt`]), pinning to a CPU ([`cpu`]), a clock every process of
 //! a run reads alike ([`clock`]), and the mixer deterministic payloads and
-//! seeds are made from ([`mix`]), and the policy for tests that need root
+//! seeds are made from, with the digest delivered bytes are checked by
+//! ([`mix`]), and the policy for tests that need root
 //! ([`privilege`]).
 //!
 //! The library (`corecast`) keeps its own small keeper launch so that it
