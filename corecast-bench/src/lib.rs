@@ -8,7 +8,6 @@
 
 pub mod harness;
 pub mod host;
-#[allow(unsafe_code)]
 pub mod mechanisms;
 pub mod record;
 pub mod report;

@@ -2,9 +2,9 @@
 //! once: a forked child that reports through a pipe ([`child`]), pipes and
 //! polling ([`pipe`]), Ctrl-C that stops a run between steps ([`interrupt`]), pinning to a CPU ([`cpu`]), a clock every process of
 //! a run reads alike ([`clock`]), and the mixer deterministic payloads and
-//! seeds are made from ([`mix`]), the policy for tests that need root
-//! ([`privilege`]) and a bounded wait for what another process does
-//! ([`wait`]).
+//! seeds are made from, with the digest delivered bytes are checked by
+//! ([`mix`]), the policy for tests that need root ([`privilege`]) and a
+//! bounded wait for what another process does ([`wait`]).
 //!
 //! The library (`corecast`) keeps its own small keeper launch so that it
 //! depends on nothing of the suite.

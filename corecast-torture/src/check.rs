@@ -89,7 +89,7 @@ pub fn judge(r: &RoundResult) -> (Figures, Vec<String>) {
                 // A forger's bytes on a number whose winner voided it (a
                 // dropped loan): a message of the hostile sender's own, as
                 // if it had won the number; nothing honest was lost.
-                if forging && *hash == super::payload::hash(&super::hostile::FORGED) {
+                if forging && *hash == corecast_process::mix::digest(&super::hostile::FORGED) {
                     f.hostile_messages += 1;
                     continue;
                 }

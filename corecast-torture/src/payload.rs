@@ -1,8 +1,9 @@
 //! Torture messages are self-describing: a header naming the sender and
 //! its counter, then bytes derived from (round, sender, counter). Any
 //! receiver can tell a genuine message from altered or forged bytes
-//! without asking anyone, and every log entry carries a hash of the bytes
-//! so the controller can compare what different processes saw.
+//! without asking anyone, and every log entry carries a digest of the bytes
+//! (`corecast_process::mix::digest`, the suite's too) so the controller
+//! can compare what different processes saw.
 
 use super::rng::Rng;
 
@@ -57,19 +58,6 @@ pub fn verify(msg: &[u8], round: u32) -> Option<Identity> {
     Some(Identity { id, counter })
 }
 
-/// FNV-1a over 8-byte words (then the tail): cheap and order-sensitive.
-pub fn hash(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xCBF2_9CE4_8422_2325 ^ bytes.len() as u64;
-    let mut words = bytes.chunks_exact(8);
-    for w in &mut words {
-        h = (h ^ u64::from_le_bytes(w.try_into().expect("8 bytes"))).wrapping_mul(0x0100_0000_01B3);
-    }
-    for &b in words.remainder() {
-        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01B3);
-    }
-    h
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -81,10 +69,8 @@ mod tests {
             fill(&mut m, 3, 5, 77);
             assert_eq!(verify(&m, 3), Some(Identity { id: 5, counter: 77 }));
             assert_eq!(verify(&m, 4), None, "another round's message");
-            let h = hash(&m);
             m[len - 1] ^= 1;
             assert_eq!(verify(&m, 3), None);
-            assert_ne!(hash(&m), h);
         }
         assert_eq!(verify(&[0u8; 10], 0), None);
     }

@@ -6,6 +6,7 @@
 use std::time::{Duration, Instant};
 
 use corecast::{Channel, ChannelError, RecvError};
+use corecast_process::mix::digest;
 
 use super::log::{End, Event, Log};
 use super::payload;
@@ -44,7 +45,7 @@ pub fn run(name: &str, round: u32, plan: &ReceiverPlan, log: &mut Log) -> i32 {
         let got = if rng.chance(plan.in_place_p) {
             rx.recv_in_place_timeout(BOUND).and_then(|m| {
                 let seq = m.sequence();
-                let read = (seq, payload::verify(&m, round), payload::hash(&m), m.len());
+                let read = (seq, payload::verify(&m, round), digest(&m), m.len());
                 // What was read in place counts only if it was intact.
                 m.verify()?;
                 Ok(read)
@@ -52,7 +53,7 @@ pub fn run(name: &str, round: u32, plan: &ReceiverPlan, log: &mut Log) -> i32 {
         } else {
             rx.recv_timeout(&mut buf, BOUND).map(|n| {
                 let m = &buf[..n];
-                (rx.next_sequence() - 1, payload::verify(m, round), payload::hash(m), n)
+                (rx.next_sequence() - 1, payload::verify(m, round), digest(m), n)
             })
         };
         let took = t0.elapsed();

@@ -7,6 +7,7 @@ use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
 
 use corecast::{Channel, SendError};
+use corecast_process::mix::digest;
 
 use super::child::wait_for_go;
 use super::log::{End, Event, Log};
@@ -51,7 +52,7 @@ pub fn run(name: &str, round: u32, plan: &SenderPlan, log: &mut Log, start: Opti
                     }
                     let slot = &mut loan.as_mut_slice()[..len];
                     payload::fill(slot, round, plan.id, counter);
-                    let hash = payload::hash(slot);
+                    let hash = digest(slot);
                     if rng.chance(plan.hold_p) {
                         // Dawdle holding the claim: the killer may strike now.
                         log.put(Event::Holding { seq });
@@ -106,7 +107,7 @@ pub fn run(name: &str, round: u32, plan: &SenderPlan, log: &mut Log, start: Opti
                 Err(e) => return ended(log, plan.id, "send", e),
             }
         }
-        log.put(Event::Published { counter, seq: None, hash: payload::hash(&msg[..len]), len: len as u32 });
+        log.put(Event::Published { counter, seq: None, hash: digest(&msg[..len]), len: len as u32 });
         pause(&mut rng, plan);
     }
     drop(tx);

@@ -14,10 +14,8 @@ use std::os::fd::{AsFd, OwnedFd};
 
 use rustix::io::Errno;
 
-use super::fd_stream::{
-    self, check_len, group_members, header, my_groups, parse_header, take_fds, FdLink, HEADER_BYTES,
-};
-use crate::transport::{Endpoint, PeerId, Prepared, Reader, Received, Topology, TransportError, Writer};
+use super::fd_stream::{self, check_len, header, parse_header, take_fds, FdLink, HEADER_BYTES};
+use crate::transport::{Endpoint, PeerId, Prepared, Reader, Received, SenderGroups, Topology, TransportError, Writer};
 
 /// Smallest receive buffer per link.
 const MIN_INBOX_BYTES: usize = 64 << 10;
@@ -48,7 +46,7 @@ impl Prepared for StreamPrepared {
             name: self.name,
             me,
             max,
-            groups: my_groups(&self.topology.groups, me),
+            groups: self.topology.groups_sent_by(me),
             out: fds.out,
             inboxes,
             ended: false,
@@ -128,7 +126,7 @@ struct StreamEndpoint {
     name: &'static str,
     me: PeerId,
     max: usize,
-    groups: Vec<Option<Vec<PeerId>>>,
+    groups: SenderGroups,
     /// `out[p]`: our end of the link to `p`.
     out: Vec<Option<OwnedFd>>,
     inboxes: Vec<Inbox>,
@@ -167,7 +165,7 @@ impl Endpoint for StreamEndpoint {
     fn send_group(&mut self, group: usize, msg: &[u8]) -> Result<(), TransportError> {
         check_len(self.name, msg.len(), self.max)?;
         let h = header(msg.len(), self.me);
-        for &m in group_members(&self.groups, group)? {
+        for &m in self.groups.members(group)? {
             fd_stream::write_all(self.name, self.out_fd(m)?, m, &[&h, msg])?;
         }
         Ok(())
@@ -185,7 +183,7 @@ impl Endpoint for StreamEndpoint {
 
     fn send_group_with(&mut self, group: usize, len: usize, write: &mut Writer<'_>) -> Result<(), TransportError> {
         self.build(len, write)?;
-        for &m in group_members(&self.groups, group)? {
+        for &m in self.groups.members(group)? {
             fd_stream::write_all(self.name, self.out_fd(m)?, m, &[&self.frame])?;
         }
         Ok(())

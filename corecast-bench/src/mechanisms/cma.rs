@@ -34,7 +34,7 @@ use rustix::io::Errno;
 use super::fd_stream::pipe;
 use super::shared_memory::{peer_gone_is, poll_readable, protocol, read_record, write_all};
 use crate::transport::{
-    Availability, Endpoint, Group, Mechanism, PeerId, Prepared, Received, Topology, TransportError,
+    Availability, Endpoint, Mechanism, PeerId, Prepared, Received, SenderGroups, Topology, TransportError,
 };
 
 const NAME: &str = "cma";
@@ -105,7 +105,7 @@ impl Prepared for CmaPrepared {
             me,
             pid,
             max: self.topology.max_message_bytes,
-            groups: self.topology.groups.clone(),
+            groups: self.topology.groups_sent_by(me),
             out,
             inc,
             pending: VecDeque::new(),
@@ -142,7 +142,7 @@ struct CmaEndpoint {
     me: PeerId,
     pid: u32,
     max: usize,
-    groups: Vec<Group>,
+    groups: SenderGroups,
     out: Vec<OutLink>,
     inc: Vec<InLink>,
     /// Messages copied while this process waited for its own acks.
@@ -267,7 +267,7 @@ impl Endpoint for CmaEndpoint {
     }
 
     fn send_group(&mut self, group: usize, msg: &[u8]) -> Result<(), TransportError> {
-        let members = crate::transport::group_members(&self.groups, self.me, group)?;
+        let members = self.groups.members(group)?.to_vec();
         self.send_many(&members, msg)
     }
 

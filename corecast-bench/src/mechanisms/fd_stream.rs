@@ -15,7 +15,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::event::PollFlags;
 use rustix::io::Errno;
 
-use crate::transport::{Group, PeerId, TransportError};
+use crate::transport::{PeerId, TransportError};
 
 /// Bytes of the stream frame header.
 pub(crate) const HEADER_BYTES: usize = 8;
@@ -60,19 +60,6 @@ pub(crate) fn nothing_to_read(name: &'static str, me: PeerId, ended: bool) -> Tr
         TransportError::PeerGone { mechanism: name, peer: None }
     } else {
         TransportError::Topology(format!("no peer sends to {me}"))
-    }
-}
-
-/// `groups` indexed like the topology's, `Some(members)` where `me` sends.
-pub(crate) fn my_groups(groups: &[Group], me: PeerId) -> Vec<Option<Vec<PeerId>>> {
-    groups.iter().map(|g| (g.from == me).then(|| g.members.clone())).collect()
-}
-
-/// Members of group `group` if `me` is its sender, else a `Topology` error.
-pub(crate) fn group_members(groups: &[Option<Vec<PeerId>>], group: usize) -> Result<&[PeerId], TransportError> {
-    match groups.get(group) {
-        Some(Some(m)) => Ok(m),
-        _ => Err(TransportError::Topology(format!("this process does not send to group {group}"))),
     }
 }
 

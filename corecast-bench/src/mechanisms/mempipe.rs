@@ -31,7 +31,7 @@
 use std::sync::atomic::{fence, Ordering};
 
 use super::shared_memory::{futex_wait, futex_wake_all, protocol, Backoff, SharedMapping, CACHE_LINE};
-use crate::transport::{Endpoint, Mechanism, PeerId, Prepared, Received, Topology, TransportError};
+use crate::transport::{Endpoint, Mechanism, PeerId, Prepared, Received, SenderGroups, Topology, TransportError};
 
 /// Data bytes per ring: holds a 64 KiB message whole; 1 MiB ones stream.
 pub const RING_BYTES: usize = 256 * 1024;
@@ -132,7 +132,7 @@ impl Prepared for MempipePrepared {
             me,
             map,
             max: self.topology.max_message_bytes,
-            groups: self.topology.groups.clone(),
+            groups: self.topology.groups_sent_by(me),
             out,
             inc,
             next_in: 0,
@@ -168,7 +168,7 @@ struct MempipeEndpoint {
     me: PeerId,
     map: SharedMapping,
     max: usize,
-    groups: Vec<crate::transport::Group>,
+    groups: SenderGroups,
     /// (receiver, ring, our private copy of head)
     out: Vec<(PeerId, Ring, u64)>,
     /// (sender, ring, our private copy of tail)
@@ -349,11 +349,8 @@ impl Endpoint for MempipeEndpoint {
         self.send_one(to, msg)
     }
 
-    fn send_group(&mut self, group: usize, msg: &[u8]) -> Result<(), TransportError> {
-        for m in crate::transport::group_members(&self.groups, self.me, group)? {
-            self.send_one(m, msg)?;
-        }
-        Ok(())
+    fn group_peers(&self, group: usize) -> Result<&[PeerId], TransportError> {
+        self.groups.members(group)
     }
 
     fn recv_any(&mut self, buf: &mut [u8]) -> Result<Received, TransportError> {

@@ -20,7 +20,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::mechanisms::fd_stream;
 use crate::mechanisms::fragment::{self, Reassembly, FRAG_HEADER_BYTES};
-use crate::transport::{Availability, Endpoint, Mechanism, PeerId, Prepared, Received, Topology, TransportError};
+use crate::transport::{
+    Availability, Endpoint, Mechanism, PeerId, Prepared, Received, SenderGroups, Topology, TransportError,
+};
 
 /// POSIX message queues, one per receiver.
 pub struct PosixMq;
@@ -148,7 +150,7 @@ impl Prepared for PosixPrepared {
             me,
             processes: self.topology.processes,
             max: self.topology.max_message_bytes,
-            groups: fd_stream::my_groups(&self.topology.groups, me),
+            groups: self.topology.groups_sent_by(me),
             out: (0..self.topology.processes)
                 .map(|to| self.queues[to].as_ref().filter(|_| links.contains(&(me, to))).map(|q| q.mqd))
                 .collect(),
@@ -179,7 +181,7 @@ struct PosixEndpoint {
     me: PeerId,
     processes: usize,
     max: usize,
-    groups: Vec<Option<Vec<PeerId>>>,
+    groups: SenderGroups,
     /// `out[p]`: `p`'s queue, where this process sends to `p`.
     out: Vec<Option<libc::mqd_t>>,
     /// This process's own queue, if anyone sends to it.
@@ -216,12 +218,8 @@ impl Endpoint for PosixEndpoint {
         self.send_one(to, msg)
     }
 
-    fn send_group(&mut self, group: usize, msg: &[u8]) -> Result<(), TransportError> {
-        fd_stream::check_len(NAME, msg.len(), self.max)?;
-        for m in fd_stream::group_members(&self.groups, group)?.to_vec() {
-            self.send_one(m, msg)?;
-        }
-        Ok(())
+    fn group_peers(&self, group: usize) -> Result<&[PeerId], TransportError> {
+        self.groups.members(group)
     }
 
     fn recv_any(&mut self, buf: &mut [u8]) -> Result<Received, TransportError> {

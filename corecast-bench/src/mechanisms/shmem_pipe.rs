@@ -32,7 +32,7 @@ use super::shared_memory::{
     line_round, peer_gone_is, poll_events, protocol, read_record, set_nonblocking, try_write_record, write_all,
     SharedMapping,
 };
-use crate::transport::{Endpoint, Group, Mechanism, PeerId, Prepared, Received, Topology, TransportError};
+use crate::transport::{Endpoint, Mechanism, PeerId, Prepared, Received, SenderGroups, Topology, TransportError};
 
 const NAME: &str = "shmem-pipe";
 const DESC: usize = 24;
@@ -116,7 +116,7 @@ impl Prepared for ShmemPrepared {
             map,
             arena: self.arena,
             max: self.topology.max_message_bytes,
-            groups: self.topology.groups.clone(),
+            groups: self.topology.groups_sent_by(me),
             out,
             inc,
             next_in: 0,
@@ -216,7 +216,7 @@ struct ShmemEndpoint {
     map: SharedMapping,
     arena: usize,
     max: usize,
-    groups: Vec<Group>,
+    groups: SenderGroups,
     out: Vec<OutLink>,
     inc: Vec<InLink>,
     next_in: usize,
@@ -311,11 +311,8 @@ impl Endpoint for ShmemEndpoint {
         self.send_one(to, msg)
     }
 
-    fn send_group(&mut self, group: usize, msg: &[u8]) -> Result<(), TransportError> {
-        for m in crate::transport::group_members(&self.groups, self.me, group)? {
-            self.send_one(m, msg)?;
-        }
-        Ok(())
+    fn group_peers(&self, group: usize) -> Result<&[PeerId], TransportError> {
+        self.groups.members(group)
     }
 
     fn recv_any(&mut self, buf: &mut [u8]) -> Result<Received, TransportError> {

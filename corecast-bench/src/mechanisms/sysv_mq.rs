@@ -28,7 +28,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::leftovers::left_by_the_dead;
 use crate::mechanisms::fd_stream;
 use crate::mechanisms::fragment::{self, Reassembly, FRAG_HEADER_BYTES};
-use crate::transport::{Availability, Endpoint, Mechanism, PeerId, Prepared, Received, Topology, TransportError};
+use crate::transport::{
+    Availability, Endpoint, Mechanism, PeerId, Prepared, Received, SenderGroups, Topology, TransportError,
+};
 
 /// System V message queues, one per receiver.
 pub struct SysvMq;
@@ -184,7 +186,7 @@ impl Prepared for SysvPrepared {
             me,
             processes: self.topology.processes,
             max: self.topology.max_message_bytes,
-            groups: fd_stream::my_groups(&self.topology.groups, me),
+            groups: self.topology.groups_sent_by(me),
             queues: self.queues.clone(),
             linked: (0..self.topology.processes).map(|to| self.topology.all_links().contains(&(me, to))).collect(),
             piece: self.piece,
@@ -217,7 +219,7 @@ struct SysvEndpoint {
     me: PeerId,
     processes: usize,
     max: usize,
-    groups: Vec<Option<Vec<PeerId>>>,
+    groups: SenderGroups,
     queues: Vec<Option<i32>>,
     /// `linked[p]`: whether this process sends to `p`.
     linked: Vec<bool>,
@@ -316,12 +318,8 @@ impl Endpoint for SysvEndpoint {
         self.send_one(to, msg)
     }
 
-    fn send_group(&mut self, group: usize, msg: &[u8]) -> Result<(), TransportError> {
-        fd_stream::check_len(NAME, msg.len(), self.max)?;
-        for m in fd_stream::group_members(&self.groups, group)?.to_vec() {
-            self.send_one(m, msg)?;
-        }
-        Ok(())
+    fn group_peers(&self, group: usize) -> Result<&[PeerId], TransportError> {
+        self.groups.members(group)
     }
 
     fn recv_any(&mut self, buf: &mut [u8]) -> Result<Received, TransportError> {

@@ -32,7 +32,7 @@ use rustix::net::sockopt;
 use crate::mechanisms::fd_stream::{self, FdLink, PeerFds};
 use crate::mechanisms::fragment::{self, FRAG_HEADER_BYTES};
 use crate::mechanisms::shared_memory::peer_gone_is;
-use crate::transport::{Endpoint, Mechanism, PeerId, Prepared, Received, Topology, TransportError};
+use crate::transport::{Endpoint, Mechanism, PeerId, Prepared, Received, SenderGroups, Topology, TransportError};
 
 /// Loopback UDP with fragmentation and credit flow control.
 pub struct Udp;
@@ -106,7 +106,7 @@ impl Prepared for UdpPrepared {
             me,
             processes: n,
             max: self.topology.max_message_bytes,
-            groups: fd_stream::my_groups(&self.topology.groups, me),
+            groups: self.topology.groups_sent_by(me),
             window: self.window,
             piece: self.piece,
             credit: vec![self.window; n],
@@ -122,7 +122,7 @@ struct UdpEndpoint {
     me: PeerId,
     processes: usize,
     max: usize,
-    groups: Vec<Option<Vec<PeerId>>>,
+    groups: SenderGroups,
     window: u64,
     piece: usize,
     /// `credit[p]`: cost units we may still send to `p`.
@@ -262,12 +262,8 @@ impl Endpoint for UdpEndpoint {
         self.send_one(to, msg)
     }
 
-    fn send_group(&mut self, group: usize, msg: &[u8]) -> Result<(), TransportError> {
-        fd_stream::check_len(NAME, msg.len(), self.max)?;
-        for m in fd_stream::group_members(&self.groups, group)?.to_vec() {
-            self.send_one(m, msg)?;
-        }
-        Ok(())
+    fn group_peers(&self, group: usize) -> Result<&[PeerId], TransportError> {
+        self.groups.members(group)
     }
 
     fn recv_any(&mut self, buf: &mut [u8]) -> Result<Received, TransportError> {

@@ -40,7 +40,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::shared_memory::{protocol, Backoff, SharedMapping, CACHE_LINE};
-use crate::transport::{Endpoint, Group, Mechanism, PeerId, Prepared, Received, Topology, TransportError};
+use crate::transport::{Endpoint, Mechanism, PeerId, Prepared, Received, SenderGroups, Topology, TransportError};
 
 const NAME: &str = "ump";
 /// Cache-line messages per ring (64 KiB rings).
@@ -131,7 +131,7 @@ impl Prepared for UmpPrepared {
             me,
             map,
             max: self.topology.max_message_bytes,
-            groups: self.topology.groups.clone(),
+            groups: self.topology.groups_sent_by(me),
             chans,
             chan_of,
             pending: VecDeque::new(),
@@ -186,7 +186,7 @@ struct UmpEndpoint {
     me: PeerId,
     map: SharedMapping,
     max: usize,
-    groups: Vec<Group>,
+    groups: SenderGroups,
     chans: Vec<Chan>,
     chan_of: Vec<Option<usize>>,
     /// Whole messages that arrived while this process was sending.
@@ -380,11 +380,8 @@ impl Endpoint for UmpEndpoint {
         self.send_one(to, msg)
     }
 
-    fn send_group(&mut self, group: usize, msg: &[u8]) -> Result<(), TransportError> {
-        for m in crate::transport::group_members(&self.groups, self.me, group)? {
-            self.send_one(m, msg)?;
-        }
-        Ok(())
+    fn group_peers(&self, group: usize) -> Result<&[PeerId], TransportError> {
+        self.groups.members(group)
     }
 
     fn recv_any(&mut self, buf: &mut [u8]) -> Result<Received, TransportError> {

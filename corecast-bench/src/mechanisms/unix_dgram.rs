@@ -20,7 +20,7 @@ use rustix::net::{sockopt, SocketType};
 
 use crate::mechanisms::fd_stream::{self, FdLink, PeerFds};
 use crate::mechanisms::unix_stream::socketpair;
-use crate::transport::{Endpoint, Mechanism, PeerId, Prepared, Received, Topology, TransportError};
+use crate::transport::{Endpoint, Mechanism, PeerId, Prepared, Received, SenderGroups, Topology, TransportError};
 
 /// Unix-domain datagram sockets, one socketpair per directed link.
 pub struct UnixDgram;
@@ -103,7 +103,7 @@ impl Prepared for DgramPrepared {
         Ok(Box::new(DgramEndpoint {
             me,
             max: self.topology.max_message_bytes,
-            groups: fd_stream::my_groups(&self.topology.groups, me),
+            groups: self.topology.groups_sent_by(me),
             inc_raw: fds.inc.iter().map(|(_, fd)| fd.as_raw_fd()).collect(),
             fds,
             next: 0,
@@ -114,7 +114,7 @@ impl Prepared for DgramPrepared {
 struct DgramEndpoint {
     me: PeerId,
     max: usize,
-    groups: Vec<Option<Vec<PeerId>>>,
+    groups: SenderGroups,
     fds: PeerFds,
     inc_raw: Vec<RawFd>,
     next: usize,
@@ -150,12 +150,8 @@ impl Endpoint for DgramEndpoint {
         self.send_one(to, msg)
     }
 
-    fn send_group(&mut self, group: usize, msg: &[u8]) -> Result<(), TransportError> {
-        fd_stream::check_len(NAME, msg.len(), self.max)?;
-        for &m in fd_stream::group_members(&self.groups, group)? {
-            self.send_one(m, msg)?;
-        }
-        Ok(())
+    fn group_peers(&self, group: usize) -> Result<&[PeerId], TransportError> {
+        self.groups.members(group)
     }
 
     fn recv_any(&mut self, buf: &mut [u8]) -> Result<Received, TransportError> {

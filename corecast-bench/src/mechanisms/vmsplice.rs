@@ -33,7 +33,7 @@ use rustix::io::Errno;
 use rustix::pipe::{IoSliceRaw, SpliceFlags};
 
 use crate::mechanisms::fd_stream::{self, FdLink, PeerFds, HEADER_BYTES};
-use crate::transport::{Endpoint, Mechanism, PeerId, Prepared, Received, Topology, TransportError};
+use crate::transport::{Endpoint, Mechanism, PeerId, Prepared, Received, SenderGroups, Topology, TransportError};
 
 /// Cooperative vmsplice pipes, one data and one ack pipe per directed link.
 pub struct Vmsplice;
@@ -90,7 +90,7 @@ impl Prepared for VmsplicePrepared {
         Ok(Box::new(VmspliceEndpoint {
             me,
             max: self.topology.max_message_bytes,
-            groups: fd_stream::my_groups(&self.topology.groups, me),
+            groups: self.topology.groups_sent_by(me),
             ack_in,
             data,
             acks,
@@ -103,7 +103,7 @@ impl Prepared for VmsplicePrepared {
 struct VmspliceEndpoint {
     me: PeerId,
     max: usize,
-    groups: Vec<Option<Vec<PeerId>>>,
+    groups: SenderGroups,
     /// `data.out[p]`: data pipe to `p`; `data.inc`: data pipes from senders.
     data: PeerFds,
     /// `acks.out[p]`: ack pipe back to sender `p`; `acks.inc` is `ack_in`'s owner.
@@ -189,7 +189,7 @@ impl Endpoint for VmspliceEndpoint {
     fn send_group(&mut self, group: usize, msg: &[u8]) -> Result<(), TransportError> {
         fd_stream::check_len(NAME, msg.len(), self.max)?;
         let h = fd_stream::header(msg.len(), self.me);
-        let members = fd_stream::group_members(&self.groups, group)?.to_vec();
+        let members = self.groups.members(group)?.to_vec();
         for &m in &members {
             splice_all(self.data_out(m)?, m, &[&h, msg])?;
         }

@@ -35,9 +35,7 @@ use zenoh::qos::CongestionControl;
 use zenoh::{Session, Wait};
 
 use super::zenoh_endpoints;
-use crate::transport::{
-    group_members, this_host, Endpoint, Mechanism, PeerId, Prepared, Received, Topology, TransportError,
-};
+use crate::transport::{Endpoint, Mechanism, NetHost, PeerId, Prepared, Received, Topology, TransportError};
 
 const NAME: &str = "zenoh";
 /// How long the barrier waits for every process before the run fails.
@@ -83,6 +81,10 @@ impl Mechanism for Zenoh {
     }
 
     fn prepare(&self, topology: &Topology) -> Result<Box<dyn Prepared>, TransportError> {
+        self.prepare_placed(topology, &[])
+    }
+
+    fn prepare_placed(&self, topology: &Topology, hosts: &[NetHost]) -> Result<Box<dyn Prepared>, TransportError> {
         let io =
             |op: &'static str| move |e: rustix::io::Errno| TransportError::Io { mechanism: NAME, op, source: e.into() };
         let mut inboxes = Vec::new();
@@ -92,13 +94,22 @@ impl Mechanism for Zenoh {
         }
         // Unique among concurrent runs on this machine (and its hosts).
         let run = format!("corecast-bench/{}-{}", std::process::id(), corecast_process::clock::now_ns());
-        Ok(Box::new(ZenohPrepared { topology: topology.clone(), run, inboxes, express: self.express }))
+        Ok(Box::new(ZenohPrepared {
+            topology: topology.clone(),
+            hosts: hosts.to_vec(),
+            run,
+            inboxes,
+            express: self.express,
+        }))
     }
 }
 
 /// Made before the fork: each process's pipe of the others' endpoints.
 struct ZenohPrepared {
     topology: Topology,
+    /// Where each process runs (empty: all here); each listens on its
+    /// host's address.
+    hosts: Vec<NetHost>,
     run: String,
     /// Process `k` reads the endpoints of processes `0..k` from `inboxes[k].0`.
     inboxes: Vec<(OwnedFd, OwnedFd)>,
@@ -112,7 +123,7 @@ impl Prepared for ZenohPrepared {
         for _ in 0..me {
             lower.push(zenoh_endpoints::take(&mut inbox, NAME)?);
         }
-        let listen = zenoh_endpoints::free(this_host(), NAME)?;
+        let listen = zenoh_endpoints::free(NetHost::addr_of(&self.hosts, me), NAME)?;
         let session = open(&listen, &lower)?;
         for k in me + 1..self.topology.processes {
             zenoh_endpoints::post(&self.inboxes[k].1, &listen, NAME)?;
@@ -208,7 +219,6 @@ struct ZenohEndpoint {
     me: PeerId,
     groups: Vec<Option<Publisher<'static>>>,
     links: Vec<Option<Publisher<'static>>>,
-    group_members: Vec<crate::transport::Group>,
     inbox: Receiver<(PeerId, ZBytes)>,
     _subscribers: Vec<Subscriber<()>>,
     max: usize,
@@ -266,16 +276,7 @@ impl ZenohEndpoint {
                 links[to] = Some(publisher(format!("{run}/l/{from}/{to}"))?);
             }
         }
-        Ok(ZenohEndpoint {
-            me,
-            groups,
-            links,
-            group_members: t.groups.clone(),
-            inbox,
-            _subscribers: subscribers,
-            max: t.max_message_bytes,
-            session,
-        })
+        Ok(ZenohEndpoint { me, groups, links, inbox, _subscribers: subscribers, max: t.max_message_bytes, session })
     }
 
     fn put(&self, publisher: &Publisher<'static>, msg: &[u8]) -> Result<(), TransportError> {
@@ -294,8 +295,8 @@ impl Endpoint for ZenohEndpoint {
     }
 
     fn send_group(&mut self, group: usize, msg: &[u8]) -> Result<(), TransportError> {
-        group_members(&self.group_members, self.me, group)?;
-        let p = self.groups[group].as_ref().expect("a group this process sends to has a publisher");
+        let p = self.groups.get(group).and_then(Option::as_ref);
+        let p = p.ok_or_else(|| TransportError::Topology(format!("process {} sends to no group {group}", self.me)))?;
         self.put(p, msg)
     }
 

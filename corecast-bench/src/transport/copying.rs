@@ -4,9 +4,12 @@
 
 use std::sync::Mutex;
 
-use super::{
-    Availability, Endpoint, Launcher, Mechanism, NetHost, PeerId, Prepared, Received, Topology, TransportError,
-};
+use super::endpoint::{Endpoint, Received};
+use super::error::TransportError;
+use super::launcher::Launcher;
+use super::mechanism::{Availability, Mechanism, Prepared};
+use super::peer::{NetHost, PeerId};
+use super::topology::Topology;
 
 /// What a mechanism's name ends with when it is forced to copy.
 pub const COPY_SUFFIX: &str = "+copy";

@@ -5,11 +5,13 @@ use std::io;
 
 use rustix::thread::{move_into_link_name_space, LinkNameSpaceType};
 
-use super::{set_this_host, NetHost, TransportError};
+use super::error::TransportError;
+use super::peer::NetHost;
 
-/// Moves this process into `host`'s network namespace and records its
-/// address for the mechanism. Called in a forked child with one thread
-/// (the harness's processes, a mechanism's helpers).
+/// Moves this process into `host`'s network namespace. Called in a forked
+/// child with one thread (the harness's processes, a mechanism's helpers).
+/// A mechanism learns the address to listen on from its placement
+/// ([`NetHost::addr_of`]), not from here.
 pub fn enter(host: &NetHost) -> Result<(), TransportError> {
     let fail = |what: &str, e: io::Error| {
         TransportError::Topology(format!("entering network namespace {:?}: {what}: {e}", host.netns))
@@ -21,6 +23,5 @@ pub fn enter(host: &NetHost) -> Result<(), TransportError> {
     let ns = std::fs::File::open(&path).map_err(|e| fail("open", e))?;
     move_into_link_name_space(std::os::fd::AsFd::as_fd(&ns), Some(LinkNameSpaceType::Network))
         .map_err(|e| fail("setns", e.into()))?;
-    set_this_host(host.addr);
     Ok(())
 }

@@ -74,7 +74,7 @@ pub fn count(text: &[u8]) -> HashMap<&[u8], u64> {
 
 /// The reducer responsible for `word`.
 pub fn partition(word: &[u8], reducers: usize) -> usize {
-    (super::wire::digest(word) % reducers as u64) as usize
+    (corecast_process::mix::digest(word) % reducers as u64) as usize
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
-//! What the macro-benchmarks share: a small fixed message header, a fast
-//! content digest, a clock comparable across processes, and report parsing.
+//! What the macro-benchmarks share: a small fixed message header and report
+//! parsing. (The content digest every workload checks values with is
+//! `corecast_process::mix::digest`, shared with the torture engine.)
 
 use serde::Deserialize;
 
@@ -53,22 +54,6 @@ impl Header {
     }
 }
 
-/// A 64-bit digest of `bytes`, a few instructions per 8 bytes, so checking
-/// every delivered value does not cap what large messages can do. Not
-/// cryptographic: it tells honest transport errors apart, which is the job.
-pub fn digest(bytes: &[u8]) -> u64 {
-    let mut h = 0x243F_6A88_85A3_08D3u64 ^ bytes.len() as u64;
-    let mut chunks = bytes.chunks_exact(8);
-    for c in &mut chunks {
-        h = (h ^ u64::from_le_bytes(c.try_into().expect("8 bytes"))).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        h ^= h >> 29;
-    }
-    for &b in chunks.remainder() {
-        h = (h ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-    corecast_process::mix::finalize(h)
-}
-
 /// Parses a process's JSON report.
 pub fn parse<T: for<'de> Deserialize<'de>>(bytes: &[u8], who: &str) -> Result<T, BenchError> {
     serde_json::from_slice(bytes).map_err(|e| BenchError::Report(format!("bad report from the {who}: {e}")))
@@ -84,18 +69,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn header_round_trips_and_digest_sees_changes() {
+    fn header_round_trips() {
         let h = Header { kind: 3, a: 7, b: u64::MAX - 1, c: 42 };
         let mut buf = vec![0u8; 40];
         h.write(&mut buf);
         assert_eq!(Header::read(&buf).unwrap(), h);
         assert!(Header::read(&buf[..10]).is_err());
-        let d = digest(&buf);
-        for i in [0usize, 17, 39] {
-            let mut c = buf.clone();
-            c[i] ^= 1;
-            assert_ne!(digest(&c), d, "byte {i}");
-        }
-        assert_ne!(digest(&buf[..39]), d);
     }
 }

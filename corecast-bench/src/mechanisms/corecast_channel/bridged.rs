@@ -28,7 +28,7 @@ use corecast_process::{fork, Child, ForkOptions, Signal};
 
 use super::plan::Plan;
 use crate::mechanisms::zenoh_endpoints;
-use crate::transport::{netns, this_host, NetHost, TransportError};
+use crate::transport::{netns, NetHost, TransportError};
 
 const NAME: &str = "corecast-bridge";
 /// How long a host that cannot take more may hold a sender back.
@@ -128,7 +128,7 @@ fn helper(
     let fail = |what: &str, e: &dyn std::fmt::Display| say(&format!("{NAME} on {}: {what}: {e}", host.netns));
     std::thread::scope(|s| {
         for (k, (_, f)) in plan.forwards.iter().enumerate().filter(|(_, (fh, _))| *fh == h) {
-            let endpoint = match zenoh_endpoints::free(this_host(), NAME) {
+            let endpoint = match zenoh_endpoints::free(host.addr, NAME) {
                 Ok(e) => e,
                 Err(e) => return fail("choosing a port", &e),
             };

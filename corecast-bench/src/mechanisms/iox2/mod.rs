@@ -20,6 +20,7 @@
 //! management segment even after a clean drop, and a child that fails or is
 //! killed leaves everything.
 
+#[allow(unsafe_code)]
 mod endpoint;
 mod setup;
 #[cfg(test)]
@@ -288,6 +289,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(unsafe_code)]
     fn processes_that_never_drop_their_ports_leave_nothing_behind() {
         let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         // Every process builds its endpoint and leaves at once with _exit,

@@ -16,8 +16,10 @@
 //! listed as unavailable with the way to enable them.
 
 #[cfg(feature = "mpi")]
+#[allow(unsafe_code)]
 pub mod endpoint;
 #[cfg(feature = "mpi")]
+#[allow(unsafe_code)]
 pub mod launch;
 #[cfg(feature = "mpi")]
 pub mod rank;

@@ -9,7 +9,7 @@ use mpi::traits::Communicator;
 use super::endpoint::MpiEndpoint;
 use super::launch::RankSpec;
 use super::RANK_SUBCOMMAND;
-use crate::transport::{set_this_host, JobRunner, NetHost};
+use crate::transport::{JobRunner, NetHost};
 
 /// Runs a rank when this program was started as one (`argv[1]` is the rank
 /// subcommand); returns its exit status, or `None` for a normal start.
@@ -78,8 +78,8 @@ pub fn rank_main(spec_path: &Path, runner: &JobRunner) -> i32 {
 }
 
 /// Checks that this rank runs in `host`'s network namespace and under its
-/// host's own Open MPI session directory (the launch agent set both up)
-/// and records the host's address.
+/// host's own Open MPI session directory (the launch agent set both up).
+/// MPI finds its peers itself: no address is needed here.
 fn check_host(host: &NetHost) -> Result<(), String> {
     use std::os::unix::fs::MetadataExt;
     let ns = |path: &str| std::fs::metadata(path).map(|m| (m.dev(), m.ino())).map_err(|e| format!("{path}: {e}"));
@@ -94,6 +94,5 @@ fn check_host(host: &NetHost) -> Result<(), String> {
             host.netns
         ));
     }
-    set_this_host(host.addr);
     Ok(())
 }

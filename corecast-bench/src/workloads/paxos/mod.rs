@@ -37,7 +37,7 @@ use serde::{Deserialize, Serialize};
 mod config;
 mod roles;
 
-use super::wire::{digest, parse, report, Header, HEADER_BYTES};
+use super::wire::{parse, report, Header, HEADER_BYTES};
 use super::{params, Context, Settings, Workload};
 use crate::harness::{payload, run_job, BenchError, EncodableJob, RunOptions};
 use crate::record::assemble::{base, summary_record};
@@ -46,6 +46,7 @@ use crate::transport::{Endpoint, Mechanism, PeerId};
 pub use config::{PaxosParams, LEARNER_COUNT, MIN_REQUEST_BYTES, TICK};
 use config::{BACKUP, CLIENT, LEADER, LEARNERS, PRIMARY, TICKER};
 use corecast_process::clock::now_ns;
+use corecast_process::mix::digest;
 pub use roles::Detection;
 use roles::{LeaderReport, LearnerReport, DONE, LEARNED, REQUEST};
 

@@ -8,8 +8,9 @@ use serde::{Deserialize, Serialize};
 use super::config::{PaxosParams, BACKUP, CLIENT, LEADER, PRIMARY, TICKER};
 use crate::harness::BenchError;
 use crate::transport::{Endpoint, TransportError};
-use crate::workloads::wire::{digest, Header, HEADER_BYTES};
+use crate::workloads::wire::{Header, HEADER_BYTES};
 use corecast_process::clock::now_ns;
+use corecast_process::mix::digest;
 use corecast_process::mix::finalize as mix;
 
 pub(crate) const REQUEST: u32 = 1;
