@@ -2,6 +2,7 @@
 //! participants, start them together, inject the planned faults at their
 //! moments while reading every log, and collect how each one ended.
 
+use std::iter::Peekable;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -83,9 +84,78 @@ struct Round<'a> {
     plan: &'a RoundPlan,
     name: &'a str,
     parts: Vec<Participant>,
+    /// The round's channel, until the round destroys it or ends.
+    chan: Option<Channel>,
+    /// The channel that replaced it under the same name.
+    second: Option<Channel>,
+    /// The first channel's keeper.
+    keeper_pid: u32,
+    keeper_killed: bool,
+    /// Pids the first channel's keeper listed as evicted.
+    evicted_pids: Vec<u32>,
 }
 
-impl Round<'_> {
+impl<'a> Round<'a> {
+    /// Creates the round's channel.
+    fn create(name: &'a str, plan: &'a RoundPlan) -> Result<Self> {
+        let chan = Channel::create(name, &plan.config).with_context(|| format!("creating channel {name}"))?;
+        // The engine runs every process in one PID namespace: the keeper is visible.
+        let keeper_pid = chan.keeper_pid().unwrap_or(0);
+        Ok(Round {
+            plan,
+            name,
+            parts: Vec::new(),
+            chan: Some(chan),
+            second: None,
+            keeper_pid,
+            keeper_killed: false,
+            evicted_pids: Vec::new(),
+        })
+    }
+
+    /// Forks every participant the plan has from the start, waits until
+    /// each has attached (or ended), and gives them the go together.
+    /// Returns the moment of the go.
+    fn start(&mut self) -> Result<Instant> {
+        let (go_r, go_w) = corecast_process::pipe::pipe().context("creating the start pipe")?;
+        self.spawn_all(&go_r)?;
+        let t0 = Instant::now();
+        // Everyone attaches before anyone sends: receivers are owed every
+        // message, and no receiver sees "all senders gone" before the last
+        // sender has even joined.
+        while !self.attached() && t0.elapsed() < GUARD {
+            self.pump(t0 + GUARD);
+        }
+        drop(go_w);
+        drop(go_r);
+        Ok(Instant::now())
+    }
+
+    /// Forks the senders, the first receivers and whichever intruders the
+    /// plan has; all but the receivers wait on `go`.
+    fn spawn_all(&mut self, go: &std::os::fd::OwnedFd) -> Result<()> {
+        let plan = self.plan;
+        for (i, s) in plan.senders.iter().enumerate() {
+            self.spawn(Role::Sender(s.id), i, Some(go))?;
+        }
+        for i in 0..plan.receivers.len() {
+            self.spawn(Role::Receiver, i, None)?;
+        }
+        if matches!(plan.kind, Kind::Hostile | Kind::Sequencer) {
+            self.spawn(Role::Hostile, 0, Some(go))?;
+        }
+        if plan.flooder {
+            self.spawn(Role::Flooder, 0, Some(go))?;
+        }
+        if plan.truncator {
+            self.spawn(Role::Truncator, 0, Some(go))?;
+        }
+        if plan.connection_flood {
+            self.spawn(Role::ConnectionFlooder, 0, Some(go))?;
+        }
+        Ok(())
+    }
+
     fn spawn(&mut self, role: Role, index: usize, start: Option<&std::os::fd::OwnedFd>) -> Result<()> {
         let (plan, name, round) = (self.plan, self.name, self.plan.round);
         let child = match role {
@@ -154,55 +224,142 @@ impl Round<'_> {
         let last = events.iter().rev().find(|e| matches!(e, Event::Holding { .. } | Event::Published { .. }));
         matches!(last, Some(Event::Holding { .. }))
     }
+
+    /// SIGKILL participant `i`, unless it has already ended.
+    fn kill(&mut self, i: usize) {
+        let p = &mut self.parts[i];
+        if p.child.exit().is_none() {
+            p.child.signal(Signal::KILL);
+            p.killed = true;
+        }
+    }
+
+    fn kill_keeper(&mut self) {
+        if let Some(pid) = rustix::process::Pid::from_raw(self.keeper_pid as i32) {
+            let _ = rustix::process::kill_process(pid, Signal::KILL);
+        }
+        self.keeper_killed = true;
+    }
+
+    /// Destroys the round's channel and creates another under its name
+    /// (the first time only).
+    fn recreate(&mut self) -> Result<()> {
+        if let Some(first) = self.chan.take() {
+            self.evicted_pids.extend(evicted(&first));
+            first.destroy().context("destroying the round's channel")?;
+            self.second = Some(Channel::create(self.name, &self.plan.config).context("re-creating the channel")?);
+        }
+        Ok(())
+    }
+
+    /// Past the guard: whoever is left is killed, and counted as hung
+    /// unless the killer had already killed it.
+    fn kill_hung(&mut self) {
+        for p in &mut self.parts {
+            if p.child.exit().is_none() {
+                p.child.signal(Signal::CONT);
+                p.child.signal(Signal::KILL);
+                p.hung = !p.killed;
+            }
+        }
+    }
+
+    /// Closes the round's channel if it is still the first one: the pids
+    /// its keeper evicted join the list; returns the sequencer repairs its
+    /// keeper counted.
+    fn close_first(&mut self) -> u32 {
+        let mut tampered = 0;
+        if let Some(first) = self.chan.take() {
+            self.evicted_pids.extend(evicted(&first));
+            tampered = first.status().map_or(0, |s| s.tampered);
+        }
+        tampered
+    }
+
+    /// Closes the channel that replaced the first one, if the round
+    /// re-created it: returns its keeper, and whether the name still
+    /// reached it once the first channel's keeper was gone.
+    fn close_second(&mut self) -> (Option<u32>, bool) {
+        let Some(second) = self.second.take() else { return (None, true) };
+        let second_keeper = second.keeper_pid();
+        // Every member of the first channel is gone: its keeper exits, and
+        // must leave the second channel's name alone.
+        let t0 = Instant::now();
+        while super::leaks::alive(self.keeper_pid) && t0.elapsed() < GUARD {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let name_kept = Channel::open(self.name).is_ok_and(|c| c.keeper_pid() == second.keeper_pid());
+        (second_keeper, name_kept)
+    }
+
+    /// After a keeper kill: how many names `clean` removed that were the
+    /// round's, and whether the round's name is still there.
+    fn clean_up(&self) -> (usize, bool) {
+        // A killed keeper cannot remove its name; a new participant does.
+        let cleaned = if self.keeper_killed {
+            corecast::clean().unwrap_or_default().iter().filter(|n| *n == self.name).count()
+        } else {
+            0
+        };
+        let name_left = self.keeper_killed && corecast::channel_dir().join(self.name).exists();
+        (cleaned, name_left)
+    }
 }
 
-/// Runs `plan` on a fresh channel called `name`.
-pub fn run(name: &str, plan: RoundPlan) -> Result<RoundResult> {
-    let chan = Channel::create(name, &plan.config).with_context(|| format!("creating channel {name}"))?;
-    // The engine runs every process in one PID namespace: the keeper is visible.
-    let keeper_pid = chan.keeper_pid().unwrap_or(0);
-    let mut chan = Some(chan);
-    let mut second: Option<Channel> = None;
-    let mut keeper_killed = false;
-    let mut evicted_pids = Vec::new();
-    let (go_r, go_w) = corecast_process::pipe::pipe().context("creating the start pipe")?;
-    let mut r = Round { plan: &plan, name, parts: Vec::new() };
-    for (i, s) in plan.senders.iter().enumerate() {
-        r.spawn(Role::Sender(s.id), i, Some(&go_r))?;
+/// The fault schedule as it runs: the planned actions not yet due, and the
+/// faults waiting on a participant.
+struct Schedule<'a> {
+    /// The go; every action is timed from it.
+    go: Instant,
+    actions: Peekable<std::slice::Iter<'a, (Duration, Action)>>,
+    /// Stopped participants to continue, and when.
+    resume: Vec<(Instant, usize)>,
+    /// Senders to kill the next time they report holding a loan.
+    armed: Vec<usize>,
+    /// Senders to stop the next time they report holding a loan, and for how long.
+    stop_armed: Vec<(usize, Duration)>,
+}
+
+impl<'a> Schedule<'a> {
+    fn new(go: Instant, actions: &'a [(Duration, Action)]) -> Self {
+        Schedule {
+            go,
+            actions: actions.iter().peekable(),
+            resume: Vec::new(),
+            armed: Vec::new(),
+            stop_armed: Vec::new(),
+        }
     }
-    for i in 0..plan.receivers.len() {
-        r.spawn(Role::Receiver, i, None)?;
+
+    /// Injects the faults at their moments while reading every log, until
+    /// everyone has finished with no stall left to end and no action left
+    /// (or every sender is done).
+    fn run(mut self, r: &mut Round) -> Result<()> {
+        loop {
+            let now = Instant::now();
+            self.kill_holding(r);
+            self.stop_holding(r, now);
+            self.apply_due(r, now)?;
+            self.resume.retain(|&(at, i)| {
+                if at <= now {
+                    r.parts[i].child.signal(Signal::CONT);
+                }
+                at > now
+            });
+            if r.all_finished() && self.resume.is_empty() && (self.actions.peek().is_none() || r.senders_done()) {
+                return Ok(());
+            }
+            if self.go.elapsed() > GUARD {
+                r.kill_hung();
+            }
+            let next = self.next_wake(now);
+            r.pump(next);
+        }
     }
-    if matches!(plan.kind, Kind::Hostile | Kind::Sequencer) {
-        r.spawn(Role::Hostile, 0, Some(&go_r))?;
-    }
-    if plan.flooder {
-        r.spawn(Role::Flooder, 0, Some(&go_r))?;
-    }
-    if plan.truncator {
-        r.spawn(Role::Truncator, 0, Some(&go_r))?;
-    }
-    if plan.connection_flood {
-        r.spawn(Role::ConnectionFlooder, 0, Some(&go_r))?;
-    }
-    let t0 = Instant::now();
-    // Everyone attaches before anyone sends: receivers are owed every
-    // message, and no receiver sees "all senders gone" before the last
-    // sender has even joined.
-    while !r.attached() && t0.elapsed() < GUARD {
-        r.pump(t0 + GUARD);
-    }
-    drop(go_w);
-    drop(go_r);
-    let go = Instant::now();
-    let mut actions = plan.actions.iter().peekable();
-    let mut resume: Vec<(Instant, usize)> = Vec::new();
-    let mut armed: Vec<usize> = Vec::new();
-    let mut stop_armed: Vec<(usize, Duration)> = Vec::new();
-    loop {
-        let now = Instant::now();
-        // Kill armed senders caught holding a loan (their last word).
-        armed.retain(|&i| {
+
+    /// Kill armed senders caught holding a loan (their last word).
+    fn kill_holding(&mut self, r: &mut Round) {
+        self.armed.retain(|&i| {
             if r.parts[i].child.exit().is_some() {
                 return false;
             }
@@ -213,8 +370,12 @@ pub fn run(name: &str, plan: RoundPlan) -> Result<RoundResult> {
             }
             !holding
         });
-        // Stop armed senders caught holding a loan, past the deadline.
-        stop_armed.retain(|&(i, d)| {
+    }
+
+    /// Stop armed senders caught holding a loan, past the deadline.
+    fn stop_holding(&mut self, r: &mut Round, now: Instant) {
+        let resume = &mut self.resume;
+        self.stop_armed.retain(|&(i, d)| {
             if r.parts[i].child.exit().is_some() || r.parts[i].killed {
                 return false;
             }
@@ -226,98 +387,69 @@ pub fn run(name: &str, plan: RoundPlan) -> Result<RoundResult> {
             }
             !holding
         });
-        while let Some((at, action)) = actions.peek() {
-            if go + *at > now {
+    }
+
+    /// Applies every planned action whose moment has come, in order.
+    fn apply_due(&mut self, r: &mut Round, now: Instant) -> Result<()> {
+        while let Some((at, action)) = self.actions.peek().copied() {
+            if self.go + *at > now {
                 break;
             }
-            match action {
-                Action::Kill(i) => {
-                    let p = &mut r.parts[*i];
-                    if p.child.exit().is_none() {
-                        p.child.signal(Signal::KILL);
-                        p.killed = true;
-                    }
-                }
-                Action::KillHolding(i) => armed.push(*i),
-                Action::Stop(i, d) => {
-                    let p = &mut r.parts[*i];
-                    if p.child.exit().is_none() && !p.killed {
-                        p.child.signal(Signal::STOP);
-                        p.stopped = true;
-                        resume.push((now + *d, *i));
-                    }
-                }
-                // A late receiver joins the round's channel, not a successor.
-                Action::Join(k) if !r.senders_done() && second.is_none() && !keeper_killed => {
-                    r.spawn(Role::Receiver, plan.receivers.len() + k, None)?
-                }
-                Action::Join(_) => {}
-                Action::KillKeeper => {
-                    if let Some(pid) = rustix::process::Pid::from_raw(keeper_pid as i32) {
-                        let _ = rustix::process::kill_process(pid, Signal::KILL);
-                    }
-                    keeper_killed = true;
-                }
-                Action::StopHolding(i, d) => stop_armed.push((*i, *d)),
-                Action::Recreate => {
-                    if let Some(first) = chan.take() {
-                        evicted_pids.extend(evicted(&first));
-                        first.destroy().context("destroying the round's channel")?;
-                        second = Some(Channel::create(name, &plan.config).context("re-creating the channel")?);
-                    }
+            self.apply(r, action, now)?;
+            self.actions.next();
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, r: &mut Round, action: &Action, now: Instant) -> Result<()> {
+        match action {
+            Action::Kill(i) => r.kill(*i),
+            Action::KillHolding(i) => self.armed.push(*i),
+            Action::Stop(i, d) => {
+                let p = &mut r.parts[*i];
+                if p.child.exit().is_none() && !p.killed {
+                    p.child.signal(Signal::STOP);
+                    p.stopped = true;
+                    self.resume.push((now + *d, *i));
                 }
             }
-            actions.next();
-        }
-        resume.retain(|&(at, i)| {
-            if at <= now {
-                r.parts[i].child.signal(Signal::CONT);
+            // A late receiver joins the round's channel, not a successor.
+            Action::Join(k) if !r.senders_done() && r.second.is_none() && !r.keeper_killed => {
+                r.spawn(Role::Receiver, r.plan.receivers.len() + k, None)?
             }
-            at > now
-        });
-        if r.all_finished() && resume.is_empty() && (actions.peek().is_none() || r.senders_done()) {
-            break;
+            Action::Join(_) => {}
+            Action::KillKeeper => r.kill_keeper(),
+            Action::StopHolding(i, d) => self.stop_armed.push((*i, *d)),
+            Action::Recreate => r.recreate()?,
         }
-        if go.elapsed() > GUARD {
-            for p in &mut r.parts {
-                if p.child.exit().is_none() {
-                    p.child.signal(Signal::CONT);
-                    p.child.signal(Signal::KILL);
-                    p.hung = !p.killed;
-                }
-            }
-        }
-        let soon = (!armed.is_empty() || !stop_armed.is_empty()).then(|| now + Duration::from_millis(1));
-        let next = [actions.peek().map(|(at, _)| go + *at), resume.iter().map(|r| r.0).min(), soon]
+        Ok(())
+    }
+
+    /// When to look again: at the next action or resume, within a
+    /// millisecond while a fault waits on a loan, else in 50 ms.
+    fn next_wake(&mut self, now: Instant) -> Instant {
+        let soon = (!self.armed.is_empty() || !self.stop_armed.is_empty()).then(|| now + Duration::from_millis(1));
+        let go = self.go;
+        [self.actions.peek().map(|(at, _)| go + *at), self.resume.iter().map(|r| r.0).min(), soon]
             .into_iter()
             .flatten()
             .min()
-            .unwrap_or(now + Duration::from_millis(50));
-        r.pump(next);
+            .unwrap_or(now + Duration::from_millis(50))
     }
-    let mut tampered = 0;
-    if let Some(first) = chan.take() {
-        evicted_pids.extend(evicted(&first));
-        tampered = first.status().map_or(0, |s| s.tampered);
-    }
-    let recreated = second.is_some();
-    let second_keeper = second.as_ref().and_then(Channel::keeper_pid);
-    let mut name_kept = true;
-    if let Some(second) = second {
-        // Every member of the first channel is gone: its keeper exits, and
-        // must leave the second channel's name alone.
-        let t0 = Instant::now();
-        while super::leaks::alive(keeper_pid) && t0.elapsed() < GUARD {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        name_kept = Channel::open(name).is_ok_and(|c| c.keeper_pid() == second.keeper_pid());
-    }
-    // A killed keeper cannot remove its name; a new participant does.
-    let cleaned =
-        if keeper_killed { corecast::clean().unwrap_or_default().iter().filter(|n| *n == name).count() } else { 0 };
-    let name_left = keeper_killed && corecast::channel_dir().join(name).exists();
+}
+
+/// Runs `plan` on a fresh channel called `name`.
+pub fn run(name: &str, plan: RoundPlan) -> Result<RoundResult> {
+    let mut r = Round::create(name, &plan)?;
+    let go = r.start()?;
+    Schedule::new(go, &plan.actions).run(&mut r)?;
+    let tampered = r.close_first();
+    let recreated = r.second.is_some();
+    let (second_keeper, name_kept) = r.close_second();
+    let (cleaned, name_left) = r.clean_up();
+    let Round { parts, evicted_pids, keeper_pid, keeper_killed, .. } = r;
     Ok(RoundResult {
-        participants: r.parts,
+        participants: parts,
         evicted_pids,
         keeper_pid,
         second_keeper,
