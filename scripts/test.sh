@@ -47,6 +47,9 @@ for example in fanout zero_copy crash epoll; do
   timeout 300 cargo run -q -p corecast --example "$example"
 done
 
+echo "== the Python binding: installed into a fresh virtual environment, tested with pytest"
+bash scripts/test-python.sh
+
 echo "== MPI mechanisms (mpirun launches the ranks)"
 cargo test -p corecast-bench --features mpi --test mpi
 cargo test -p corecast-cli --features mpi --test cli

@@ -89,6 +89,13 @@ impl Message<'_> {
     }
 }
 
+// SAFETY: a message is a borrow of its receiver (`&mut Receiver`, and
+// `Receiver` is Send) plus pointers into mappings that receiver owns and
+// keeps while the borrow lasts; moving the message to another thread moves
+// that borrow, as moving the `&mut Receiver` would. (A binding that waits
+// for a message on a thread without its interpreter lock needs this.)
+unsafe impl Send for Message<'_> {}
+
 impl std::ops::Deref for Message<'_> {
     type Target = [u8];
     #[inline]
