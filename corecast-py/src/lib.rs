@@ -9,6 +9,7 @@
 mod channel;
 mod deadline;
 mod errors;
+mod lent;
 mod receiver;
 mod sender;
 

@@ -1,9 +1,7 @@
 //! The receiving endpoint and the message it lends (zero copy).
 
 use std::os::fd::AsRawFd;
-use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use corecast::RecvError;
 use pyo3::buffer::PyBuffer;
@@ -13,41 +11,20 @@ use pyo3::types::{PyBytes, PyMemoryView};
 
 use crate::deadline::Deadline;
 use crate::errors;
+use crate::lent::{Lent, Owned};
 
 /// Receives every message sent on a channel after it attached, in the
 /// channel's total order. One thread at a time may use it.
 #[pyclass(module = "corecast._corecast")]
 pub struct Receiver {
-    /// Owned (from `Box::leak`), freed on close or drop; `None` once closed.
-    rx: Option<NonNull<corecast::Receiver>>,
-    /// Set while a `Message` borrows `*rx`: then nothing else touches it.
-    held: Arc<AtomicBool>,
+    rx: Owned<corecast::Receiver>,
 }
-
-// SAFETY: the receiver is owned by this object (a borrowed `Message` holds
-// a strong reference to it, so it outlives the borrow); PyO3's borrow
-// checking gives `&mut self` methods exclusive access, and the `&self`
-// methods never reach `*rx`. `corecast::Receiver` is Send.
-unsafe impl Send for Receiver {}
-// SAFETY: see above: shared references never reach `*rx`.
-unsafe impl Sync for Receiver {}
 
 impl Receiver {
     pub(crate) fn new(rx: corecast::Receiver) -> Receiver {
-        Receiver { rx: Some(NonNull::from(Box::leak(Box::new(rx)))), held: Arc::new(AtomicBool::new(false)) }
-    }
-
-    /// The receiver, unless closed or held by a borrowed message.
-    fn get(&mut self) -> PyResult<&mut corecast::Receiver> {
-        let Some(rx) = self.rx else { return Err(PyValueError::new_err("the receiver is closed")) };
-        // Acquire pairs with the Release store of a message's release: the
-        // message's use of the receiver happened before.
-        if self.held.load(Ordering::Acquire) {
-            return Err(errors::borrow_active("a borrowed message holds this receiver: release it first"));
+        Receiver {
+            rx: Owned::new(rx, "the receiver is closed", "a borrowed message holds this receiver: release it first"),
         }
-        // SAFETY: owned and live until close or drop; no message borrows
-        // it (checked above) and `&mut self` is exclusive.
-        Ok(unsafe { &mut *rx.as_ptr() })
     }
 
     /// Waits (in slices, GIL released) for the next message, where it lies.
@@ -58,13 +35,10 @@ impl Receiver {
         once: bool,
     ) -> PyResult<corecast::Message<'static>> {
         let deadline = Deadline::new(timeout)?;
-        self.get()?;
-        let ptr = self.rx.expect("checked by get");
-        // SAFETY: `get` checked that nothing else borrows the receiver. The
-        // message made from this reference is either dropped here (an
-        // error) or handed to a `Message` that sets `held` (so no other
-        // reference is made) and keeps this object, hence the box, alive.
-        let rx: &'static mut corecast::Receiver = unsafe { &mut *ptr.as_ptr() };
+        // SAFETY: the message made from this pointer is either dropped here
+        // (an error) or handed to a `Message` made by `lend`, which marks
+        // the receiver lent and keeps this object alive.
+        let rx: &'static mut corecast::Receiver = unsafe { &mut *self.rx.for_borrow()? };
         if once {
             return rx.try_recv_in_place().map_err(|e| errors::recv(py, e));
         }
@@ -84,11 +58,8 @@ impl Receiver {
     }
 
     fn lend(slf: &Bound<'_, Self>, message: corecast::Message<'static>) -> Message {
-        let held = slf.borrow().held.clone();
-        // Relaxed: only this thread (holding the object) reads it until the
-        // message is released, which stores Release.
-        held.store(true, Ordering::Relaxed);
-        Message { inner: Mutex::new(Some(message)), exports: AtomicUsize::new(0), held, _owner: slf.clone().unbind() }
+        let lent = slf.borrow().rx.lend();
+        Message { inner: Mutex::new(Some(message)), lent, _owner: slf.clone().unbind() }
     }
 
     fn copy_out(&mut self, py: Python<'_>, timeout: Option<f64>, once: bool) -> PyResult<Py<PyBytes>> {
@@ -125,16 +96,6 @@ impl Receiver {
         let n = m.len();
         m.release().map_err(|e| errors::recv(py, e))?;
         Ok(n)
-    }
-}
-
-impl Drop for Receiver {
-    fn drop(&mut self) {
-        if let Some(rx) = self.rx.take() {
-            // SAFETY: from `Box::leak` in `new`; no message borrows it (a
-            // message keeps this object alive).
-            drop(unsafe { Box::from_raw(rx.as_ptr()) });
-        }
     }
 }
 
@@ -186,35 +147,30 @@ impl Receiver {
     /// `selectors`, `loop.add_reader`). After it fires, call `try_recv`
     /// until `WouldBlock`.
     fn fileno(&mut self) -> PyResult<i32> {
-        Ok(self.get()?.wake_fd().as_raw_fd())
+        Ok(self.rx.get()?.wake_fd().as_raw_fd())
     }
 
     /// The number the next message will carry.
     #[getter]
     fn next_sequence(&mut self) -> PyResult<u64> {
-        Ok(self.get()?.next_sequence())
+        Ok(self.rx.get()?.next_sequence())
     }
 
     /// This receiver's index among the channel's receivers.
     #[getter]
     fn index(&mut self) -> PyResult<usize> {
-        Ok(self.get()?.index())
+        Ok(self.rx.get()?.index())
     }
 
     /// The channel's largest message, in bytes.
     #[getter]
     fn max_message(&mut self) -> PyResult<usize> {
-        Ok(self.get()?.max_message_bytes())
+        Ok(self.rx.get()?.max_message_bytes())
     }
 
     /// Detaches from the channel. Fails while a borrowed message is held.
     fn close(&mut self) -> PyResult<()> {
-        self.get()?;
-        if let Some(rx) = self.rx.take() {
-            // SAFETY: from `Box::leak` in `new`; nothing borrows it (checked).
-            drop(unsafe { Box::from_raw(rx.as_ptr()) });
-        }
-        Ok(())
+        self.rx.close()
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -264,9 +220,7 @@ impl Receiver {
 pub struct Message {
     /// `None` once released. Declared before `_owner`: dropped first.
     inner: Mutex<Option<corecast::Message<'static>>>,
-    /// Buffer-protocol exports alive (memoryviews, numpy arrays...).
-    exports: AtomicUsize,
-    held: Arc<AtomicBool>,
+    lent: Lent,
     /// Keeps the receiver (and the box the message borrows) alive.
     _owner: Py<Receiver>,
 }
@@ -278,15 +232,9 @@ impl Message {
     }
 
     fn do_release(&self, py: Python<'_>) -> PyResult<()> {
-        // Acquire pairs with the Release decrement in `__releasebuffer__`.
-        if self.exports.load(Ordering::Acquire) > 0 {
-            return Err(errors::borrow_active(
-                "a view of this message is still alive (a memoryview, a numpy array...): delete it first",
-            ));
-        }
+        self.lent.no_views("message")?;
         let taken = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
-        // Release pairs with the Acquire load in `Receiver::get`.
-        self.held.store(false, Ordering::Release);
+        self.lent.end();
         match taken {
             Some(m) => m.release().map_err(|e| errors::recv(py, e)),
             None => Ok(()),
@@ -298,7 +246,7 @@ impl Drop for Message {
     fn drop(&mut self) {
         let taken = self.inner.get_mut().unwrap_or_else(|p| p.into_inner()).take();
         drop(taken);
-        self.held.store(false, Ordering::Release);
+        self.lent.end();
     }
 }
 
@@ -374,23 +322,16 @@ impl Message {
         flags: std::os::raw::c_int,
     ) -> PyResult<()> {
         let this = slf.get();
-        let (ptr, len) = this.with(|m| (m.as_ptr(), m.len()))?;
-        // SAFETY: `view` is Python's to fill (this function's contract);
-        // the bytes stay valid while any export is alive, since the message
-        // cannot be released meanwhile (`exports`); read-only is asked.
-        let r = unsafe { pyo3::ffi::PyBuffer_FillInfo(view, slf.as_ptr(), ptr as *mut _, len as isize, 1, flags) };
-        if r != 0 {
-            return Err(PyErr::fetch(slf.py()));
-        }
-        // Release pairs with the Acquire load in `do_release`.
-        this.exports.fetch_add(1, Ordering::Release);
-        Ok(())
+        let bytes = this.with(|m| (m.as_ptr().cast_mut(), m.len()))?;
+        // SAFETY: `view` is Python's to fill (this function's contract); the
+        // bytes stay valid while any export is alive, since the message
+        // cannot be released meanwhile (`Lent::no_views`); lent read-only.
+        unsafe { this.lent.export(slf.as_any(), view, flags, bytes, true) }
     }
 
     /// # Safety
     /// `_view` is a buffer this object filled.
     unsafe fn __releasebuffer__(&self, _view: *mut pyo3::ffi::Py_buffer) {
-        // Release pairs with the Acquire load in `do_release`.
-        self.exports.fetch_sub(1, Ordering::Release);
+        self.lent.unexport();
     }
 }

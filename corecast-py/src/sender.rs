@@ -1,9 +1,7 @@
 //! The sending endpoint and the slot it lends (zero copy).
 
 use std::os::fd::AsRawFd;
-use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use corecast::{LateReceiver, SendError};
 use pyo3::buffer::PyBuffer;
@@ -13,26 +11,16 @@ use pyo3::types::{PyDict, PyMemoryView};
 
 use crate::deadline::Deadline;
 use crate::errors;
+use crate::lent::{Lent, Owned};
 
 /// Sends messages on a channel; every receiver gets each one. One thread at
 /// a time may use it.
 #[pyclass(module = "corecast._corecast")]
 pub struct Sender {
-    /// Owned (from `Box::leak`), freed on close or drop; `None` once closed.
-    tx: Option<NonNull<corecast::Sender>>,
-    /// Set while a `Loan` borrows `*tx`: then nothing else touches it.
-    held: Arc<AtomicBool>,
+    tx: Owned<corecast::Sender>,
     /// Receivers named by the last `ReceiversLate` or `late_receivers`.
     late: Vec<LateReceiver>,
 }
-
-// SAFETY: the sender is owned by this object (a loan holds a strong
-// reference to it, so it outlives the loan); PyO3's borrow checking gives
-// `&mut self` methods exclusive access and `&self` methods never reach
-// `*tx`. `corecast::Sender` is Send.
-unsafe impl Send for Sender {}
-// SAFETY: see above.
-unsafe impl Sync for Sender {}
 
 /// How a loan is waited for.
 #[derive(Clone, Copy)]
@@ -43,22 +31,8 @@ enum Wait {
 
 impl Sender {
     pub(crate) fn new(tx: corecast::Sender) -> Sender {
-        Sender {
-            tx: Some(NonNull::from(Box::leak(Box::new(tx)))),
-            held: Arc::new(AtomicBool::new(false)),
-            late: Vec::new(),
-        }
-    }
-
-    fn get(&mut self) -> PyResult<&mut corecast::Sender> {
-        let Some(tx) = self.tx else { return Err(PyValueError::new_err("the sender is closed")) };
-        // Acquire pairs with the Release store when a loan ends.
-        if self.held.load(Ordering::Acquire) {
-            return Err(errors::borrow_active("a loan holds this sender: commit or abort it first"));
-        }
-        // SAFETY: owned and live until close or drop; no loan borrows it
-        // (checked above) and `&mut self` is exclusive.
-        Ok(unsafe { &mut *tx.as_ptr() })
+        let tx = Owned::new(tx, "the sender is closed", "a loan holds this sender: commit or abort it first");
+        Sender { tx, late: Vec::new() }
     }
 
     fn failed(&mut self, py: Python<'_>, e: SendError) -> PyErr {
@@ -70,13 +44,12 @@ impl Sender {
 
     /// Waits (in slices, GIL released) for a slot to write in.
     fn wait_loan(&mut self, py: Python<'_>, wait: Wait) -> PyResult<corecast::Loan<'static>> {
-        self.get()?;
-        let ptr = self.tx.expect("checked by get");
-        let tx: *mut corecast::Sender = ptr.as_ptr();
+        // SAFETY: a loan made from this pointer is dropped here (an error)
+        // or handed to a `Loan` made by `lend`, which marks the sender lent
+        // and keeps this object alive.
+        let tx: *mut corecast::Sender = unsafe { self.tx.for_borrow()? };
         let got = match wait {
-            // SAFETY: `get` checked nothing else borrows the sender; a loan
-            // made here is dropped here (an error) or kept by a `Loan` that
-            // sets `held` and keeps this object, hence the box, alive.
+            // SAFETY: as above.
             Wait::Never => unsafe { &mut *tx }.try_loan(),
             Wait::Block(timeout) => {
                 let deadline = Deadline::new(timeout)?;
@@ -102,7 +75,7 @@ impl Sender {
             return Err(PyBufferError::new_err("send needs a contiguous buffer of bytes"));
         }
         let len = buf.len_bytes();
-        let max = self.get()?.max_message_bytes();
+        let max = self.tx.get()?.max_message_bytes();
         if len > max {
             return Err(self.failed(py, SendError::TooLarge { bytes: len, max_bytes: max }));
         }
@@ -115,21 +88,8 @@ impl Sender {
     }
 
     fn lend(slf: &Bound<'_, Self>, loan: corecast::Loan<'static>) -> Loan {
-        let held = slf.borrow().held.clone();
-        // Relaxed: only this thread (holding the object) reads it until the
-        // loan ends, which stores Release.
-        held.store(true, Ordering::Relaxed);
-        Loan { inner: Mutex::new(Some(loan)), exports: AtomicUsize::new(0), held, _owner: slf.clone().unbind() }
-    }
-}
-
-impl Drop for Sender {
-    fn drop(&mut self) {
-        if let Some(tx) = self.tx.take() {
-            // SAFETY: from `Box::leak` in `new`; no loan borrows it (a loan
-            // keeps this object alive).
-            drop(unsafe { Box::from_raw(tx.as_ptr()) });
-        }
+        let lent = slf.borrow().tx.lend();
+        Loan { inner: Mutex::new(Some(loan)), lent, _owner: slf.clone().unbind() }
     }
 }
 
@@ -167,7 +127,7 @@ impl Sender {
     /// Receivers late past the channel's deadline (dicts; pass one to
     /// `evict`).
     fn late_receivers(&mut self, py: Python<'_>) -> PyResult<Vec<Py<PyAny>>> {
-        let late = self.get()?.late_receivers();
+        let late = self.tx.get()?.late_receivers();
         self.late = late;
         Ok(self.late.iter().map(|r| errors::late_receiver(py, r)).collect())
     }
@@ -182,36 +142,31 @@ impl Sender {
         let Some(r) = self.late.iter().find(|r| r.index == index && r.epoch == epoch).cloned() else {
             return Err(PyValueError::new_err("that receiver was not reported late by this sender"));
         };
-        self.get()?.evict(&r).map_err(|e| errors::channel(py, e))
+        self.tx.get()?.evict(&r).map_err(|e| errors::channel(py, e))
     }
 
     /// A file descriptor that becomes readable when a send may succeed (for
     /// `selectors`, `loop.add_reader`). After it fires, `try_send` until
     /// `WouldBlock`.
     fn fileno(&mut self) -> PyResult<i32> {
-        Ok(self.get()?.wake_fd().as_raw_fd())
+        Ok(self.tx.get()?.wake_fd().as_raw_fd())
     }
 
     /// The channel's largest message, in bytes.
     #[getter]
     fn max_message(&mut self) -> PyResult<usize> {
-        Ok(self.get()?.max_message_bytes())
+        Ok(self.tx.get()?.max_message_bytes())
     }
 
     /// Receivers attached now.
     #[getter]
     fn live_receivers(&mut self) -> PyResult<usize> {
-        Ok(self.get()?.live_receivers())
+        Ok(self.tx.get()?.live_receivers())
     }
 
     /// Detaches from the channel. Fails while a loan is outstanding.
     fn close(&mut self) -> PyResult<()> {
-        self.get()?;
-        if let Some(tx) = self.tx.take() {
-            // SAFETY: from `Box::leak` in `new`; nothing borrows it (checked).
-            drop(unsafe { Box::from_raw(tx.as_ptr()) });
-        }
-        Ok(())
+        self.tx.close()
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -233,27 +188,20 @@ impl Sender {
 pub struct Loan {
     /// `None` once committed or aborted. Declared before `_owner`.
     inner: Mutex<Option<corecast::Loan<'static>>>,
-    exports: AtomicUsize,
-    held: Arc<AtomicBool>,
+    lent: Lent,
     _owner: Py<Sender>,
 }
 
 impl Loan {
     /// Takes the loan out to end it, if no view of it is alive.
     fn take(&self) -> PyResult<corecast::Loan<'static>> {
-        // Acquire pairs with the Release decrement in `__releasebuffer__`.
-        if self.exports.load(Ordering::Acquire) > 0 {
-            return Err(errors::borrow_active(
-                "a view of this loan is still alive (a memoryview, a numpy array...): delete it first",
-            ));
-        }
+        self.lent.no_views("loan")?;
         let taken = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
         taken.ok_or_else(|| PyValueError::new_err("the loan was already committed or aborted"))
     }
 
     fn ended(&self) {
-        // Release pairs with the Acquire load in `Sender::get`.
-        self.held.store(false, Ordering::Release);
+        self.lent.end();
     }
 }
 
@@ -261,7 +209,7 @@ impl Drop for Loan {
     fn drop(&mut self) {
         // Never committed: a void every receiver skips.
         drop(self.inner.get_mut().unwrap_or_else(|p| p.into_inner()).take());
-        self.held.store(false, Ordering::Release);
+        self.lent.end();
     }
 }
 
@@ -328,28 +276,21 @@ impl Loan {
         flags: std::os::raw::c_int,
     ) -> PyResult<()> {
         let this = slf.get();
-        let (ptr, len) = {
+        let bytes = {
             let mut inner = this.inner.lock().unwrap_or_else(|p| p.into_inner());
             let loan = inner.as_mut().ok_or_else(|| PyValueError::new_err("the loan has ended"))?;
             let s = loan.as_mut_slice();
             (s.as_mut_ptr(), s.len())
         };
-        // SAFETY: `view` is Python's to fill (this function's contract);
-        // the slot stays this loan's while any export is alive (the loan
-        // cannot end meanwhile: `exports`).
-        let r = unsafe { pyo3::ffi::PyBuffer_FillInfo(view, slf.as_ptr(), ptr.cast(), len as isize, 0, flags) };
-        if r != 0 {
-            return Err(PyErr::fetch(slf.py()));
-        }
-        // Release pairs with the Acquire load in `take`.
-        this.exports.fetch_add(1, Ordering::Release);
-        Ok(())
+        // SAFETY: `view` is Python's to fill (this function's contract); the
+        // slot stays this loan's while any export is alive (the loan cannot
+        // end meanwhile: `Lent::no_views`).
+        unsafe { this.lent.export(slf.as_any(), view, flags, bytes, false) }
     }
 
     /// # Safety
     /// `_view` is a buffer this object filled.
     unsafe fn __releasebuffer__(&self, _view: *mut pyo3::ffi::Py_buffer) {
-        // Release pairs with the Acquire load in `take`.
-        self.exports.fetch_sub(1, Ordering::Release);
+        self.lent.unexport();
     }
 }
