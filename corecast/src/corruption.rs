@@ -4,6 +4,8 @@
 
 use std::fmt;
 
+use crate::layout::GeometryError;
+
 /// One of a channel's shared regions (see the layout in ARCHITECTURE.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -26,48 +28,6 @@ impl fmt::Display for Region {
             Region::Sender => "sender",
             Region::Receiver => "receiver",
         })
-    }
-}
-
-/// A channel shape out of the range any channel may have.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum GeometryError {
-    /// Slots per sender: a power of two from 2 to 2^20.
-    Slots {
-        /// The value given.
-        slots: u32,
-    },
-    /// Largest message: 1 byte to 64 MiB.
-    MaxMessage {
-        /// The value given.
-        bytes: u32,
-    },
-    /// Senders or receivers: 1 to 64.
-    Members {
-        /// `"senders"` or `"receivers"`.
-        role: &'static str,
-        /// The value given.
-        count: u32,
-    },
-    /// Slots x slot size above 16 GiB per sender.
-    RegionTooLarge {
-        /// The bytes one sender's region would need.
-        bytes: u64,
-    },
-}
-
-impl fmt::Display for GeometryError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        use crate::layout::{MAX_MEMBERS, MAX_REGION_BYTES, MAX_SLOTS, MAX_SLOT_BYTES};
-        match *self {
-            Self::Slots { slots } => write!(f, "slots is {slots}: use a power of two from 2 to {MAX_SLOTS}"),
-            Self::MaxMessage { bytes } => write!(f, "max message size is {bytes}: use 1 to {MAX_SLOT_BYTES} bytes"),
-            Self::Members { role, count } => write!(f, "max {role} is {count}: use 1 to {MAX_MEMBERS}"),
-            Self::RegionTooLarge { bytes } => {
-                write!(f, "slots x slot size needs {bytes} bytes per sender, more than {MAX_REGION_BYTES}")
-            }
-        }
     }
 }
 

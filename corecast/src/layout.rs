@@ -14,7 +14,6 @@
 //! 64-byte lines: x86's adjacent-line prefetcher pairs them) so a receiver's
 //! cursor writes never invalidate the line a sender's doorbell is on.
 
-use crate::corruption::GeometryError;
 use crate::sync::{AtomicU32, AtomicU64};
 
 /// Bumped whenever any region's layout or the meaning of a shared word
@@ -53,6 +52,47 @@ pub(crate) const MAX_SLOT_BYTES: u32 = 64 << 20;
 pub(crate) const MAX_MEMBERS: u32 = 64;
 /// Largest sender region, so a hostile geometry cannot ask for terabytes.
 pub(crate) const MAX_REGION_BYTES: u64 = 16 << 30;
+
+/// A channel shape out of the range any channel may have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum GeometryError {
+    /// Slots per sender: a power of two from 2 to 2^20.
+    Slots {
+        /// The value given.
+        slots: u32,
+    },
+    /// Largest message: 1 byte to 64 MiB.
+    MaxMessage {
+        /// The value given.
+        bytes: u32,
+    },
+    /// Senders or receivers: 1 to 64.
+    Members {
+        /// `"senders"` or `"receivers"`.
+        role: &'static str,
+        /// The value given.
+        count: u32,
+    },
+    /// Slots x slot size above 16 GiB per sender.
+    RegionTooLarge {
+        /// The bytes one sender's region would need.
+        bytes: u64,
+    },
+}
+
+impl std::fmt::Display for GeometryError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Self::Slots { slots } => write!(f, "slots is {slots}: use a power of two from 2 to {MAX_SLOTS}"),
+            Self::MaxMessage { bytes } => write!(f, "max message size is {bytes}: use 1 to {MAX_SLOT_BYTES} bytes"),
+            Self::Members { role, count } => write!(f, "max {role} is {count}: use 1 to {MAX_MEMBERS}"),
+            Self::RegionTooLarge { bytes } => {
+                write!(f, "slots x slot size needs {bytes} bytes per sender, more than {MAX_REGION_BYTES}")
+            }
+        }
+    }
+}
 
 impl Geometry {
     /// A channel with one sender slot: the keeper admits one sender at a

@@ -95,9 +95,10 @@ mod wait;
 
 #[cfg(not(loom))]
 pub use channel::{clean, list, Channel, ChannelConfig, ChannelStatus, Delivery, MemberInfo, MemberStatus};
-pub use corruption::{Corruption, GeometryError, Region};
+pub use corruption::{Corruption, Region};
 #[cfg(not(loom))]
 pub use error::{ChannelError, LateReceiver, RecvError, SendError};
+pub use layout::GeometryError;
 #[cfg(not(loom))]
 pub use link::channel_dir;
 #[cfg(not(loom))]

@@ -427,7 +427,7 @@ impl ReceiverRegion {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::corruption::GeometryError;
+    use crate::layout::GeometryError;
     use crate::sys::memfd;
 
     /// Two mappings of one fresh memfd: a writer's and a reader's view.

@@ -40,7 +40,7 @@ pub struct Args {
     placements: Vec<Placement>,
     #[command(flatten)]
     timing: Timing,
-    /// Results file (JSON lines, appended); default results/<time>-contend.jsonl.
+    /// Results file (JSON lines, appended); default <time>-contend.jsonl where `bench fanout --help` says.
     #[arg(long)]
     out: Option<std::path::PathBuf>,
 }

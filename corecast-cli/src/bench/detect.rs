@@ -21,7 +21,7 @@ pub struct Args {
     /// The channel deadline for the stall trials.
     #[arg(long, default_value = "50ms", value_parser = args::duration)]
     deadline: Duration,
-    /// Results file (JSON lines, appended); default results/<time>-detect.jsonl.
+    /// Results file (JSON lines, appended); default <time>-detect.jsonl where `bench fanout --help` says.
     #[arg(long)]
     out: Option<std::path::PathBuf>,
 }

@@ -142,7 +142,7 @@ pub fn names(mechanisms: &[Box<dyn Mechanism>]) -> Vec<String> {
 }
 
 /// Runs `workload` over the mechanisms of `g`, every count and size, and
-/// writes the results to results/<time>-<command>.jsonl (or `--out`).
+/// writes the results to <time>-<command>.jsonl in `grid::results_dir` (or `--out`).
 pub fn run_grid(
     workload: &dyn Workload,
     g: &Grid,
