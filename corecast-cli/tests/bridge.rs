@@ -350,7 +350,7 @@ fn receiver(dir: &Path, sizes: &'static [usize], named_again: u64) -> Proc {
                     let bytes = &buf[..n];
                     // Shorter than its number: it is the one owed next.
                     let seq = match bytes.get(..8) {
-                        Some(b) => u64::from_le_bytes(b.try_into().unwrap()),
+                        Some(b) => corecast_process::le::u64_at(b, 0),
                         None => next.expect("a short message before any numbered one"),
                     };
                     if let Some(want) = next {

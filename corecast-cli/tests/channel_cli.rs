@@ -216,7 +216,7 @@ fn list_and_clean_never_disturb_live_channels_under_load() {
     let mut i = 0u64;
     loop {
         let n = rx.recv_timeout(&mut buf, Duration::from_secs(60)).unwrap();
-        let v = u64::from_le_bytes(buf[..n].try_into().unwrap());
+        let v = corecast_process::le::u64_at(&buf[..n], 0);
         if v == u64::MAX {
             break;
         }

@@ -3,8 +3,9 @@
 //! polling ([`pipe`]), Ctrl-C that stops a run between steps ([`interrupt`]), pinning to a CPU ([`cpu`]), a clock every process of
 //! a run reads alike ([`clock`]), and the mixer deterministic payloads and
 //! seeds are made from, with the digest delivered bytes are checked by
-//! ([`mix`]), the policy for tests that need root ([`privilege`]) and a
-//! bounded wait for what another process does ([`wait`]).
+//! ([`mix`]), little-endian words read out of messages ([`le`]), the policy
+//! for tests that need root ([`privilege`]) and a bounded wait for what
+//! another process does ([`wait`]).
 //!
 //! The library (`corecast`) keeps its own small keeper launch so that it
 //! depends on nothing of the suite.
@@ -19,6 +20,7 @@ pub mod clock;
 pub mod cpu;
 #[allow(unsafe_code)]
 pub mod interrupt;
+pub mod le;
 pub mod mix;
 pub mod pipe;
 pub mod privilege;

@@ -25,7 +25,7 @@ pub fn digest(bytes: &[u8]) -> u64 {
     let mut h = 0x243F_6A88_85A3_08D3u64 ^ bytes.len() as u64;
     let mut chunks = bytes.chunks_exact(8);
     for c in &mut chunks {
-        h = (h ^ u64::from_le_bytes(c.try_into().expect("8 bytes"))).wrapping_mul(GOLDEN);
+        h = (h ^ crate::le::u64_at(c, 0)).wrapping_mul(GOLDEN);
         h ^= h >> 29;
     }
     for &b in chunks.remainder() {

@@ -58,7 +58,7 @@ fn call(conn: &OwnedFd, op: u32, fds: &[&OwnedFd]) -> Option<u32> {
             fds.for_each(drop);
         }
     }
-    (got.bytes >= 4).then(|| u32::from_le_bytes(reply[..4].try_into().expect("4 bytes")))
+    (got.bytes >= 4).then(|| corecast_process::le::u32_at(&reply, 0))
 }
 
 /// Hands the keeper receiver regions whose memfd another thread truncates

@@ -111,7 +111,7 @@ impl Event {
         let mut out = Vec::new();
         let mut at = 0;
         while buf.len() - at >= REC {
-            let w = |i: usize| u64::from_le_bytes(buf[at + 8 * i..at + 8 * i + 8].try_into().expect("8 bytes"));
+            let w = |i: usize| corecast_process::le::u64_at(buf, at + 8 * i);
             let (k, len) = (w(0) & 0xFF, (w(0) >> 8) as u32);
             let ev = match k {
                 1 => Event::Attached { role: w(1) as u32, index: w(2) as u32, start: w(3) },

@@ -42,8 +42,8 @@ pub fn verify(msg: &[u8], round: u32) -> Option<Identity> {
     if msg.len() < HEADER {
         return None;
     }
-    let u32_at = |i: usize| u32::from_le_bytes(msg[i..i + 4].try_into().expect("4 bytes"));
-    let counter = u64::from_le_bytes(msg[8..16].try_into().expect("8 bytes"));
+    let u32_at = |i: usize| corecast_process::le::u32_at(msg, i);
+    let counter = corecast_process::le::u64_at(msg, 8);
     let (magic, id, len, r) = (u32_at(0), u32_at(4), u32_at(16) as usize, u32_at(20));
     if magic != MAGIC || len != msg.len() || r != round {
         return None;

@@ -105,7 +105,7 @@ fn a_hello_that_reaches_a_destroyed_channel_is_told_destroyed() {
     let mut reply = [0u8; 64];
     let n = rustix::net::recv(&conn, &mut reply, RecvFlags::empty()).unwrap().0;
     assert!(n >= 4, "a reply of {n} bytes");
-    let status = u32::from_le_bytes(reply[..4].try_into().unwrap());
+    let status = corecast_process::le::u32_at(&reply, 0);
     assert_eq!(status, 3, "the keeper's answer to a hello after the destroy");
     // And nobody opening the name afterwards reaches that channel.
     assert!(matches!(Channel::open(&name), Err(ChannelError::NotFound(_))));

@@ -74,7 +74,7 @@ fn call(sock: &OwnedFd, body: &[u8], fds: &[i32]) -> Option<u32> {
         msg.msg_controllen = control.len();
         let n = libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC);
         // Descriptors the keeper attached are closed with the process.
-        (n >= 4).then(|| u32::from_le_bytes(reply[..4].try_into().unwrap()))
+        (n >= 4).then(|| corecast_process::le::u32_at(&reply, 0))
     }
 }
 
@@ -270,7 +270,7 @@ fn a_sender_forging_the_numbers_another_sender_wins_never_replaces_an_honest_mes
                         match rx.recv_timeout(&mut buf, Duration::from_millis(500)) {
                             Ok(n) => {
                                 assert_ne!(&buf[..16], b"FORGED FORGED!!!", "a forged message taken as a message");
-                                got.push(u64::from_le_bytes(buf[..8].try_into().unwrap()));
+                                got.push(corecast_process::le::u64_at(&buf, 0));
                                 assert_eq!(&buf[..n], &payload(*got.last().unwrap(), 0, 64)[..]);
                             }
                             Err(RecvError::Contested { .. }) => contested += 1,

@@ -112,7 +112,7 @@ fn finish(children: Vec<Child>) -> Vec<Seen> {
 }
 
 fn first_word(bytes: &[u8]) -> u64 {
-    u64::from_le_bytes(bytes[..8].try_into().unwrap())
+    corecast_process::le::u64_at(bytes, 0)
 }
 
 #[test]

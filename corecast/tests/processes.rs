@@ -36,7 +36,7 @@ fn receiver_child(name: String, len: usize, count: u64, senders: u32) -> impl Fn
         for k in 0..count * u64::from(senders) {
             let n = rx.recv(&mut buf).expect("recv");
             assert_eq!(n, len, "message {k} has the wrong length");
-            let s = u32::from_le_bytes(buf[8..12].try_into().unwrap());
+            let s = corecast_process::le::u32_at(&buf, 8);
             assert!(s < senders, "message {k} names sender {s}");
             let want = payload(next[s as usize], s, len);
             assert!(buf[..n] == want[..], "message {k} (sender {s}, #{}) has wrong bytes", next[s as usize]);

@@ -79,7 +79,7 @@ fn fill_words(buf: &mut [u8], mut w: u64) -> u64 {
 fn words_match(buf: &[u8], mut w: u64, mask: u64) -> Option<u64> {
     let mut chunks = buf.chunks_exact(8);
     for c in &mut chunks {
-        if u64::from_le_bytes(c.try_into().expect("8 bytes")) != w ^ mask {
+        if corecast_process::le::u64_at(c, 0) != w ^ mask {
             return None;
         }
         w = w.wrapping_add(STEP);
@@ -119,9 +119,7 @@ fn blocks_match(blocks: &[u8], mut w: u64, mask: u64) -> Option<u64> {
     for b in blocks.chunks_exact(BLOCK) {
         let mut diff = 0u64;
         for (k, c) in b.chunks_exact(8).enumerate() {
-            diff |= u64::from_le_bytes(c.try_into().expect("8 bytes"))
-                ^ w.wrapping_add((k as u64).wrapping_mul(STEP))
-                ^ mask;
+            diff |= corecast_process::le::u64_at(c, 0) ^ w.wrapping_add((k as u64).wrapping_mul(STEP)) ^ mask;
         }
         if diff != 0 {
             return None;
@@ -167,9 +165,9 @@ pub fn matches(buf: &[u8], seq: u64, sender: u32, inverted: bool) -> bool {
     if buf.len() < HEAD {
         return buf.iter().zip(head(seq, sender)).all(|(b, w)| *b == w ^ mask as u8);
     }
-    let s = u64::from_le_bytes(buf[..8].try_into().expect("8 bytes"));
-    let p = u32::from_le_bytes(buf[8..12].try_into().expect("4 bytes"));
-    let q = u32::from_le_bytes(buf[12..16].try_into().expect("4 bytes"));
+    let s = corecast_process::le::u64_at(buf, 0);
+    let p = corecast_process::le::u32_at(buf, 8);
+    let q = corecast_process::le::u32_at(buf, 12);
     if s != seq ^ mask || p != sender ^ mask as u32 || q != !sender ^ mask as u32 {
         return false;
     }
@@ -208,7 +206,7 @@ pub fn check(buf: &[u8], expected_len: usize, seq: u64, sender: u32) -> Result<(
         let mut chunks = buf[n..].chunks_exact(8);
         let mut words_ok = 0usize;
         for c in &mut chunks {
-            if u64::from_le_bytes(c.try_into().expect("8 bytes")) != w {
+            if corecast_process::le::u64_at(c, 0) != w {
                 break;
             }
             words_ok += 1;
@@ -240,13 +238,13 @@ pub fn check(buf: &[u8], expected_len: usize, seq: u64, sender: u32) -> Result<(
 
 /// The sequence number a message claims to carry, when it has one.
 pub fn seq_of(buf: &[u8]) -> Option<u64> {
-    buf.get(..8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+    buf.get(..8).map(|b| corecast_process::le::u64_at(b, 0))
 }
 
 fn describe_header(buf: &[u8]) -> String {
     match (seq_of(buf), buf.get(8..12)) {
         (Some(s), Some(p)) => {
-            format!(" (it carries message {s} from {})", u32::from_le_bytes(p.try_into().expect("4 bytes")))
+            format!(" (it carries message {s} from {})", corecast_process::le::u32_at(p, 0))
         }
         _ => String::new(),
     }

@@ -213,10 +213,10 @@ impl CmaEndpoint {
             self.inc[i].closed = true;
             return Ok(None);
         }
-        let addr = u64::from_le_bytes(rec[..8].try_into().expect("8 bytes"));
-        let len = u64::from_le_bytes(rec[8..16].try_into().expect("8 bytes"));
-        let pid = u32::from_le_bytes(rec[16..20].try_into().expect("4 bytes"));
-        let sender = u32::from_le_bytes(rec[20..24].try_into().expect("4 bytes"));
+        let addr = corecast_process::le::u64_at(&rec, 0);
+        let len = corecast_process::le::u64_at(&rec, 8);
+        let pid = corecast_process::le::u32_at(&rec, 16);
+        let sender = corecast_process::le::u32_at(&rec, 20);
         let limit = buf.as_ref().map_or(self.max, |b| b.len().min(self.max));
         if sender as usize != l.from || len > limit as u64 || pid == 0 || pid > i32::MAX as u32 {
             return Err(protocol(

@@ -188,8 +188,8 @@ impl OutLink {
             self.closed = true;
             return Ok(());
         }
-        let off = u64::from_le_bytes(rec[..8].try_into().expect("8 bytes"));
-        let len = u64::from_le_bytes(rec[8..].try_into().expect("8 bytes"));
+        let off = corecast_process::le::u64_at(&rec, 0);
+        let len = corecast_process::le::u64_at(&rec, 8);
         match self.outstanding.front() {
             Some(&(o, l)) if o as u64 == off && l as u64 == len => {
                 self.outstanding.pop_front();
@@ -273,9 +273,9 @@ impl ShmemEndpoint {
             self.inc[i].closed = true;
             return Ok(None);
         }
-        let off = u64::from_le_bytes(desc[..8].try_into().expect("8 bytes"));
-        let len = u64::from_le_bytes(desc[8..16].try_into().expect("8 bytes"));
-        let sender = u32::from_le_bytes(desc[16..20].try_into().expect("4 bytes"));
+        let off = corecast_process::le::u64_at(&desc, 0);
+        let len = corecast_process::le::u64_at(&desc, 8);
+        let sender = corecast_process::le::u32_at(&desc, 16);
         let limit = self.max.min(buf.len()) as u64;
         let bad = if sender as usize != l.from {
             Some(format!("descriptor claims sender {sender} on the link from {}", l.from))

@@ -41,8 +41,8 @@ impl Header {
                 msg.len()
             )));
         }
-        let u32_at = |i: usize| u32::from_le_bytes(msg[i..i + 4].try_into().expect("4 bytes"));
-        let u64_at = |i: usize| u64::from_le_bytes(msg[i..i + 8].try_into().expect("8 bytes"));
+        let u32_at = |i: usize| corecast_process::le::u32_at(msg, i);
+        let u64_at = |i: usize| corecast_process::le::u64_at(msg, i);
         Ok(Header { kind: u32_at(0), a: u32_at(4), b: u64_at(8), c: u64_at(16) })
     }
 

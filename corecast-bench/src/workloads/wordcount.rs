@@ -198,7 +198,7 @@ fn reduce(ep: &mut dyn Endpoint, p: &WordcountParams) -> Result<Counts, BenchErr
                     let len = *rest.first().ok_or_else(|| BenchError::mismatch("truncated entry"))? as usize;
                     let (w, n) =
                         rest.get(1..1 + len + 8).ok_or_else(|| BenchError::mismatch("truncated entry"))?.split_at(len);
-                    *counts.entry(w.to_vec()).or_insert(0) += u64::from_le_bytes(n.try_into().expect("8 bytes"));
+                    *counts.entry(w.to_vec()).or_insert(0) += corecast_process::le::u64_at(n, 0);
                     rest = &rest[1 + len + 8..];
                 }
                 got[r.from] += h.b;

@@ -140,7 +140,7 @@ impl<A: Api> CorecastEndpoint<A> {
             Some(from) if msg.len() <= max => read(from, msg),
             Some(_) => malformed = Some(msg.len()),
             None => {
-                let from = msg.get(..HEADER).map(|h| u64::from_le_bytes(h[..8].try_into().expect("8 bytes")) as usize);
+                let from = msg.get(..HEADER).map(|h| corecast_process::le::u64_at(h, 0) as usize);
                 match from {
                     Some(from) if msg.len() - HEADER <= max => read(from, &msg[HEADER..]),
                     _ => malformed = Some(msg.len()),

@@ -117,7 +117,7 @@ impl<'w> MpiEndpoint<'w> {
         let g = &self.groups[group];
         let comm = g.comm.as_ref().ok_or_else(|| TransportError::Topology("not in the group".into()))?;
         comm.process_at_rank(0).broadcast_into(&mut self.staging[..]);
-        let len = u64::from_le_bytes(self.staging[..8].try_into().expect("8 bytes")) as usize;
+        let len = corecast_process::le::u64_at(&self.staging, 0) as usize;
         if len > buf.len() || len > self.max {
             return Err(TransportError::Protocol {
                 mechanism: self.name,
