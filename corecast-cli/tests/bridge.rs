@@ -500,19 +500,19 @@ fn messages_over_tls_arrive_in_order_and_any_loss_is_reported() {
     }
     static SIZES: [usize; 5] = [1, 100, 4096, 65536, 1 << 20];
     let seen = run((Mode::Throughput, Security::Tls), 't', &SIZES, 200, Duration::from_millis(2), 0, |_, _| {});
-    check(&seen, 200, &[2, 3], false);
+    check(&seen, 200, &[], &[2, 3]);
 }
 
 /// Every host saw each of the `count` messages or a gap naming it (the
 /// receivers check each gap names exactly the numbers not delivered); the
-/// hosts in `hit` may lose some (and must, when `must_lose`), the others
-/// lose none.
-fn check(seen: &[(usize, (u64, u64, u64))], count: u64, hit: &[usize], must_lose: bool) {
+/// hosts in `must` lose some and are told, those in `may` may lose some
+/// (each reported), the others lose none.
+fn check(seen: &[(usize, (u64, u64, u64))], count: u64, must: &[usize], may: &[usize]) {
     eprintln!("(got, gap reports, numbers they named) per receiver and host: {seen:?}");
     for &(k, (got, gaps, missing)) in seen {
-        if hit.contains(&k) {
+        if must.contains(&k) || may.contains(&k) {
             assert!(got + missing >= count, "host {k}: a loss nobody reported: {seen:?}");
-            assert!(!must_lose || gaps >= 1, "host {k} lost messages and was not told: {seen:?}");
+            assert!(!must.contains(&k) || gaps >= 1, "host {k} lost messages and was not told: {seen:?}");
         } else {
             assert_eq!((got, gaps, missing), (count, 0, 0), "host {k} was disturbed: {seen:?}");
         }
@@ -538,7 +538,7 @@ fn a_host_cut_off_mid_stream_is_told_of_its_gap_and_the_other_loses_nothing_unre
         std::thread::sleep(Duration::from_millis(4000));
         hosts.link(2, "up");
     });
-    check(&seen, 3000, &[2, 3], false);
+    check(&seen, 3000, &[], &[2, 3]);
     let cut_off = seen.iter().filter(|(k, _)| *k == 2);
     assert!(cut_off.clone().all(|(_, (_, gaps, _))| *gaps >= 1), "host 2 lost messages and was not told: {seen:?}");
 }
@@ -554,7 +554,7 @@ fn a_forwarding_bridge_killed_and_restarted_leaves_a_reported_gap() {
         std::thread::sleep(Duration::from_millis(500));
         bridges.0[0] = hosts.forward();
     });
-    check(&seen, 3000, &[2, 3], true);
+    check(&seen, 3000, &[2, 3], &[]);
 }
 
 #[test]
@@ -569,7 +569,9 @@ fn a_delivering_bridge_killed_and_restarted_reports_what_it_missed() {
             std::thread::sleep(Duration::from_millis(500));
             bridges.0[1] = hosts.deliver(2);
         });
-    check(&seen, 3000, &[2], true);
+    // Host 3 is not spared every loss when host 2's link closes and comes
+    // back (over TLS: README, "A slow or cut-off host"); each is reported.
+    check(&seen, 3000, &[2], &[3]);
 }
 
 /// What a rogue peer on host 4 presents.
