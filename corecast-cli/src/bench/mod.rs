@@ -25,7 +25,8 @@ use clap::Subcommand;
 #[derive(Subcommand)]
 pub enum Bench {
     /// Fan-out and ping-pong for every available mechanism on a small grid,
-    /// with one comparison table (under 3 minutes); records go to results/.
+    /// with one comparison table (under 3 minutes); records go to
+    /// ~/.local/share/corecast/results (or $CORECAST_RESULTS, or --out).
     Quick(quick::Args),
     /// One sender, N receivers: messages/s and bytes/s of the slowest receiver.
     Fanout(fanout::Args),
