@@ -31,4 +31,6 @@ chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1
 } > "$out.new/provenance.txt"
 rm -rf "$out"
 mv "$out.new" "$out"
-echo "reference.sh: $out regenerated from $(git rev-parse --short HEAD)"
+# README.md's reference figures follow the new records.
+CORECAST_BLESS_README=1 cargo test -q -p corecast-cli --test readme_figures >/dev/null
+echo "reference.sh: $out regenerated from $(git rev-parse --short HEAD), README.md's figures rewritten; commit both"
