@@ -217,7 +217,7 @@ fn bench_rounds_spread_each_points_repetitions_over_the_run() {
     let scratch = Scratch::new("rounds");
     let out = scratch.out();
     let args = ["bench", "pingpong", "--mechanisms", "pipe", "--sizes", "64,128", "--duration", "20ms"];
-    let o = corecast(&[&args[..], &["--repetitions", "2", "--rounds", "3", "--out", out.to_str().unwrap()]].concat());
+    let o = corecast(&[&args[..], &["--repetitions", "6", "--rounds", "3", "--out", out.to_str().unwrap()]].concat());
     assert!(o.status.success(), "stderr: {}", text(&o.stderr));
     let progress = text(&o.stderr);
     assert!(progress.contains("2 points x 3 rounds"), "{progress}");

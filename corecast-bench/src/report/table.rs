@@ -95,6 +95,13 @@ fn render_main(outcomes: &[Outcome]) -> String {
     let body: Vec<Vec<String>> =
         rows.iter().map(|r| columns.iter().map(|c| show(cells.get(&(r.clone(), *c)), c.0)).collect()).collect();
     grid(&mut out, &rows, &headers, &body);
+    if body.iter().flatten().any(|c| c.contains('!')) {
+        let _ = writeln!(
+            out,
+            "! its rounds differ more than {ROUNDS_SPREAD}x: a slow spell of the machine hit it; trust the ratios below, \
+             taken round by round, over the value"
+        );
+    }
     ratios(&mut out, &rows, &columns, &headers, &cells);
     ceiling(&mut out, &rows, &columns, &headers, &cells);
     for (i, n) in notes.iter().enumerate() {
@@ -148,11 +155,24 @@ fn headers(columns: &[Column]) -> Vec<(String, String)> {
         .collect()
 }
 
+/// How far apart a point's rounds may be before its value is marked: more
+/// than this factor between its best and worst round says a slow spell of
+/// the machine hit it, and its value alone can mislead.
+const ROUNDS_SPREAD: f64 = 2.0;
+
+/// Whether the rounds of a point differ more than [`ROUNDS_SPREAD`].
+fn rounds_disagree(rounds: &[Option<f64>]) -> bool {
+    let vs: Vec<f64> = rounds.iter().flatten().copied().filter(|v| *v > 0.0).collect();
+    let (lo, hi) = vs.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+    vs.len() >= 2 && hi > ROUNDS_SPREAD * lo
+}
+
 fn show(cell: Option<&Cell>, w: &str) -> String {
     match cell {
         None => "-".to_string(),
-        Some(Cell::Value(v, n, _)) => {
+        Some(Cell::Value(v, n, rounds)) => {
             let v = if higher_is_better(w) { human(*v) } else { sig3(*v) };
+            let v = if rounds_disagree(rounds) { format!("{v}!") } else { v };
             n.map_or(v.clone(), |n| format!("{v} [{n}]"))
         }
         Some(Cell::Note(what, n)) => format!("{what} [{n}]"),
@@ -335,6 +355,21 @@ mod tests {
     fn other(mech: &str, n: usize, status: Status) -> Outcome {
         let point = Point { workload: "fanout", mechanism: mech.into(), count: n, size: 64 };
         Outcome { point, status }
+    }
+
+    #[test]
+    fn a_point_whose_rounds_differ_more_than_twice_is_marked() {
+        let mut wild = measured("pipe", "fanout", 1, 1_000_000.0);
+        let mut calm = measured("corecast", "fanout", 1, 10_000_000.0);
+        for (o, rounds) in [(&mut wild, [0.4e6, 1.0e6, 1.1e6]), (&mut calm, [9.0e6, 10.0e6, 11.0e6])] {
+            if let Status::Measured(rs) = &mut o.status {
+                rs[0].round_values = rounds.iter().map(|&v| Some(v)).collect();
+            }
+        }
+        let t = render(&[wild, calm]);
+        assert!(t.contains("1.00M!") && !t.contains("10.0M!"), "{t}");
+        assert!(t.contains("! its rounds differ more than 2x"), "{t}");
+        assert!(!rounds_disagree(&[Some(1.0), None, Some(2.0)]) && rounds_disagree(&[Some(1.0), Some(2.5)]));
     }
 
     #[test]

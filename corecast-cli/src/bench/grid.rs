@@ -54,10 +54,15 @@ pub struct Timing {
     /// Length of each timed repetition, e.g. `1s` or `100ms`.
     #[arg(long, default_value = "1s", value_parser = args::duration)]
     pub duration: Duration,
-    /// Timed repetitions per point (the median is reported).
+    /// Timed repetitions of each point over the whole run, spread over its
+    /// rounds (the median is reported).
     #[arg(long, default_value = "5", value_parser = args::count)]
     pub repetitions: usize,
 }
+
+/// Rounds of a grid command by default, as `bench quick`: a slow spell of
+/// the machine then hits every mechanism alike.
+pub const GRID_ROUNDS: u32 = 3;
 
 /// Options common to the benchmark subcommands.
 #[derive(clap::Args, Clone, Debug)]
@@ -85,7 +90,8 @@ pub struct Common {
     /// all of its rounds: every mechanism's repetitions are then spread over
     /// the run, so a slow spell of a shared machine hits them alike instead
     /// of spoiling whole points. Records are written after the last round.
-    /// Default 1 (3 for `bench quick`).
+    /// Default 3 (fewer when there are fewer repetitions); tables mark with
+    /// `!` a point whose rounds differ more than 2x.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub rounds: Option<u32>,
 }
@@ -94,6 +100,14 @@ impl Common {
     /// The rounds asked for, or the command's default.
     pub fn rounds_or(&self, default: u32) -> u32 {
         self.rounds.unwrap_or(default)
+    }
+
+    /// The rounds of a grid command and the repetitions of each point in
+    /// each: `repetitions` spread over the rounds asked for, or over
+    /// [`GRID_ROUNDS`] (at most one round per repetition).
+    pub fn rounds_for(&self, repetitions: usize) -> (u32, usize) {
+        let rounds = self.rounds.unwrap_or(GRID_ROUNDS.min(repetitions.max(1) as u32));
+        (rounds, repetitions.div_ceil(rounds as usize).max(1))
     }
 
     /// The placement asked for, checked against the online CPUs.

@@ -36,7 +36,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let online = CpuTopology::read().online_cpus.len();
     let count = a.first_cpus.unwrap_or(online).min(online);
     let mechs = args::mechanisms(&a.mechanisms)?;
-    let settings = a.common.settings(a.timing.duration, a.timing.repetitions, WorkloadOptions::default())?;
+    let (rounds, per_round) = a.common.rounds_for(a.timing.repetitions);
+    let settings = a.common.settings(a.timing.duration, per_round, WorkloadOptions::default())?;
     let plan = grid(&Heatmap, &names(&mechs), &[count], &[a.size]);
-    execute(&plan, &mechs, &settings, a.common.rounds_or(1), &a.common.out_path("heatmap"))
+    execute(&plan, &mechs, &settings, rounds, &a.common.out_path("heatmap"))
 }

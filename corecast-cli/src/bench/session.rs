@@ -152,7 +152,8 @@ pub fn run_grid(
     options: WorkloadOptions,
 ) -> Result<ExitCode> {
     let mechs = g.mechanisms()?;
-    let settings = g.common.settings(timing.0, timing.1, options)?;
+    let (rounds, per_round) = g.common.rounds_for(timing.1);
+    let settings = g.common.settings(timing.0, per_round, options)?;
     let plan = grid(workload, &names(&mechs), counts, sizes);
-    execute(&plan, &mechs, &settings, g.common.rounds_or(1), &g.common.out_path(workload.name()))
+    execute(&plan, &mechs, &settings, rounds, &g.common.out_path(workload.name()))
 }
