@@ -148,6 +148,19 @@ impl Page {
                 escape(&r.tool_version),
                 escape(r.git_commit.as_deref().unwrap_or("unknown"))
             );
+            // A record from a tree with uncommitted changes (or outside a
+            // checkout) names no code that can be rebuilt: say so.
+            let unrebuildable =
+                s.records.iter().filter(|x| x.git_commit.as_deref().is_none_or(|c| c.ends_with("-dirty"))).count();
+            if unrebuildable > 0 {
+                let _ = write!(
+                    self.html,
+                    "<p class=\"missing\"><b>{}: {unrebuildable} of {} records were measured from a tree with \
+                     uncommitted changes (or no commit)</b>: the code behind them cannot be rebuilt exactly.</p>",
+                    escape(&s.name),
+                    s.records.len()
+                );
+            }
         }
     }
 
@@ -486,5 +499,17 @@ mod tests {
         assert!(!report.html.contains("<script"));
         let empty = build(&[ResultSet { name: "none".into(), records: Vec::new() }]);
         assert!(empty.html.contains("No fan-out records") && empty.charts.is_empty());
+    }
+
+    #[test]
+    fn records_from_a_dirty_tree_are_said_to_be() {
+        let mut clean = rec("fanout", "pipe", 1, 64, Metric::Throughput, Unit::MsgPerSec, 1e6);
+        clean.git_commit = Some("0123abcd".into());
+        let page = build(&[ResultSet { name: "run.jsonl".into(), records: vec![clean.clone()] }]).html;
+        assert!(!page.contains("uncommitted changes"), "a clean run is not flagged");
+        let mut dirty = clean.clone();
+        dirty.git_commit = Some("0123abcd-dirty".into());
+        let page = build(&[ResultSet { name: "run.jsonl".into(), records: vec![clean, dirty] }]).html;
+        assert!(page.contains("1 of 2 records were measured from a tree with uncommitted changes"), "{page}");
     }
 }
