@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates results/reference/: the comparison table of `bench quick`
 # (quick.jsonl records, quick.txt printed table), its HTML report
-# (quick.html) and a screenshot of it (quick.png), measured
+# (quick.html) and a screenshot of it (quick.png), crash and stall
+# detection beside the kernel's notice (detect.jsonl, detect.txt), measured
 # on this machine from the current commit. Refuses a tree with changes, so
 # every reference record names a commit that can be rebuilt. Takes about 4
 # minutes; run it on a quiet machine.
@@ -21,6 +22,8 @@ rm -rf "$out.new"
 mkdir -p "$out.new"
 # The table on stdout; the report (quick.html) is written beside the records.
 "$bin" bench quick --out "$out.new/quick.jsonl" | tee "$out.new/quick.txt"
+# Crash and stall detection, beside the kernel's own notice of a death.
+"$bin" bench detect --trials 100 --out "$out.new/detect.jsonl" | tee "$out.new/detect.txt"
 chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1000,2400 \
   --screenshot="$PWD/$out.new/quick.png" "file://$PWD/$out.new/quick.html" 2>/dev/null
 {

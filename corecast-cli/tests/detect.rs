@@ -1,5 +1,6 @@
-//! `corecast bench detect` end to end with two trials per kind: three
-//! records in microseconds through the shared record schema.
+//! `corecast bench detect` end to end with two trials per kind: four
+//! records (the three detections and the kernel's own notice beside them)
+//! in microseconds through the shared record schema.
 
 use std::process::Command;
 
@@ -16,13 +17,13 @@ fn detect_writes_one_record_per_kind() {
         .expect("run corecast bench detect");
     let table = String::from_utf8_lossy(&run.stdout);
     assert!(run.status.success(), "{table}{}", String::from_utf8_lossy(&run.stderr));
-    for kind in ["sender crash", "receiver crash", "stall"] {
+    for kind in ["sender crash", "receiver crash", "stall", "kernel notice"] {
         assert!(table.contains(kind), "{table}");
     }
     let text = std::fs::read_to_string(&out).expect("records file");
     let records: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).expect("JSON line")).collect();
     let metrics: Vec<&str> = records.iter().filter_map(|r| r["metric"].as_str()).collect();
-    assert_eq!(metrics, ["sender_crash_detect", "receiver_crash_detect", "stall_detect"]);
+    assert_eq!(metrics, ["sender_crash_detect", "receiver_crash_detect", "stall_detect", "kernel_death_notice"]);
     for r in &records {
         assert_eq!((r["workload"].as_str(), r["unit"].as_str()), (Some("detect"), Some("us")));
         assert_eq!(r["samples"].as_array().map(Vec::len), Some(2));

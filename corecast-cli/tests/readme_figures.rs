@@ -1,5 +1,6 @@
 //! README.md's reference figures are generated from the reference run
-//! (results/reference/quick.jsonl) into the section between its markers;
+//! (results/reference/quick.jsonl and detect.jsonl) into the section
+//! between its markers;
 //! this test fails when the section differs from what the reference says,
 //! so a quoted figure cannot go stale. After regenerating the reference
 //! (scripts/reference.sh), rewrite the section with
@@ -109,15 +110,48 @@ fn section(records: &str) -> String {
         })
         .collect();
     out += &format!("| corecast / ceiling | {} |\n", ratio.join(" | "));
-    out += END;
     out
+}
+
+/// The detection sentence, from the reference's detect records: each kind's
+/// median and maximum, the crashes against the kernel's own notice.
+fn detection(records: &str) -> String {
+    let mut by: BTreeMap<String, (f64, f64, u64)> = BTreeMap::new();
+    for line in records.lines().filter(|l| !l.trim().is_empty()) {
+        let r: Value = serde_json::from_str(line).expect("a detect record");
+        if let (Some(m), Some(med), Some(max)) = (r["metric"].as_str(), r["median"].as_f64(), r["max"].as_f64()) {
+            by.insert(m.to_string(), (med, max, r["count"].as_u64().unwrap_or(0)));
+        }
+    }
+    let get = |m: &str| by.get(m).copied().unwrap_or_else(|| panic!("no {m} record in results/reference/detect.jsonl"));
+    let kernel = get("kernel_death_notice");
+    let (sender, receiver, stall) = (get("sender_crash_detect"), get("receiver_crash_detect"), get("stall_detect"));
+    format!(
+        "\nDetection, {} trials each (`results/reference/detect.txt`): a sender's crash is told to a blocked \
+         receiver in {:.0} us (median; max {:.0} us), a receiver's crash frees a blocked sender in {:.0} us (max \
+         {:.0} us): {:.1}x and {:.1}x the kernel's own notice of a death to a process blocked on its pidfd \
+         ({:.0} us, max {:.0} us), the floor under both. A stopped receiver is reported {:.0} us after the \
+         channel's deadline (max {:.0} us).\n",
+        kernel.2,
+        sender.0,
+        sender.1,
+        receiver.0,
+        receiver.1,
+        sender.0 / kernel.0,
+        receiver.0 / kernel.0,
+        kernel.0,
+        kernel.1,
+        stall.0,
+        stall.1
+    )
 }
 
 #[test]
 fn readme_quotes_the_reference_run() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let records = std::fs::read_to_string(root.join("results/reference/quick.jsonl")).expect("the reference run");
-    let want = section(&records);
+    let detect = std::fs::read_to_string(root.join("results/reference/detect.jsonl")).expect("the reference detection");
+    let want = format!("{}{}{END}", section(&records), detection(&detect));
     let readme_path = root.join("README.md");
     let readme = std::fs::read_to_string(&readme_path).unwrap();
     let (Some(b), Some(e)) = (readme.find(BEGIN), readme.find(END)) else {

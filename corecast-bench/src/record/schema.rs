@@ -62,6 +62,10 @@ pub enum Metric {
     /// From the deadline's expiry until the blocked sender gets
     /// `ReceiversLate` for a stopped receiver; lower is better.
     StallDetect,
+    /// The kernel's own notice, the floor under the crash detections: from
+    /// a process's SIGKILL until another process blocked on its pidfd
+    /// (poll) wakes; lower is better.
+    KernelDeathNotice,
     /// Time to complete one protocol instance (a snapshot); lower is better.
     Completion,
     /// Time from a crash to the first decision after it; lower is better.

@@ -10,6 +10,9 @@
 //!   it SIGKILLed; time until the send completes.
 //! - stall: a receiver SIGSTOPped, deadline D; time from D after the sender
 //!   blocked until it gets `ReceiversLate`.
+//! - the kernel's notice, measured beside them as their floor: a process
+//!   blocked in poll(2) on another's pidfd, that other SIGKILLed; time until
+//!   poll returns. A crash cannot be told faster than the kernel tells it.
 
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -35,10 +38,11 @@ pub const SIZE: usize = 64;
 pub const MECHANISM: &str = "corecast";
 
 /// The kinds of failure, with the metric each one records.
-pub const KINDS: [(Kind, Metric, &str); 3] = [
+pub const KINDS: [(Kind, Metric, &str); 4] = [
     (Kind::SenderCrash, Metric::SenderCrashDetect, "sender crash"),
     (Kind::ReceiverCrash, Metric::ReceiverCrashDetect, "receiver crash"),
     (Kind::Stall, Metric::StallDetect, "stall"),
+    (Kind::KernelNotice, Metric::KernelDeathNotice, "kernel notice"),
 ];
 
 /// A kind of failure.
@@ -50,6 +54,9 @@ pub enum Kind {
     ReceiverCrash,
     /// The receiver is stopped past the channel's deadline.
     Stall,
+    /// No channel: the kernel telling a process blocked on a pidfd that
+    /// the process behind it died.
+    KernelNotice,
 }
 
 /// Detection as a workload.
@@ -303,6 +310,36 @@ fn measure(kind: Kind, name: &str, deadline: Duration, kids: &mut Vec<Participan
             let (blocked, back) = parse(&kids[1].next_line()?, "late")?;
             let due = blocked + deadline.as_nanos() as u64;
             Ok(back.saturating_sub(due) as f64 / 1e3)
+        }
+        Kind::KernelNotice => {
+            kids.push(Participant::start(|out| {
+                say(out, "ready");
+                loop {
+                    std::thread::sleep(Duration::from_secs(1));
+                }
+            })?);
+            kids[0].expect("ready")?;
+            let victim = kids[0].child.pid();
+            kids.push(Participant::start(move |out| {
+                let Some(pid) = rustix::process::Pid::from_raw(victim) else { return 2 };
+                let Ok(fd) = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()) else {
+                    return 2;
+                };
+                say(out, "ready");
+                let mut fds = [rustix::event::PollFd::new(&fd, rustix::event::PollFlags::IN)];
+                let bound = rustix::time::Timespec { tv_sec: BOUND.as_secs() as i64, tv_nsec: 0 };
+                let r = rustix::event::poll(&mut fds, Some(&bound));
+                let t = now_ns();
+                let what = if matches!(r, Ok(1)) { "dead" } else { "other" };
+                say(out, &format!("{what} 0 {t}"));
+                0
+            })?);
+            kids[1].expect("ready")?;
+            std::thread::sleep(SETTLE);
+            let killed = now_ns();
+            kids[0].child.signal(Signal::KILL);
+            let (_, back) = parse(&kids[1].next_line()?, "dead")?;
+            Ok(back.saturating_sub(killed) as f64 / 1e3)
         }
     }
 }
