@@ -238,6 +238,16 @@ fn blocked_sender(name: &str) -> Result<Participant, BenchError> {
     })
 }
 
+/// Once the second child waits, SIGKILLs the first and returns how long
+/// until the second reported `word` with the time it woke, in microseconds.
+fn kill_first_and_time(kids: &mut [Participant], word: &str) -> Result<f64, BenchError> {
+    std::thread::sleep(SETTLE);
+    let killed = now_ns();
+    kids[0].child.signal(Signal::KILL);
+    let (_, back) = parse(&kids[1].next_line()?, word)?;
+    Ok(back.saturating_sub(killed) as f64 / 1e3)
+}
+
 fn parse(report: &str, want: &str) -> Result<(u64, u64), BenchError> {
     let v: Vec<&str> = report.split_whitespace().collect();
     let bad = || BenchError::mismatch(format!("expected `{want} …`, got `{report}`"));
@@ -284,22 +294,14 @@ fn measure(kind: Kind, name: &str, deadline: Duration, kids: &mut Vec<Participan
                 0
             })?);
             kids[1].expect("ready")?;
-            std::thread::sleep(SETTLE);
-            let killed = now_ns();
-            kids[0].child.signal(Signal::KILL);
-            let (_, back) = parse(&kids[1].next_line()?, "gone")?;
-            Ok(back.saturating_sub(killed) as f64 / 1e3)
+            kill_first_and_time(kids, "gone")
         }
         Kind::ReceiverCrash => {
             kids.push(idle_receiver(name)?);
             kids[0].expect("ready")?;
             kids.push(blocked_sender(name)?);
             kids[1].expect("full")?;
-            std::thread::sleep(SETTLE);
-            let killed = now_ns();
-            kids[0].child.signal(Signal::KILL);
-            let (_, back) = parse(&kids[1].next_line()?, "ok")?;
-            Ok(back.saturating_sub(killed) as f64 / 1e3)
+            kill_first_and_time(kids, "ok")
         }
         Kind::Stall => {
             kids.push(idle_receiver(name)?);
@@ -335,11 +337,7 @@ fn measure(kind: Kind, name: &str, deadline: Duration, kids: &mut Vec<Participan
                 0
             })?);
             kids[1].expect("ready")?;
-            std::thread::sleep(SETTLE);
-            let killed = now_ns();
-            kids[0].child.signal(Signal::KILL);
-            let (_, back) = parse(&kids[1].next_line()?, "dead")?;
-            Ok(back.saturating_sub(killed) as f64 / 1e3)
+            kill_first_and_time(kids, "dead")
         }
     }
 }
