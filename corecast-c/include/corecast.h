@@ -252,8 +252,9 @@ corecast_status corecast_channel_set_deadline_ns(corecast_channel_t *channel, ui
 // or closed); `out` is NULL or valid and aligned for writing a `uint32_t`.
 corecast_status corecast_channel_keeper_pid(corecast_channel_t *channel, uint32_t *out);
 
-// Creates a config holding the defaults: 256 slots of 4096 bytes, 4
-// senders, 16 receivers, permissions 0600, a 10 s deadline.
+// Creates a config holding the defaults: 256 messages in flight of up to
+// 4096 bytes (ring bytes 0: room for 256 of the largest), 4 senders, 16
+// receivers, permissions 0600, a 10 s deadline.
 //
 // # Safety
 // `out` is NULL or valid and aligned for writing a handle.
@@ -280,6 +281,16 @@ corecast_status corecast_config_set_slots(corecast_config_t *config, uint32_t sl
 // `config` is NULL or a handle this library returned (of any type, open or
 // closed).
 corecast_status corecast_config_set_max_message_bytes(corecast_config_t *config, uint32_t bytes);
+
+// Bytes of message data each sender may have in flight (its frame area,
+// where a message takes its length rounded up to 64): a multiple of 64 of
+// at least the largest message rounded up to 64 (checked at create). 0:
+// as many bytes as `slots` largest messages take (the default).
+//
+// # Safety
+// `config` is NULL or a handle this library returned (of any type, open or
+// closed).
+corecast_status corecast_config_set_ring_bytes(corecast_config_t *config, uint64_t bytes);
 
 // Most senders attached at once, 1 to 64 (checked at create).
 //
@@ -342,6 +353,14 @@ corecast_status corecast_config_slots(corecast_config_t *config, uint32_t *out);
 // `config` is NULL or a handle this library returned (of any type, open or
 // closed); `out` is NULL or valid and aligned for writing a `uint32_t`.
 corecast_status corecast_config_max_message_bytes(corecast_config_t *config, uint32_t *out);
+
+// Bytes of message data each sender may have in flight; 0 when not set
+// (a config from `corecast_config_create_from_channel` always says).
+//
+// # Safety
+// `config` is NULL or a handle this library returned (of any type, open or
+// closed); `out` is NULL or valid and aligned for writing a `uint64_t`.
+corecast_status corecast_config_ring_bytes(corecast_config_t *config, uint64_t *out);
 
 // The most senders.
 //
@@ -700,11 +719,14 @@ corecast_status corecast_sender_send_timeout(corecast_sender_t *sender,
                                              size_t len,
                                              uint64_t timeout_ns);
 
-// Lends the next slot to write a message in place (zero copy), waiting
-// while the ring is full: `*data` points to `*capacity` writable bytes (the
-// channel's maximum message size) and `*sequence` is the number the
-// message will carry (`capacity` and `sequence` may be NULL). The slot
-// is the caller's until `corecast_sender_commit` or
+// Lends a frame of `len` bytes to write a message in place (zero copy),
+// waiting while the ring is full or the sender's memory has no room for
+// `len` bytes: `*data` points to `*capacity` (= `len`) writable bytes and
+// `*sequence` is the number the message will carry (`capacity` and
+// `sequence` may be NULL). `len` is the most the message will hold:
+// commit may publish fewer bytes and gives the rest back;
+// `CORECAST_TOO_LARGE` when `len` exceeds the channel's largest message.
+// The frame is the caller's until `corecast_sender_commit` or
 // `corecast_sender_abort`; meanwhile every other call on this sender
 // returns `CORECAST_INVALID_STATE`, and receivers wait for this number, so
 // commit promptly (a loan held past the channel's deadline is voided,
@@ -716,12 +738,13 @@ corecast_status corecast_sender_send_timeout(corecast_sender_t *sender,
 // `capacity` and `sequence` are each NULL or valid and aligned for writing a
 // value of its type.
 corecast_status corecast_sender_loan(corecast_sender_t *sender,
+                                     size_t len,
                                      void **data,
                                      size_t *capacity,
                                      uint64_t *sequence);
 
 // Like `corecast_sender_loan`, but returns `CORECAST_WOULD_BLOCK` at once
-// when the ring is full (or `CORECAST_RECEIVERS_LATE`).
+// when there is no room (or `CORECAST_RECEIVERS_LATE`).
 //
 // # Safety
 // `sender` is NULL or a handle this library returned (of any type, open or
@@ -729,12 +752,13 @@ corecast_status corecast_sender_loan(corecast_sender_t *sender,
 // `capacity` and `sequence` are each NULL or valid and aligned for writing a
 // value of its type.
 corecast_status corecast_sender_try_loan(corecast_sender_t *sender,
+                                         size_t len,
                                          void **data,
                                          size_t *capacity,
                                          uint64_t *sequence);
 
-// Like `corecast_sender_loan`, but waits at most `timeout_ns` for ring
-// space (then `CORECAST_TIMEOUT`).
+// Like `corecast_sender_loan`, but waits at most `timeout_ns` for room
+// (then `CORECAST_TIMEOUT`).
 //
 // # Safety
 // `sender` is NULL or a handle this library returned (of any type, open or
@@ -742,15 +766,16 @@ corecast_status corecast_sender_try_loan(corecast_sender_t *sender,
 // `capacity` and `sequence` are each NULL or valid and aligned for writing a
 // value of its type.
 corecast_status corecast_sender_loan_timeout(corecast_sender_t *sender,
+                                             size_t len,
                                              void **data,
                                              size_t *capacity,
                                              uint64_t *sequence,
                                              uint64_t timeout_ns);
 
-// Publishes the first `len` bytes of the loaned slot to every receiver and
-// ends the loan. `CORECAST_CLAIM_VOIDED`: the loan was held past the
+// Publishes the first `len` bytes of the loaned frame to every receiver
+// and ends the loan. `CORECAST_CLAIM_VOIDED`: the loan was held past the
 // deadline and receivers skipped it; `CORECAST_TOO_LARGE`: `len` exceeds
-// the slot, and the loan ended as a void. Either way the loan is over.
+// the loan, and the loan ended as a void. Either way the loan is over.
 //
 // # Safety
 // `sender` is NULL or a handle this library returned (of any type, open or

@@ -80,8 +80,9 @@ pub(crate) unsafe fn read(config: *mut corecast_config_t) -> Result<ChannelConfi
     copy.ok_or(status)
 }
 
-/// Creates a config holding the defaults: 256 slots of 4096 bytes, 4
-/// senders, 16 receivers, permissions 0600, a 10 s deadline.
+/// Creates a config holding the defaults: 256 messages in flight of up to
+/// 4096 bytes (ring bytes 0: room for 256 of the largest), 4 senders, 16
+/// receivers, permissions 0600, a 10 s deadline.
 ///
 /// # Safety
 /// `out` is NULL or valid and aligned for writing a handle.
@@ -157,6 +158,20 @@ pub unsafe extern "C" fn corecast_config_set_max_message_bytes(
 ) -> corecast_status {
     // SAFETY: `# Safety` is `set`'s contract.
     unsafe { set(config, |c| c.max_message_bytes = bytes) }
+}
+
+/// Bytes of message data each sender may have in flight (its frame area,
+/// where a message takes its length rounded up to 64): a multiple of 64 of
+/// at least the largest message rounded up to 64 (checked at create). 0:
+/// as many bytes as `slots` largest messages take (the default).
+///
+/// # Safety
+/// `config` is NULL or a handle this library returned (of any type, open or
+/// closed).
+#[no_mangle]
+pub unsafe extern "C" fn corecast_config_set_ring_bytes(config: *mut corecast_config_t, bytes: u64) -> corecast_status {
+    // SAFETY: `# Safety` is `set`'s contract.
+    unsafe { set(config, |c| c.ring_bytes = (bytes != 0).then_some(bytes)) }
 }
 
 /// Most senders attached at once, 1 to 64 (checked at create).
@@ -269,6 +284,18 @@ pub unsafe extern "C" fn corecast_config_max_message_bytes(
 ) -> corecast_status {
     // SAFETY: `# Safety` is `get`'s contract.
     unsafe { get(config, out, |c| c.max_message_bytes) }
+}
+
+/// Bytes of message data each sender may have in flight; 0 when not set
+/// (a config from `corecast_config_create_from_channel` always says).
+///
+/// # Safety
+/// `config` is NULL or a handle this library returned (of any type, open or
+/// closed); `out` is NULL or valid and aligned for writing a `uint64_t`.
+#[no_mangle]
+pub unsafe extern "C" fn corecast_config_ring_bytes(config: *mut corecast_config_t, out: *mut u64) -> corecast_status {
+    // SAFETY: `# Safety` is `get`'s contract.
+    unsafe { get(config, out, |c| c.ring_bytes.unwrap_or(0)) }
 }
 
 /// The most senders.

@@ -255,11 +255,14 @@ unsafe fn loan_with(
     }
 }
 
-/// Lends the next slot to write a message in place (zero copy), waiting
-/// while the ring is full: `*data` points to `*capacity` writable bytes (the
-/// channel's maximum message size) and `*sequence` is the number the
-/// message will carry (`capacity` and `sequence` may be NULL). The slot
-/// is the caller's until `corecast_sender_commit` or
+/// Lends a frame of `len` bytes to write a message in place (zero copy),
+/// waiting while the ring is full or the sender's memory has no room for
+/// `len` bytes: `*data` points to `*capacity` (= `len`) writable bytes and
+/// `*sequence` is the number the message will carry (`capacity` and
+/// `sequence` may be NULL). `len` is the most the message will hold:
+/// commit may publish fewer bytes and gives the rest back;
+/// `CORECAST_TOO_LARGE` when `len` exceeds the channel's largest message.
+/// The frame is the caller's until `corecast_sender_commit` or
 /// `corecast_sender_abort`; meanwhile every other call on this sender
 /// returns `CORECAST_INVALID_STATE`, and receivers wait for this number, so
 /// commit promptly (a loan held past the channel's deadline is voided,
@@ -273,16 +276,17 @@ unsafe fn loan_with(
 #[no_mangle]
 pub unsafe extern "C" fn corecast_sender_loan(
     sender: *mut corecast_sender_t,
+    len: usize,
     data: *mut *mut c_void,
     capacity: *mut usize,
     sequence: *mut u64,
 ) -> corecast_status {
     // SAFETY: `# Safety` is `loan_with`'s contract.
-    unsafe { loan_with(sender, data, capacity, sequence, |tx| tx.loan()) }
+    unsafe { loan_with(sender, data, capacity, sequence, |tx| tx.loan(len)) }
 }
 
 /// Like `corecast_sender_loan`, but returns `CORECAST_WOULD_BLOCK` at once
-/// when the ring is full (or `CORECAST_RECEIVERS_LATE`).
+/// when there is no room (or `CORECAST_RECEIVERS_LATE`).
 ///
 /// # Safety
 /// `sender` is NULL or a handle this library returned (of any type, open or
@@ -292,16 +296,17 @@ pub unsafe extern "C" fn corecast_sender_loan(
 #[no_mangle]
 pub unsafe extern "C" fn corecast_sender_try_loan(
     sender: *mut corecast_sender_t,
+    len: usize,
     data: *mut *mut c_void,
     capacity: *mut usize,
     sequence: *mut u64,
 ) -> corecast_status {
     // SAFETY: `# Safety` is `loan_with`'s contract.
-    unsafe { loan_with(sender, data, capacity, sequence, |tx| tx.try_loan()) }
+    unsafe { loan_with(sender, data, capacity, sequence, |tx| tx.try_loan(len)) }
 }
 
-/// Like `corecast_sender_loan`, but waits at most `timeout_ns` for ring
-/// space (then `CORECAST_TIMEOUT`).
+/// Like `corecast_sender_loan`, but waits at most `timeout_ns` for room
+/// (then `CORECAST_TIMEOUT`).
 ///
 /// # Safety
 /// `sender` is NULL or a handle this library returned (of any type, open or
@@ -311,19 +316,20 @@ pub unsafe extern "C" fn corecast_sender_try_loan(
 #[no_mangle]
 pub unsafe extern "C" fn corecast_sender_loan_timeout(
     sender: *mut corecast_sender_t,
+    len: usize,
     data: *mut *mut c_void,
     capacity: *mut usize,
     sequence: *mut u64,
     timeout_ns: u64,
 ) -> corecast_status {
     // SAFETY: `# Safety` is `loan_with`'s contract.
-    unsafe { loan_with(sender, data, capacity, sequence, |tx| tx.loan_timeout(Duration::from_nanos(timeout_ns))) }
+    unsafe { loan_with(sender, data, capacity, sequence, |tx| tx.loan_timeout(len, Duration::from_nanos(timeout_ns))) }
 }
 
-/// Publishes the first `len` bytes of the loaned slot to every receiver and
-/// ends the loan. `CORECAST_CLAIM_VOIDED`: the loan was held past the
+/// Publishes the first `len` bytes of the loaned frame to every receiver
+/// and ends the loan. `CORECAST_CLAIM_VOIDED`: the loan was held past the
 /// deadline and receivers skipped it; `CORECAST_TOO_LARGE`: `len` exceeds
-/// the slot, and the loan ended as a void. Either way the loan is over.
+/// the loan, and the loan ended as a void. Either way the loan is over.
 ///
 /// # Safety
 /// `sender` is NULL or a handle this library returned (of any type, open or

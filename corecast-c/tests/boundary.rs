@@ -92,7 +92,7 @@ fn lengths_no_buffer_can_have_and_nulls_are_refused() {
         assert_eq!(corecast_receiver_recv(rx, (&mut b as *mut u8).cast(), usize::MAX, &mut len), invalid);
         assert_eq!(corecast_receiver_recv(rx, null_mut(), 4, &mut len), invalid);
         assert_eq!(corecast_receiver_borrow(rx, null_mut(), &mut len), invalid);
-        assert_eq!(corecast_sender_loan(tx, null_mut(), null_mut(), null_mut()), invalid);
+        assert_eq!(corecast_sender_loan(tx, 8, null_mut(), null_mut(), null_mut()), invalid);
         assert_eq!(corecast_sender_send(null_mut(), null_mut(), 0), invalid);
         // The message says what was wrong.
         // The API returns a NUL-terminated string owned by this thread.

@@ -93,6 +93,11 @@ pub struct CreateArgs {
     /// Largest message, in bytes (K and M suffixes allowed).
     #[arg(long, default_value = "4K", value_parser = crate::args::size)]
     max_message: usize,
+    /// Each sender's memory for message data, in bytes (K and M suffixes
+    /// allowed): a message takes its length rounded up to 64. Default:
+    /// room for `slots` largest messages.
+    #[arg(long, value_parser = crate::args::size)]
+    ring_bytes: Option<usize>,
     /// Most senders attached at once.
     #[arg(long, default_value_t = ChannelConfig::default().max_senders)]
     senders: u32,
@@ -127,6 +132,7 @@ fn create(a: CreateArgs) -> Result<ExitCode> {
     let config = ChannelConfig {
         slots: a.slots,
         max_message_bytes,
+        ring_bytes: a.ring_bytes.map(|b| b as u64),
         max_senders: a.senders,
         max_receivers: a.receivers,
         mode,

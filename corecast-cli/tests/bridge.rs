@@ -275,7 +275,8 @@ fn sender(dir: &Path, sizes: &'static [usize], count: u64, pace: Duration) -> Pr
             let _ = tx_go.send(());
         });
         let send = |tx: &mut corecast::Sender, sizes: &[usize]| -> u64 {
-            let mut loan = tx.loan().expect("loan");
+            let max = tx.max_message_bytes();
+            let mut loan = tx.loan(max).expect("loan");
             let seq = loan.sequence();
             let m = message(seq, sizes);
             loan.as_mut_slice()[..m.len()].copy_from_slice(&m);

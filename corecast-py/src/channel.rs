@@ -34,6 +34,7 @@ fn config_dict<'py>(py: Python<'py>, c: &ChannelConfig) -> PyResult<Bound<'py, P
     let d = PyDict::new(py);
     d.set_item("slots", c.slots)?;
     d.set_item("max_message", c.max_message_bytes)?;
+    d.set_item("ring_bytes", c.ring_bytes)?;
     d.set_item("senders", c.max_senders)?;
     d.set_item("receivers", c.max_receivers)?;
     d.set_item("mode", c.mode)?;
@@ -50,7 +51,9 @@ impl Channel {
 
 #[pymethods]
 impl Channel {
-    /// Creates a channel named `name` (and its keeper). `deadline`: seconds
+    /// Creates a channel named `name` (and its keeper). `ring_bytes`: each
+    /// sender's memory for message data (a message takes its length rounded
+    /// up to 64; default: `slots` largest messages). `deadline`: seconds
     /// a receiver may hold a blocked sender back before senders are told
     /// (`None`: forever). Raises `AlreadyExists` if a live channel has the
     /// name.
@@ -59,6 +62,7 @@ impl Channel {
         name, *,
         slots = defaults().slots,
         max_message = defaults().max_message_bytes,
+        ring_bytes = None,
         senders = defaults().max_senders,
         receivers = defaults().max_receivers,
         mode = defaults().mode,
@@ -71,6 +75,7 @@ impl Channel {
         name: &str,
         slots: u32,
         max_message: u32,
+        ring_bytes: Option<u64>,
         senders: u32,
         receivers: u32,
         mode: u32,
@@ -82,6 +87,7 @@ impl Channel {
         let config = ChannelConfig {
             slots,
             max_message_bytes: max_message,
+            ring_bytes,
             max_senders: senders,
             max_receivers: receivers,
             mode,

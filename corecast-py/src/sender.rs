@@ -42,22 +42,22 @@ impl Sender {
         errors::send(py, e)
     }
 
-    /// Waits (in slices, GIL released) for a slot to write in.
-    fn wait_loan(&mut self, py: Python<'_>, wait: Wait) -> PyResult<corecast::Loan<'static>> {
+    /// Waits (in slices, GIL released) for a frame of `len` bytes to write in.
+    fn wait_loan(&mut self, py: Python<'_>, wait: Wait, len: usize) -> PyResult<corecast::Loan<'static>> {
         // SAFETY: a loan made from this pointer is dropped here (an error)
         // or handed to a `Loan` made by `lend`, which marks the sender lent
         // and keeps this object alive.
         let tx: *mut corecast::Sender = unsafe { self.tx.for_borrow()? };
         let got = match wait {
             // SAFETY: as above.
-            Wait::Never => unsafe { &mut *tx }.try_loan(),
+            Wait::Never => unsafe { &mut *tx }.try_loan(len),
             Wait::Block(timeout) => {
                 let deadline = Deadline::new(timeout)?;
                 loop {
                     let slice = deadline.slice();
                     // SAFETY: as above; the previous slice's borrow ended.
                     let this: &'static mut corecast::Sender = unsafe { &mut *tx };
-                    let got = py.detach(move || this.loan_timeout(slice));
+                    let got = py.detach(move || this.loan_timeout(len, slice));
                     match got {
                         Err(SendError::Timeout) if !deadline.passed() => py.check_signals()?,
                         other => break other,
@@ -75,16 +75,20 @@ impl Sender {
             return Err(PyBufferError::new_err("send needs a contiguous buffer of bytes"));
         }
         let len = buf.len_bytes();
-        let max = self.tx.get()?.max_message_bytes();
-        if len > max {
-            return Err(self.failed(py, SendError::TooLarge { bytes: len, max_bytes: max }));
-        }
-        let mut loan = self.wait_loan(py, wait)?;
+        let mut loan = self.wait_loan(py, wait, len)?;
         // SAFETY: the export keeps `len` bytes at `buf_ptr` alive, and with
         // the GIL held no Python code changes them while they are copied;
-        // the slot holds `max >= len` bytes.
+        // the loan lends exactly `len` bytes.
         unsafe { std::ptr::copy_nonoverlapping(buf.buf_ptr().cast::<u8>(), loan.as_mut_slice().as_mut_ptr(), len) };
         loan.commit(len).map_err(|e| self.failed(py, e))
+    }
+
+    /// The bytes a loan asks for: `size`, or the channel's largest message.
+    fn loan_size(slf: &Bound<'_, Self>, size: Option<usize>) -> PyResult<usize> {
+        match size {
+            Some(n) => Ok(n),
+            None => Ok(slf.borrow_mut().tx.get()?.max_message_bytes()),
+        }
     }
 
     fn lend(slf: &Bound<'_, Self>, loan: corecast::Loan<'static>) -> Loan {
@@ -108,19 +112,24 @@ impl Sender {
         self.copy_in(py, msg, Wait::Never)
     }
 
-    /// Lends a slot to write a message in place (zero copy), waiting for
-    /// room. Use it as a context manager: write into its `view` (a writable
-    /// memoryview of `max_message` bytes), then `commit(n)`; leaving the
+    /// Lends `size` bytes of the channel's memory to write a message in
+    /// place (zero copy), waiting for room. `size` is the most the message
+    /// will hold (default: `max_message`); commit may use fewer and gives
+    /// the rest back. Use it as a context manager: write into its `view` (a
+    /// writable memoryview of `size` bytes), then `commit(n)`; leaving the
     /// block without committing aborts it (receivers skip it).
-    #[pyo3(signature = (*, timeout = None))]
-    fn loan(slf: &Bound<'_, Self>, timeout: Option<f64>) -> PyResult<Loan> {
-        let loan = slf.borrow_mut().wait_loan(slf.py(), Wait::Block(timeout))?;
+    #[pyo3(signature = (size = None, *, timeout = None))]
+    fn loan(slf: &Bound<'_, Self>, size: Option<usize>, timeout: Option<f64>) -> PyResult<Loan> {
+        let size = Sender::loan_size(slf, size)?;
+        let loan = slf.borrow_mut().wait_loan(slf.py(), Wait::Block(timeout), size)?;
         Ok(Sender::lend(slf, loan))
     }
 
     /// `loan` if there is room now; raises `WouldBlock` if not.
-    fn try_loan(slf: &Bound<'_, Self>) -> PyResult<Loan> {
-        let loan = slf.borrow_mut().wait_loan(slf.py(), Wait::Never)?;
+    #[pyo3(signature = (size = None))]
+    fn try_loan(slf: &Bound<'_, Self>, size: Option<usize>) -> PyResult<Loan> {
+        let size = Sender::loan_size(slf, size)?;
+        let loan = slf.borrow_mut().wait_loan(slf.py(), Wait::Never, size)?;
         Ok(Sender::lend(slf, loan))
     }
 

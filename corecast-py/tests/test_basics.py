@@ -50,6 +50,26 @@ def test_a_loan_is_written_in_place_and_committed_or_aborted(name):
                 loan.commit(33)
 
 
+def test_a_loan_takes_the_size_it_asks_for_and_the_ring_its_bytes(name):
+    # 320 bytes per sender: five 64-byte units, while 8 numbers may be in flight.
+    with corecast.Channel.create(name, slots=8, max_message=130, ring_bytes=320) as ch:
+        assert ch.config["ring_bytes"] == 320
+        tx, rx = ch.sender(), ch.receiver()
+        with pytest.raises(corecast.TooLarge):
+            tx.loan(131)
+        with tx.loan(130) as loan:  # three units
+            assert len(loan) == 130
+            loan.view[:3] = b"big"
+            loan.commit(3)  # gives two units back
+        for i in range(4):  # one unit each: 1 + 4 = 5, the whole area
+            tx.send(bytes([i]) * 64)
+        with pytest.raises(corecast.WouldBlock):
+            tx.try_send(b"x")  # numbers are left, bytes are not
+        assert rx.recv() == b"big"
+        tx.try_send(b"x")  # the first frame was given back
+        assert [rx.recv() for _ in range(5)] == [bytes([i]) * 64 for i in range(4)] + [b"x"]
+
+
 def test_a_view_that_outlives_its_message_blocks_the_release(name):
     with corecast.Channel.create(name, slots=8, max_message=32) as ch:
         tx, rx = ch.sender(), ch.receiver()

@@ -61,18 +61,21 @@ fn move_sequencer(plan: &HostilePlan, rng: &mut Rng) -> Result<(), String> {
 pub const FORGED: [u8; 28] = *b"forged by a hostile sender!!";
 
 /// Where a sender region's parts lie (layout::SenderHeader, SlotHeader):
-/// the claim word on the header's fourth 128-byte line, then the slots from
-/// byte 512, each a stamp, a length and the payload, 16 + slot bytes
-/// rounded up to 64 apart.
+/// the claim word on the header's fourth 128-byte line, then a table of
+/// 16-byte slot headers from byte 512 (a stamp, a length, the frame's first
+/// 64-byte unit), then the frame area from the next 128-byte line.
 struct Region {
     base: usize,
     slots: u64,
-    stride: usize,
 }
 
 impl Region {
     fn slot(&self, seq: u64) -> usize {
-        self.base + 512 + (seq % self.slots) as usize * self.stride
+        self.base + 512 + (seq % self.slots) as usize * 16
+    }
+
+    fn frames(&self) -> usize {
+        self.base + 512 + (self.slots as usize * 16).next_multiple_of(128)
     }
 
     /// Writes `value` at `addr`, a word of this process's own writable
@@ -85,11 +88,13 @@ impl Region {
     }
 
     /// Publishes `seq` here with other bytes: claim word (if `claim`),
-    /// length, payload, stamp, as a sender that won it would.
+    /// payload (in the area's first frame), length, frame, stamp, as a
+    /// sender that won it would.
     fn forge(&self, seq: u64, claim: bool) {
         let slot = self.slot(seq);
-        self.write(slot + 16, FORGED);
+        self.write(self.frames(), FORGED);
         self.write(slot + 8, FORGED.len() as u32);
+        self.write(slot + 12, 0u32);
         if claim {
             self.write(self.base + 3 * 128, (seq + 1) << 2);
         }
@@ -140,8 +145,7 @@ pub fn run(name: &str, plan: &HostilePlan, log: &mut Log, start: Option<OwnedFd>
         return 0;
     }
     let Some((lo, hi)) = own_region() else { return fail(log, "hostile: no writable corecast-sender mapping".into()) };
-    let stride = (16 + plan.slot_bytes as usize).next_multiple_of(64);
-    let region = Region { base: lo, slots: u64::from(plan.slots), stride };
+    let region = Region { base: lo, slots: u64::from(plan.slots) };
     let mut tx = tx;
     match plan.mode {
         Attack::Forge => {
@@ -154,11 +158,17 @@ pub fn run(name: &str, plan: &HostilePlan, log: &mut Log, start: Option<OwnedFd>
             return 0;
         }
         Attack::BadLength => {
-            // A number it won, published by hand with a length no slot
-            // holds; the loan is neither committed nor dropped.
-            if let Ok(loan) = tx.loan() {
+            // A number it won, published by hand with a length longer
+            // than the channel's largest message, or a frame past the end of
+            // the area; the loan is neither committed nor dropped.
+            if let Ok(loan) = tx.loan(1) {
                 let slot = region.slot(loan.sequence());
-                region.write(slot + 8, u32::MAX);
+                if plan.seed.is_multiple_of(2) {
+                    region.write(slot + 8, u32::MAX);
+                } else {
+                    region.write(slot + 8, 1u32);
+                    region.write(slot + 12, u32::MAX);
+                }
                 region.write(slot, ((loan.sequence() + 1) << 2) | 1);
                 std::mem::forget(loan);
             }

@@ -66,6 +66,9 @@ pub struct SenderPlan {
     pub min_len: usize,
     /// Largest message, at most the channel's slot size.
     pub max_len: usize,
+    /// Sizes drawn log-uniformly from `min_len` to `max_len` (mostly
+    /// small, now and then the largest), not uniformly.
+    pub mixed: bool,
     /// Chance a message is written in place through a loan.
     pub loan_p: f64,
     /// Every message through a loan that waits for room, so every message
@@ -109,10 +112,9 @@ pub struct HostilePlan {
     pub linger: Duration,
     /// Seed of the random bytes.
     pub seed: u64,
-    /// The channel's ring length (sequencer moves are drawn around it).
+    /// The channel's ring length (sequencer moves are drawn around it, and
+    /// where the frame area lies in a region).
     pub slots: u32,
-    /// The channel's largest message (where slots lie in a region).
-    pub slot_bytes: u32,
 }
 
 /// How the hostile writer overwrites its region.
@@ -224,6 +226,7 @@ impl RoundPlan {
         let config = ChannelConfig {
             slots,
             max_message_bytes: max_bytes,
+            ring_bytes: None,
             max_senders: (n_tx + usize::from(hostile)) as u32 + rng.range(0, 2) as u32,
             max_receivers: (n_rx + n_late) as u32 + rng.range(0, 2) as u32,
             mode: 0o600,
@@ -250,6 +253,7 @@ impl RoundPlan {
                     void_p: rng.range(0, 3) as f64 / 100.0,
                     pause_p: rng.range(10, 60) as f64 / 100.0,
                     pause_us: rng.range(50, 2000),
+                    mixed: false,
                     seed: rng.next_u64(),
                 }
             })
@@ -268,7 +272,6 @@ impl RoundPlan {
             linger: run_for,
             seed: rng.next_u64(),
             slots,
-            slot_bytes: max_bytes,
         });
         let flooder = rng.chance(0.15);
         // Drawn here, after every earlier draw, so that older seeds keep
@@ -327,6 +330,20 @@ impl RoundPlan {
         }
         if connection_flood {
             config.mode = 0o666;
+        }
+        // Drawn after every earlier draw too: in half the rounds, each
+        // sender's memory holds fewer bytes than its slots of the largest
+        // message, and senders mix every size from the payload's header to
+        // the channel's limit (log-uniform: mostly small, now and then the
+        // largest), so senders wait for bytes as well as for numbers.
+        if rng.chance(0.5) {
+            let frame = u64::from(max_bytes).next_multiple_of(64);
+            let bytes = rng.log_range(frame, frame * u64::from(slots)).next_multiple_of(64);
+            config.ring_bytes = Some(bytes);
+            for s in &mut senders {
+                (s.min_len, s.max_len, s.mixed) = (HEADER, max_bytes as usize, true);
+                s.count = s.count.max(10);
+            }
         }
         RoundPlan {
             round,

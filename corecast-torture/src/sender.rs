@@ -38,10 +38,11 @@ pub fn run(name: &str, round: u32, plan: &SenderPlan, log: &mut Log, start: Opti
         if t0.elapsed() >= plan.run_for {
             break;
         }
-        let len = rng.range(plan.min_len as u64, plan.max_len as u64) as usize;
+        let (lo, hi) = (plan.min_len as u64, plan.max_len as u64);
+        let len = if plan.mixed { rng.log_range(lo, hi) } else { rng.range(lo, hi) } as usize;
         if rng.chance(plan.loan_p) {
             // Every message numbered: wait for room rather than copy.
-            let loan = if plan.numbered { tx.loan_timeout(BOUND) } else { tx.try_loan() };
+            let loan = if plan.numbered { tx.loan_timeout(len, BOUND) } else { tx.try_loan(len) };
             match loan {
                 Ok(mut loan) => {
                     let seq = loan.sequence();
@@ -50,7 +51,7 @@ pub fn run(name: &str, round: u32, plan: &SenderPlan, log: &mut Log, start: Opti
                         log.put(Event::Voided { seq });
                         continue;
                     }
-                    let slot = &mut loan.as_mut_slice()[..len];
+                    let slot = loan.as_mut_slice();
                     payload::fill(slot, round, plan.id, counter);
                     let hash = digest(slot);
                     if rng.chance(plan.hold_p) {

@@ -17,7 +17,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut tx = chan.sender()?;
 
     for frame in 0..8u64 {
-        let mut loan = tx.loan()?;
+        let mut loan = tx.loan(8 + BODY)?;
         let slot = loan.as_mut_slice();
         slot[..8].copy_from_slice(&frame.to_le_bytes());
         slot[8..8 + BODY].fill(frame as u8);

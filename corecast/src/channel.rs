@@ -46,6 +46,14 @@ pub struct ChannelConfig {
     pub slots: u32,
     /// Largest message in bytes (1 B to 64 MiB).
     pub max_message_bytes: u32,
+    /// Bytes of message data each sender may have in flight: its region's
+    /// frame area, where a message occupies its length rounded up to 64
+    /// bytes. A multiple of 64, at least `max_message_bytes` rounded up to
+    /// 64. `None` (the default): `slots` largest messages, the memory of a
+    /// ring whose every slot may hold the largest message. Set it lower to
+    /// carry rare large messages beside many small ones: a sender waits
+    /// (back-pressure) when either its slots or its bytes run out.
+    pub ring_bytes: Option<u64>,
     /// Most senders attached at once (1 to 64).
     pub max_senders: u32,
     /// Most receivers attached at once (1 to 64).
@@ -66,6 +74,7 @@ impl Default for ChannelConfig {
         ChannelConfig {
             slots: 256,
             max_message_bytes: 4096,
+            ring_bytes: None,
             max_senders: 4,
             max_receivers: 16,
             mode: 0o600,
@@ -79,9 +88,10 @@ impl ChannelConfig {
     fn geometry(&self) -> Geometry {
         Geometry {
             slots: self.slots,
-            slot_bytes: self.max_message_bytes,
+            max_message: self.max_message_bytes,
             max_senders: self.max_senders,
             max_receivers: self.max_receivers,
+            ring_bytes: self.ring_bytes.unwrap_or(Geometry::ring_bytes_for(self.slots, self.max_message_bytes)),
         }
     }
 }
@@ -278,7 +288,8 @@ impl Channel {
         let g = self.link.membership.geometry;
         ChannelConfig {
             slots: g.slots,
-            max_message_bytes: g.slot_bytes,
+            max_message_bytes: g.max_message,
+            ring_bytes: Some(g.ring_bytes),
             max_senders: self.senders_side().geometry.max_senders,
             max_receivers: g.max_receivers,
             delivery: self.delivery(),

@@ -131,7 +131,7 @@ fn copy(mut rx: Receiver, mut tx: Sender, own: &Link, feed: &Link) {
 /// has the same number for its sender and its receivers.
 fn forward(tx: &mut Sender, seq: u64, bytes: &[u8]) -> Result<(), SendError> {
     loop {
-        let failed = match tx.loan() {
+        let failed = match tx.loan(bytes.len()) {
             // A dropped loan is a void.
             Ok(loan) if loan.sequence() < seq => continue,
             Ok(mut loan) => {

@@ -17,10 +17,9 @@
 use crate::sync::{AtomicU32, AtomicU64};
 
 /// Bumped whenever any region's layout or the meaning of a shared word
-/// changes (5: the membership names the channel's owner and counts
-/// contested numbers; `next` may be held locked by a repair, see
-/// `ring::NEXT_LOCKED`; receivers map the sequencer read-only).
-pub(crate) const LAYOUT_VERSION: u32 = 6;
+/// changes (7: a sender region is a table of slot headers and an area of
+/// frames, each message in its own frame of its own length).
+pub(crate) const LAYOUT_VERSION: u32 = 7;
 /// Alignment and padding unit for hot fields.
 pub(crate) const LINE: usize = 128;
 
@@ -38,17 +37,30 @@ pub(crate) struct Line<T>(pub(crate) T);
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Geometry {
-    /// Slots per sender region (ring length R); a power of two.
+    /// Slots per sender region (ring length R: numbers in flight); a power
+    /// of two.
     pub(crate) slots: u32,
     /// Largest message, in bytes.
-    pub(crate) slot_bytes: u32,
+    pub(crate) max_message: u32,
     pub(crate) max_senders: u32,
     pub(crate) max_receivers: u32,
+    /// Bytes of each sender region's frame area, a multiple of [`FRAME`]
+    /// and at least one largest frame.
+    pub(crate) ring_bytes: u64,
 }
 
 /// Largest values accepted anywhere (creation and validation).
 pub(crate) const MAX_SLOTS: u32 = 1 << 20;
-pub(crate) const MAX_SLOT_BYTES: u32 = 64 << 20;
+pub(crate) const MAX_MESSAGE_BYTES: u32 = 64 << 20;
+/// The unit of the frame area: a message occupies its length rounded up
+/// to this (a cache line), so frames never share a line with another
+/// message and offsets fit a `u32` as a count of units.
+pub(crate) const FRAME: usize = 64;
+
+/// The bytes a frame of `len` payload bytes occupies.
+pub(crate) fn frame_bytes(len: usize) -> usize {
+    len.next_multiple_of(FRAME)
+}
 pub(crate) const MAX_MEMBERS: u32 = 64;
 /// Largest sender region, so a hostile geometry cannot ask for terabytes.
 pub(crate) const MAX_REGION_BYTES: u64 = 16 << 30;
@@ -67,6 +79,14 @@ pub enum GeometryError {
         /// The value given.
         bytes: u32,
     },
+    /// Frame area per sender: a multiple of 64 bytes, at least the largest
+    /// message rounded up to 64.
+    RingBytes {
+        /// The value given.
+        bytes: u64,
+        /// The least it may be for this largest message.
+        min: u64,
+    },
     /// Senders or receivers: 1 to 64.
     Members {
         /// `"senders"` or `"receivers"`.
@@ -74,7 +94,7 @@ pub enum GeometryError {
         /// The value given.
         count: u32,
     },
-    /// Slots x slot size above 16 GiB per sender.
+    /// A sender region (slot table and frame area) above 16 GiB.
     RegionTooLarge {
         /// The bytes one sender's region would need.
         bytes: u64,
@@ -85,10 +105,13 @@ impl std::fmt::Display for GeometryError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match *self {
             Self::Slots { slots } => write!(f, "slots is {slots}: use a power of two from 2 to {MAX_SLOTS}"),
-            Self::MaxMessage { bytes } => write!(f, "max message size is {bytes}: use 1 to {MAX_SLOT_BYTES} bytes"),
+            Self::MaxMessage { bytes } => write!(f, "max message size is {bytes}: use 1 to {MAX_MESSAGE_BYTES} bytes"),
+            Self::RingBytes { bytes, min } => {
+                write!(f, "ring bytes is {bytes}: use a multiple of {FRAME} of at least {min} (the largest frame)")
+            }
             Self::Members { role, count } => write!(f, "max {role} is {count}: use 1 to {MAX_MEMBERS}"),
             Self::RegionTooLarge { bytes } => {
-                write!(f, "slots x slot size needs {bytes} bytes per sender, more than {MAX_REGION_BYTES}")
+                write!(f, "a sender region of this shape needs {bytes} bytes, more than {MAX_REGION_BYTES}")
             }
         }
     }
@@ -109,29 +132,53 @@ impl Geometry {
         if !self.slots.is_power_of_two() || self.slots < 2 || self.slots > MAX_SLOTS {
             return Err(GeometryError::Slots { slots: self.slots });
         }
-        if self.slot_bytes == 0 || self.slot_bytes > MAX_SLOT_BYTES {
-            return Err(GeometryError::MaxMessage { bytes: self.slot_bytes });
+        if self.max_message == 0 || self.max_message > MAX_MESSAGE_BYTES {
+            return Err(GeometryError::MaxMessage { bytes: self.max_message });
+        }
+        let min = frame_bytes(self.max_message as usize) as u64;
+        if !self.ring_bytes.is_multiple_of(FRAME as u64) || self.ring_bytes < min {
+            return Err(GeometryError::RingBytes { bytes: self.ring_bytes, min });
         }
         for (role, count) in [("senders", self.max_senders), ("receivers", self.max_receivers)] {
             if count == 0 || count > MAX_MEMBERS {
                 return Err(GeometryError::Members { role, count });
             }
         }
-        let bytes = self.sender_region_bytes() as u64;
+        let bytes = (self.frames_offset() as u64).saturating_add(self.ring_bytes);
         if bytes > MAX_REGION_BYTES {
             return Err(GeometryError::RegionTooLarge { bytes });
         }
         Ok(())
     }
 
-    /// Distance between two slots: header plus payload, rounded to 64 bytes
-    /// so a small message and its stamp share one cache line.
-    pub(crate) fn slot_stride(&self) -> usize {
-        (std::mem::size_of::<SlotHeader>() + self.slot_bytes as usize).next_multiple_of(64)
+    /// The frame area that holds `slots` largest messages at once: what a
+    /// channel gets when its creator does not say (the memory of a ring of
+    /// fixed slots, which every message may fill).
+    pub(crate) fn ring_bytes_for(slots: u32, max_message: u32) -> u64 {
+        u64::from(slots).saturating_mul(frame_bytes(max_message as usize) as u64)
+    }
+
+    /// Where the frame area starts in a sender region: after the header and
+    /// the table of slot headers (rounded to a hot line, so the first frame
+    /// shares no line with the table).
+    pub(crate) fn frames_offset(&self) -> usize {
+        std::mem::size_of::<SenderHeader>()
+            + (self.slots as usize * std::mem::size_of::<SlotHeader>()).next_multiple_of(LINE)
+    }
+
+    /// The frame area's length in [`FRAME`] units.
+    pub(crate) fn frame_units(&self) -> u32 {
+        // `check` bounds the area by MAX_REGION_BYTES (2^34), so the units fit.
+        (self.ring_bytes / FRAME as u64) as u32
+    }
+
+    /// What a probe checks a slot header against.
+    pub(crate) fn bounds(&self) -> crate::ring::Bounds {
+        crate::ring::Bounds { slots: u64::from(self.slots), max_message: self.max_message, units: self.frame_units() }
     }
 
     pub(crate) fn sender_region_bytes(&self) -> usize {
-        std::mem::size_of::<SenderHeader>() + self.slots as usize * self.slot_stride()
+        self.frames_offset() + self.ring_bytes as usize
     }
 
     pub(crate) fn membership_bytes(&self) -> usize {
@@ -286,14 +333,17 @@ pub(crate) struct SenderHeader {
     pub(crate) claim: Line<AtomicU64>,
 }
 
-/// Slot header; the payload follows it. Single writer: the region's sender.
+/// Slot header, in the region's table of `slots` of them; the payload is a
+/// frame in the region's frame area. Single writer: the region's sender.
 #[repr(C)]
 pub(crate) struct SlotHeader {
     /// `(seq + 1) << 2 | kind`; 0 = never written. See `ring::stamp`.
     pub(crate) stamp: AtomicU64,
     /// Payload length in bytes; valid when the stamp says published.
     pub(crate) len: AtomicU32,
-    pub(crate) _reserved: u32,
+    /// Where the payload's frame starts in the frame area, in [`FRAME`]
+    /// units; valid when the stamp says published.
+    pub(crate) at: AtomicU32,
 }
 
 /// Receiver region header. Single writer: its receiver.

@@ -7,6 +7,7 @@ use std::ptr;
 
 use crate::corruption::{Corruption, Region};
 use crate::layout::*;
+use crate::ring::Frame;
 use crate::sync::{AtomicU64, Ordering};
 use crate::sys::map::Mapping;
 
@@ -231,23 +232,22 @@ pub(crate) struct SenderRegion {
     slots: SlotArray,
 }
 
-/// Where a mapped sender region's header and slots lie, as plain numbers:
-/// what a receiver that reads one region alone keeps at hand, so its
-/// per-message work does not go through its table of regions. Only as
-/// valid as the mapping it was taken from; every access is an `unsafe fn`
-/// whose caller guarantees that mapping is still there.
+/// Where a mapped sender region's header, slot table and frame area lie,
+/// as plain numbers: what a receiver that reads one region alone keeps at
+/// hand, so its per-message work does not go through its table of regions.
+/// Only as valid as the mapping it was taken from; every access is an
+/// `unsafe fn` whose caller guarantees that mapping is still there.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct SlotArray {
     base: *mut u8,
+    frames: *mut u8,
     mask: u64,
-    stride: usize,
-    /// The ring's length and slot size, from the channel's geometry (this
+    /// What a slot header may say, from the channel's geometry (this
     /// process's validated copy, not the region's header).
-    pub(crate) slots: u32,
-    pub(crate) slot_bytes: u32,
+    pub(crate) bounds: crate::ring::Bounds,
 }
 
-// SAFETY: an address and numbers; a `SlotArray` reads nothing by itself.
+// SAFETY: addresses and numbers; a `SlotArray` reads nothing by itself.
 // What its callers read through it (atomics, and payload bytes the ring
 // protocol hands out) is what they could read through the `Mapping` it
 // came from, which is `Send` and `Sync`.
@@ -261,10 +261,10 @@ impl SlotArray {
     fn of(map: &Mapping, g: &Geometry) -> SlotArray {
         SlotArray {
             base: map.base(),
+            // SAFETY: `frames_offset() < sender_region_bytes()`, inside the mapping.
+            frames: unsafe { map.base().add(g.frames_offset()) },
             mask: u64::from(g.slots - 1),
-            stride: g.slot_stride(),
-            slots: g.slots,
-            slot_bytes: g.slot_bytes,
+            bounds: g.bounds(),
         }
     }
 
@@ -279,38 +279,30 @@ impl SlotArray {
         unsafe { &*self.base.cast::<SenderHeader>() }
     }
 
-    /// The start of the slot of `seq`.
-    ///
-    /// # Safety
-    /// As for [`SlotArray::header`].
-    #[inline]
-    unsafe fn slot_ptr(&self, seq: u64) -> *mut u8 {
-        let i = (seq & self.mask) as usize;
-        // SAFETY: `i < slots`, and the region holds header + slots *
-        // stride bytes (checked when the mapping was wrapped).
-        unsafe { self.base.add(std::mem::size_of::<SenderHeader>() + i * self.stride) }
-    }
-
     /// The header of the slot of `seq`.
     ///
     /// # Safety
     /// As for [`SlotArray::header`].
     #[inline]
     pub(crate) unsafe fn slot<'a>(&self, seq: u64) -> &'a SlotHeader {
-        // SAFETY: in bounds and mapped (the caller's guarantee, see
-        // `slot_ptr`); 64-byte aligned.
-        unsafe { &*self.slot_ptr(seq).cast::<SlotHeader>() }
+        let i = (seq & self.mask) as usize;
+        // SAFETY: `i < slots`, and the table of `slots` headers follows the
+        // region's header (the length was checked when the mapping was
+        // wrapped); mapped by the caller's guarantee; 16-byte aligned.
+        unsafe { &*self.base.add(std::mem::size_of::<SenderHeader>() + i * std::mem::size_of::<SlotHeader>()).cast() }
     }
 
-    /// The payload of the slot of `seq`, `slot_bytes` long.
+    /// The first byte of `frame`.
     ///
     /// # Safety
-    /// As for [`SlotArray::header`].
+    /// As for [`SlotArray::header`], and `frame` lies inside the frame area
+    /// (`ring::probe` checked it, or this process's own sender allocated it).
     #[inline]
-    pub(crate) unsafe fn payload(&self, seq: u64) -> *mut u8 {
-        // SAFETY: the payload follows the 16-byte header inside the stride
-        // (`Geometry::slot_stride`); mapped by the caller's guarantee.
-        unsafe { self.slot_ptr(seq).add(std::mem::size_of::<SlotHeader>()) }
+    pub(crate) unsafe fn payload(&self, frame: Frame) -> *mut u8 {
+        debug_assert!(frame.offset() + frame.len as usize <= self.bounds.units as usize * FRAME);
+        // SAFETY: inside the frame area by the caller's guarantee, which
+        // lies inside the mapping.
+        unsafe { self.frames.add(frame.offset()) }
     }
 }
 
@@ -374,12 +366,14 @@ impl SenderRegion {
         unsafe { self.slots.slot(seq) }
     }
 
-    /// The payload bytes of the slot of `seq`, `len <= slot_bytes` long.
+    /// The first byte of `frame`, which must lie inside the frame area.
     #[inline]
-    pub(crate) fn payload(&self, seq: u64, len: usize) -> *mut u8 {
-        assert!(len <= self.geometry.slot_bytes as usize);
-        // SAFETY: `self` owns the mapping `slots` was taken from.
-        unsafe { self.slots.payload(seq) }
+    pub(crate) fn payload(&self, frame: Frame) -> *mut u8 {
+        let end = frame.offset() as u64 + u64::from(frame.len);
+        assert!(end <= self.geometry.ring_bytes, "a frame outside the area");
+        // SAFETY: `self` owns the mapping `slots` was taken from; the frame
+        // is inside the area (asserted).
+        unsafe { self.slots.payload(frame) }
     }
 }
 
@@ -438,7 +432,7 @@ mod tests {
 
     #[test]
     fn each_invalid_region_is_named_by_a_typed_corruption() {
-        let g = Geometry { slots: 4, slot_bytes: 64, max_senders: 2, max_receivers: 2 };
+        let g = Geometry { slots: 4, max_message: 64, max_senders: 2, max_receivers: 2, ring_bytes: 256 };
         let needed = ReceiverRegion::bytes() as u64;
         assert_eq!(
             ReceiverRegion::open(views(8).1).err(),
@@ -451,7 +445,7 @@ mod tests {
 
         let (w, r) = views(g.sender_region_bytes());
         let _writer = SenderRegion::init(w, g, 1).unwrap();
-        let other = Geometry { slot_bytes: 32, ..g };
+        let other = Geometry { ring_bytes: 128, ..g };
         assert!(other.sender_region_bytes() <= g.sender_region_bytes());
         assert_eq!(SenderRegion::open(r, other).err(), Some(Corruption::ShapeMismatch { region: Region::Sender }));
 

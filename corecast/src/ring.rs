@@ -43,15 +43,45 @@ pub(crate) fn stamp(seq: u64, kind: u64) -> u64 {
     ((seq + 1) << 2) | kind
 }
 
+/// Where a published message's payload lies in its sender's frame area:
+/// `len` bytes from unit `at` (of [`crate::layout::FRAME`] bytes). Checked
+/// against the region's [`Bounds`] before a [`Probe`] hands one out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Frame {
+    pub(crate) len: u32,
+    pub(crate) at: u32,
+}
+
+impl Frame {
+    /// The frame's first byte, from the start of the frame area.
+    #[inline]
+    pub(crate) fn offset(self) -> usize {
+        self.at as usize * crate::layout::FRAME
+    }
+}
+
+/// What a slot header may say, from the channel's validated geometry (never
+/// from the region it describes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Bounds {
+    /// Ring length R, a power of two.
+    pub(crate) slots: u64,
+    /// Largest message.
+    pub(crate) max_message: u32,
+    /// The frame area's length in units.
+    pub(crate) units: u32,
+}
+
 /// What a slot says about number `seq`.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Probe {
-    /// Published with this many payload bytes (already bounds-checked).
-    Ready(u32),
+    /// Published in this frame (already bounds-checked: inside the frame
+    /// area, no longer than the largest message).
+    Ready(Frame),
     /// Void: skip it.
     Void,
-    /// A gap report, [`GAP_BYTES`] long (checked).
-    Gap,
+    /// A gap report, [`GAP_BYTES`] long (checked) in this frame.
+    Gap(Frame),
     /// Not in this slot (yet).
     Absent,
     /// The slot holds a later number `n > seq` with `n == seq (mod R)`:
@@ -59,18 +89,19 @@ pub(crate) enum Probe {
     Newer(u64),
 }
 
-/// Reads what `slot` (the slot of `seq` in a ring of `slots`, a power of
+/// Reads what `slot` (the slot of `seq` in a ring of `b.slots`, a power of
 /// two as `Geometry::check` guarantees) says about `seq`. `Acquire` pairs
 /// with the `Release` in [`publish`], making the payload visible. Every
 /// value is validated: a number that cannot live in this slot, an unknown
-/// kind or a length over `slot_bytes` is an error.
+/// kind, a length over the largest message or a frame reaching past the
+/// frame area is an error.
 #[inline]
-pub(crate) fn probe(slot: &SlotHeader, seq: u64, slots: u64, slot_bytes: u32) -> Result<Probe, BadSlot> {
+pub(crate) fn probe(slot: &SlotHeader, seq: u64, b: &Bounds) -> Result<Probe, BadSlot> {
     let st = slot.stamp.load(Ordering::Acquire);
     // The common case, `seq` published in its slot: this one comparison
     // stands for every check of the stamp below.
     if st == stamp(seq, KIND_PUBLISHED) {
-        return published_len(slot, seq, slot_bytes).map(Probe::Ready);
+        return published_frame(slot, seq, b).map(Probe::Ready);
     }
     let n = st >> 2;
     if n == 0 {
@@ -78,7 +109,7 @@ pub(crate) fn probe(slot: &SlotHeader, seq: u64, slots: u64, slot_bytes: u32) ->
     }
     // A mask, not `%`: this runs once per message per sender region, and a
     // 64-bit division costs tens of cycles.
-    let mask = slots.wrapping_sub(1);
+    let mask = b.slots.wrapping_sub(1);
     if (n - 1) & mask != seq & mask {
         return Err(BadSlot::Misplaced { seq, found: n - 1 });
     }
@@ -89,26 +120,32 @@ pub(crate) fn probe(slot: &SlotHeader, seq: u64, slots: u64, slot_bytes: u32) ->
         return Ok(Probe::Newer(n - 1));
     }
     match st & 3 {
-        KIND_PUBLISHED => published_len(slot, seq, slot_bytes).map(Probe::Ready),
+        KIND_PUBLISHED => published_frame(slot, seq, b).map(Probe::Ready),
         KIND_VOID => Ok(Probe::Void),
         KIND_WRITING => Ok(Probe::Absent),
         // The two bits leave only KIND_GAP.
-        _ => match slot.len.load(Ordering::Relaxed) {
-            GAP_BYTES => Ok(Probe::Gap),
-            len => Err(BadSlot::BadGap { seq, len }),
+        _ => match published_frame(slot, seq, b)? {
+            f if f.len == GAP_BYTES => Ok(Probe::Gap(f)),
+            f => Err(BadSlot::BadGap { seq, len: f.len }),
         },
     }
 }
 
-/// The length of the message `seq` published in `slot`, validated.
+/// The frame of the message `seq` published in `slot`, validated.
 #[inline(always)]
-fn published_len(slot: &SlotHeader, seq: u64, slot_bytes: u32) -> Result<u32, BadSlot> {
+fn published_frame(slot: &SlotHeader, seq: u64, b: &Bounds) -> Result<Frame, BadSlot> {
     // Relaxed: the stamp's Acquire load came first.
     let len = slot.len.load(Ordering::Relaxed);
-    if len > slot_bytes {
-        return Err(BadSlot::TooLong { seq, len, slot_bytes });
+    let at = slot.at.load(Ordering::Relaxed);
+    if len > b.max_message {
+        return Err(BadSlot::TooLong { seq, len, max: b.max_message });
     }
-    Ok(len)
+    // In units, so nothing overflows: the frame's last byte is inside the area.
+    let room = u64::from(b.units.saturating_sub(at)) * crate::layout::FRAME as u64;
+    if at > b.units || u64::from(len) > room {
+        return Err(BadSlot::OutOfArea { seq, at, len });
+    }
+    Ok(Frame { len, at })
 }
 
 /// Why a slot header read by [`probe`] is invalid (shared memory is
@@ -118,8 +155,10 @@ fn published_len(slot: &SlotHeader, seq: u64, slot_bytes: u32) -> Result<u32, Ba
 pub(crate) enum BadSlot {
     /// The stamp names a number whose slot is another one.
     Misplaced { seq: u64, found: u64 },
-    /// A published message longer than a slot.
-    TooLong { seq: u64, len: u32, slot_bytes: u32 },
+    /// A published message longer than the channel's largest.
+    TooLong { seq: u64, len: u32, max: u32 },
+    /// A frame that reaches past the end of the frame area.
+    OutOfArea { seq: u64, at: u32, len: u32 },
     /// A gap report of the wrong length.
     BadGap { seq: u64, len: u32 },
 }
@@ -130,8 +169,11 @@ impl std::fmt::Display for BadSlot {
             BadSlot::Misplaced { seq, found } => {
                 write!(f, "the slot of message {seq} carries number {found}, which cannot live there")
             }
-            BadSlot::TooLong { seq, len, slot_bytes } => {
-                write!(f, "message {seq} claims {len} bytes in {slot_bytes}-byte slots")
+            BadSlot::TooLong { seq, len, max } => {
+                write!(f, "message {seq} claims {len} bytes, more than the channel's largest message ({max})")
+            }
+            BadSlot::OutOfArea { seq, at, len } => {
+                write!(f, "message {seq} claims {len} bytes from unit {at}, past the end of its frame area")
             }
             BadSlot::BadGap { seq, len } => write!(f, "gap report {seq} claims {len} bytes, not {GAP_BYTES}"),
         }
@@ -148,13 +190,32 @@ pub(crate) fn begin_write(slot: &SlotHeader, seq: u64) {
     crate::sync::fence(Ordering::Release);
 }
 
-/// Whether `slot` still holds number `seq` published with `len` bytes,
-/// after the caller read the payload (the reader half of the seqlock: the
-/// Acquire fence keeps those reads before this load).
+/// Marks `slot`, which published number `seq`, as being rewritten, before
+/// the frame `seq` was published in is given to a later message: the
+/// seqlock's writer half for a frame (the slot itself is rewritten only a
+/// lap later, see [`begin_write`]). An overtaken (evicted) reader of `seq`
+/// then sees the stamp change in [`still_published`]. A compare-exchange
+/// on the sender's own slot: a slot that moved on already is left alone.
+/// The Release fence keeps the new frame's writes after it.
+pub(crate) fn retire(slot: &SlotHeader, seq: u64) {
+    let _ = slot.stamp.compare_exchange(
+        stamp(seq, KIND_PUBLISHED),
+        stamp(seq, KIND_WRITING),
+        Ordering::Relaxed,
+        Ordering::Relaxed,
+    );
+    crate::sync::fence(Ordering::Release);
+}
+
+/// Whether `slot` still holds number `seq` published in `frame`, after the
+/// caller read the payload (the reader half of the seqlock: the Acquire
+/// fence keeps those reads before this load).
 #[inline]
-pub(crate) fn still_published(slot: &SlotHeader, seq: u64, len: u32) -> bool {
+pub(crate) fn still_published(slot: &SlotHeader, seq: u64, frame: Frame) -> bool {
     crate::sync::fence(Ordering::Acquire);
-    slot.stamp.load(Ordering::Relaxed) == stamp(seq, KIND_PUBLISHED) && slot.len.load(Ordering::Relaxed) == len
+    slot.stamp.load(Ordering::Relaxed) == stamp(seq, KIND_PUBLISHED)
+        && slot.len.load(Ordering::Relaxed) == frame.len
+        && slot.at.load(Ordering::Relaxed) == frame.at
 }
 
 /// Whether a reader's copy or view of number `seq` (published with `len`
@@ -171,18 +232,20 @@ pub(crate) fn still_published(slot: &SlotHeader, seq: u64, len: u32) -> bool {
 /// check is one load of a line nobody writes, not a second look at the
 /// slot's line.
 #[inline]
-pub(crate) fn read_intact(slot: &SlotHeader, seq: u64, len: u32, evicted_ever: impl FnOnce() -> bool) -> bool {
+pub(crate) fn read_intact(slot: &SlotHeader, seq: u64, frame: Frame, evicted_ever: impl FnOnce() -> bool) -> bool {
     crate::sync::fence(Ordering::Acquire);
-    !evicted_ever() || still_published(slot, seq, len)
+    !evicted_ever() || still_published(slot, seq, frame)
 }
 
-/// Publishes number `seq` in `slot`. The payload must be written before;
-/// `Release` orders it before the stamp (pairs with [`probe`]'s `Acquire`).
-/// A sender publishes only after [`commit_claim`] succeeded (or, the only
-/// sender of its channel, after [`commit_exclusive`]).
+/// Publishes number `seq` in `slot`, its payload in `frame`. The payload
+/// must be written before; `Release` orders it before the stamp (pairs
+/// with [`probe`]'s `Acquire`). A sender publishes only after
+/// [`commit_claim`] succeeded (or, the only sender of its channel, after
+/// [`commit_exclusive`]).
 #[inline]
-pub(crate) fn publish(slot: &SlotHeader, seq: u64, len: u32, kind: u64) {
-    slot.len.store(len, Ordering::Relaxed);
+pub(crate) fn publish(slot: &SlotHeader, seq: u64, frame: Frame, kind: u64) {
+    slot.len.store(frame.len, Ordering::Relaxed);
+    slot.at.store(frame.at, Ordering::Relaxed);
     slot.stamp.store(stamp(seq, kind), Ordering::Release);
 }
 
@@ -193,7 +256,7 @@ pub(crate) fn publish(slot: &SlotHeader, seq: u64, len: u32, kind: u64) {
 /// published. The compare-exchange (Release) pairs with [`probe`]'s
 /// Acquire, and with [`void_unpublished`]'s: exactly one of the two wins.
 #[inline]
-pub(crate) fn publish_unless_voided(slot: &SlotHeader, seq: u64, len: u32, kind: u64) -> bool {
+pub(crate) fn publish_unless_voided(slot: &SlotHeader, seq: u64, frame: Frame, kind: u64) -> bool {
     let mut st = slot.stamp.load(Ordering::Relaxed);
     let settled = |st: u64| st >> 2 > seq + 1 || (st >> 2 == seq + 1 && st & 3 != KIND_WRITING);
     // The length of a slot already settled stays as it is (a void's does
@@ -201,7 +264,8 @@ pub(crate) fn publish_unless_voided(slot: &SlotHeader, seq: u64, len: u32, kind:
     if settled(st) {
         return false;
     }
-    slot.len.store(len, Ordering::Relaxed);
+    slot.len.store(frame.len, Ordering::Relaxed);
+    slot.at.store(frame.at, Ordering::Relaxed);
     loop {
         if settled(st) {
             return false;
@@ -477,7 +541,8 @@ mod probe_tests {
     use proptest::prelude::*;
 
     /// The probe with its checks one by one and no shortcut.
-    fn stepwise(st: u64, len: u32, seq: u64, slots: u64, slot_bytes: u32) -> Result<Probe, BadSlot> {
+    fn stepwise(st: u64, len: u32, at: u32, seq: u64, b: &Bounds) -> Result<Probe, BadSlot> {
+        let slots = b.slots;
         let n = st >> 2;
         if n == 0 {
             return Ok(Probe::Absent);
@@ -491,12 +556,15 @@ mod probe_tests {
         if n > seq + 1 {
             return Ok(Probe::Newer(n - 1));
         }
+        let end = u64::from(at) * 64 + u64::from(len);
+        let frame = Frame { len, at };
         match st & 3 {
-            KIND_PUBLISHED if len > slot_bytes => Err(BadSlot::TooLong { seq, len, slot_bytes }),
-            KIND_PUBLISHED => Ok(Probe::Ready(len)),
             KIND_VOID => Ok(Probe::Void),
             KIND_WRITING => Ok(Probe::Absent),
-            _ if len == GAP_BYTES => Ok(Probe::Gap),
+            _ if len > b.max_message => Err(BadSlot::TooLong { seq, len, max: b.max_message }),
+            _ if at > b.units || end > u64::from(b.units) * 64 => Err(BadSlot::OutOfArea { seq, at, len }),
+            KIND_PUBLISHED => Ok(Probe::Ready(frame)),
+            _ if len == GAP_BYTES => Ok(Probe::Gap(frame)),
             _ => Err(BadSlot::BadGap { seq, len }),
         }
     }
@@ -504,8 +572,9 @@ mod probe_tests {
     proptest! {
         #![proptest_config(ProptestConfig { cases: 2048, ..ProptestConfig::default() })]
         /// Stamps near the number asked for (any kind, the same slot or
-        /// not; half of them the number itself, published), and garbage:
-        /// the probe answers as the checks one by one do.
+        /// not; half of them the number itself, published), garbage, and
+        /// frames inside the area, at its end and far past it: the probe
+        /// answers as the checks one by one do.
         #[test]
         fn the_probe_answers_as_its_checks_one_by_one(
             seq in 0u64..1 << 40,
@@ -513,11 +582,13 @@ mod probe_tests {
             kind in prop_oneof![Just(KIND_PUBLISHED), 0u64..4],
             garbage in proptest::option::weighted(0.2, any::<u64>()),
             len in prop_oneof![0u32..300, Just(GAP_BYTES), any::<u32>()],
+            at in prop_oneof![0u32..40, Just(28), any::<u32>()],
         ) {
-            let (slots, slot_bytes) = (8, 256);
+            // 32 units of 64 bytes: frames from unit 28 on end past the area.
+            let b = Bounds { slots: 8, max_message: 256, units: 32 };
             let st = garbage.unwrap_or_else(|| stamp(seq.saturating_add_signed(delta), kind));
-            let slot = SlotHeader { stamp: AtomicU64::new(st), len: AtomicU32::new(len), _reserved: 0 };
-            prop_assert_eq!(probe(&slot, seq, slots, slot_bytes), stepwise(st, len, seq, slots, slot_bytes));
+            let slot = SlotHeader { stamp: AtomicU64::new(st), len: AtomicU32::new(len), at: AtomicU32::new(at) };
+            prop_assert_eq!(probe(&slot, seq, &b), stepwise(st, len, at, seq, &b));
         }
     }
 }

@@ -21,6 +21,7 @@ fn cfg() -> ChannelConfig {
     ChannelConfig {
         slots: 16,
         max_message_bytes: 64,
+        ring_bytes: None,
         max_senders: 1,
         max_receivers: 4,
         mode: 0o600,

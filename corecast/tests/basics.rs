@@ -38,11 +38,12 @@ fn zero_copy_loan_and_in_place_receive() {
     let chan = Channel::create(&unique("loan"), &config(4, 32)).unwrap();
     let mut rx = chan.receiver().unwrap();
     let mut tx = chan.sender().unwrap();
-    let mut loan = tx.loan().unwrap();
+    let mut loan = tx.loan(32).unwrap();
+    assert_eq!(loan.as_mut_slice().len(), 32, "as long as asked for");
     loan.as_mut_slice()[..5].copy_from_slice(b"hello");
     loan.commit(5).unwrap();
     // A dropped loan is a void every receiver skips.
-    drop(tx.loan().unwrap());
+    drop(tx.loan(8).unwrap());
     tx.send(b"after").unwrap();
     {
         let m = rx.recv_in_place().unwrap();
@@ -59,10 +60,11 @@ fn a_loan_committed_too_long_fails_and_becomes_a_void() {
     let chan = Channel::create(&unique("loanlong"), &config(4, 32)).unwrap();
     let mut rx = chan.receiver().unwrap();
     let mut tx = chan.sender().unwrap();
-    let mut loan = tx.loan().unwrap();
+    assert!(matches!(tx.loan(33), Err(SendError::TooLarge { bytes: 33, max_bytes: 32 })));
+    let mut loan = tx.loan(16).unwrap();
     loan.as_mut_slice()[..5].copy_from_slice(b"never");
-    assert!(matches!(loan.commit(33), Err(SendError::TooLarge { bytes: 33, max_bytes: 32 })));
-    let mut loan = tx.loan().unwrap();
+    assert!(matches!(loan.commit(17), Err(SendError::TooLarge { bytes: 17, max_bytes: 16 })));
+    let mut loan = tx.loan(4).unwrap();
     assert_eq!(loan.sequence(), 1);
     loan.as_mut_slice()[..4].copy_from_slice(b"next");
     loan.commit(4).unwrap();

@@ -17,6 +17,7 @@ fn cfg(slots: u32) -> ChannelConfig {
     ChannelConfig {
         slots,
         max_message_bytes: 8,
+        ring_bytes: None,
         max_senders: 2,
         max_receivers: 2,
         mode: 0o600,

@@ -44,6 +44,7 @@ fn cfg() -> ChannelConfig {
     ChannelConfig {
         slots: 8,
         max_message_bytes: 48,
+        ring_bytes: None,
         max_senders: 1,
         max_receivers: 2,
         mode: 0o600,
@@ -52,10 +53,14 @@ fn cfg() -> ChannelConfig {
     }
 }
 
-/// Writes that mostly hit the header and the first slots, with values that
-/// are often near-valid (small numbers, stamps of nearby messages).
+/// Writes over the whole region (header, slot table, frame area: 1152
+/// bytes in this shape), with values that are often near-valid: small
+/// numbers, stamps of nearby messages, and a slot header's second word (a
+/// length, then the frame's first unit) inside, at the edge of and past
+/// the 8-unit frame area.
 fn writes() -> impl Strategy<Value = Vec<(usize, u64)>> {
-    let value = prop_oneof![any::<u64>(), 0..64u64, (0..64u64).prop_map(|n| n << 2 | 1), Just(u64::MAX)];
+    let frame_word = (0..80u64, prop_oneof![0..10u64, Just(u64::from(u32::MAX))]).prop_map(|(len, at)| at << 32 | len);
+    let value = prop_oneof![any::<u64>(), 0..64u64, (0..64u64).prop_map(|n| n << 2 | 1), frame_word, Just(u64::MAX)];
     proptest::collection::vec((0..2048usize, value), 1..24)
 }
 
@@ -111,7 +116,7 @@ fn writable_mappings(tag: &str) -> Vec<(usize, usize)> {
         .collect()
 }
 
-/// Copies number 0's published slot (stamp, length) from the honest
+/// Copies number 0's published slot (stamp, length, frame) from the honest
 /// sender's region into the forger's with other bytes, and, if `claim`,
 /// makes the forger's claim word name number 0 too, as the honest one's
 /// does. Returns what the one receiver gets for number 0.
@@ -146,8 +151,12 @@ fn forge_number_zero(claim: bool) -> Result<Vec<u8>, corecast::RecvError> {
     assert_eq!(honest_claim, 4, "the honest sender's claim word names number 0, committed");
     // SAFETY: the forger writes its own writable mapping (legitimately mapped).
     unsafe {
-        std::ptr::write_volatile((forger + off + 16) as *mut [u8; 16], *b"a forged message");
+        // The same frame (unit 0 of the area after the 8-slot table).
+        let frames = 512 + (8 * 16usize).next_multiple_of(128);
+        let unit = std::ptr::read_volatile((real + off + 12) as *const u32) as usize;
+        std::ptr::write_volatile((forger + frames + unit * 64) as *mut [u8; 16], *b"a forged message");
         std::ptr::write_volatile((forger + off + 8) as *mut u32, 16);
+        std::ptr::write_volatile((forger + off + 12) as *mut u32, unit as u32);
         if claim {
             std::ptr::write_volatile((forger + claim_at) as *mut u64, honest_claim);
         }

@@ -20,6 +20,7 @@ fn cfg(slots: u32, senders: u32, deadline_ms: Option<u64>) -> ChannelConfig {
     ChannelConfig {
         slots,
         max_message_bytes: 64,
+        ring_bytes: None,
         max_senders: senders,
         max_receivers: 4,
         mode: 0o600,
@@ -352,7 +353,7 @@ fn hold_a_loan(name: &str, flag: &std::path::Path, body: &'static [u8]) -> (Chil
         move |out| {
             let chan = Channel::open(&name).unwrap();
             let mut tx = chan.sender().unwrap();
-            let mut loan = tx.loan().unwrap();
+            let mut loan = tx.loan(body.len()).unwrap();
             loan.as_mut_slice()[..body.len()].copy_from_slice(body);
             writeln!(out, "loaned {}", loan.sequence()).unwrap();
             while !flag.exists() {

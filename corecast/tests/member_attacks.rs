@@ -19,6 +19,7 @@ fn cfg(slots: u32, senders: u32, mode: u32, delivery: Delivery) -> ChannelConfig
     ChannelConfig {
         slots,
         max_message_bytes: 64,
+        ring_bytes: None,
         max_senders: senders,
         max_receivers: 4,
         mode,
@@ -195,11 +196,21 @@ fn hostile_mappings(before: &[String]) -> (&'static AtomicU64, usize) {
 }
 
 /// Offsets in a sender region (layout::SenderHeader, SlotHeader): the
-/// claim word on the header's fourth 128-byte line, then slots of
-/// `stride` bytes from byte 512, each a stamp, a length, the payload.
+/// claim word on the header's fourth 128-byte line, then a table of
+/// 16-byte slot headers from byte 512 (a stamp, a length, the frame's
+/// first 64-byte unit), then the frame area, from the next 128-byte line.
 const CLAIM: usize = 3 * 128;
 const SLOTS: usize = 512;
-const STRIDE: usize = 128;
+
+/// The header of the slot of `s` in a region of `slots` slots at `region`.
+fn slot_of(region: usize, slots: u64, s: u64) -> usize {
+    region + SLOTS + (s % slots) as usize * 16
+}
+
+/// The start of the frame area of a region of `slots` slots.
+fn frames_of(region: usize, slots: u64) -> usize {
+    region + SLOTS + (slots as usize * 16).next_multiple_of(128)
+}
 
 /// A hostile sender that, for every number another sender claims, names it
 /// in its own claim word and publishes it in its own region with other
@@ -232,11 +243,12 @@ fn a_sender_forging_the_numbers_another_sender_wins_never_replaces_an_honest_mes
                     }
                     let s = n - 1;
                     last = s;
-                    let slot = region + SLOTS + (s % slots) as usize * STRIDE;
+                    let slot = slot_of(region, slots, s);
                     // SAFETY: the forger writes its own writable mapping.
                     unsafe {
-                        std::ptr::write_volatile((slot + 16) as *mut [u8; 16], *b"FORGED FORGED!!!");
+                        std::ptr::write_volatile(frames_of(region, slots) as *mut [u8; 16], *b"FORGED FORGED!!!");
                         std::ptr::write_volatile((slot + 8) as *mut u32, 16);
+                        std::ptr::write_volatile((slot + 12) as *mut u32, 0);
                         std::ptr::write_volatile((region + CLAIM) as *mut u64, (s + 1) << 2);
                         std::ptr::write_volatile(slot as *mut u64, ((s + 1) << 2) | 1);
                     }
@@ -303,13 +315,19 @@ fn a_sender_forging_the_numbers_another_sender_wins_never_replaces_an_honest_mes
     }
 }
 
-/// A sender publishes one of its own numbers with a length no slot holds:
-/// receivers pass over it (the keeper excludes the sender) and go on with
-/// the honest sender's messages; it never returns the same error forever.
+/// A sender publishes one of its own numbers with a length longer than
+/// the channel's largest message, or a frame reaching past the end of its
+/// frame area: receivers pass over it (the keeper excludes the sender) and
+/// go on with the honest sender's messages; it never returns the same
+/// error forever, and no receiver reads outside the region.
 #[test]
-fn a_published_length_no_slot_holds_is_passed_over_and_its_sender_excluded() {
-    for delivery in [Delivery::Direct, Delivery::NonEquivocating] {
-        let name = unique(&format!("bad-len-{delivery:?}"));
+fn a_published_frame_no_region_holds_is_passed_over_and_its_sender_excluded() {
+    // (length, first unit): 32 slots of 64 bytes make a 32-unit area.
+    let bad_frames = [(1u32 << 30, 0u32), (64, 32), (65, 31), (16, u32::MAX)];
+    for (delivery, (bad_len, bad_at)) in
+        [Delivery::Direct, Delivery::NonEquivocating].into_iter().flat_map(|d| bad_frames.map(|f| (d, f)))
+    {
+        let name = unique(&format!("bad-len-{delivery:?}-{bad_at}"));
         let chan = Channel::create(&name, &cfg(32, 2, 0o600, delivery)).unwrap();
         let mut rx = chan.receiver().unwrap();
         let mut tx = chan.sender().unwrap();
@@ -321,15 +339,16 @@ fn a_published_length_no_slot_holds_is_passed_over_and_its_sender_excluded() {
                 let chan = Channel::open(&name).unwrap();
                 let mut tx = chan.sender().unwrap();
                 let (_, region) = hostile_mappings(&before);
-                // A number it won, published by hand with a length no slot
+                // A number it won, published by hand with a frame no region
                 // holds (the loan is never committed nor dropped).
-                let mut loan = tx.loan().unwrap();
+                let mut loan = tx.loan(4).unwrap();
                 let s = loan.sequence();
                 loan.as_mut_slice()[..4].copy_from_slice(b"evil");
-                let slot = region + SLOTS + (s % 32) as usize * STRIDE;
+                let slot = slot_of(region, 32, s);
                 // SAFETY: the sender writes its own region.
                 unsafe {
-                    std::ptr::write_volatile((slot + 8) as *mut u32, 1 << 30);
+                    std::ptr::write_volatile((slot + 8) as *mut u32, bad_len);
+                    std::ptr::write_volatile((slot + 12) as *mut u32, bad_at);
                     std::ptr::write_volatile(slot as *mut u64, ((s + 1) << 2) | 1);
                 }
                 std::mem::forget(loan);
@@ -388,13 +407,15 @@ fn control_is_the_owners_not_a_members() {
             let gap = matches!(tx.send_gap(0, 1000), Err(SendError::OwnerOnly));
             // A gap by hand: a loan's slot made a gap report before the
             // loan is dropped (the drop's void then leaves it alone).
-            let mut loan = tx.loan().unwrap();
+            let mut loan = tx.loan(16).unwrap();
             let s = loan.sequence();
-            loan.as_mut_slice()[..16].copy_from_slice(&[0u8; 16]);
-            let slot = region + SLOTS + (s % 8) as usize * STRIDE;
+            let report = [0u64.to_le_bytes(), 1000u64.to_le_bytes()].concat();
+            loan.as_mut_slice().copy_from_slice(&report);
+            let unit = (loan.as_mut_slice().as_ptr() as usize - frames_of(region, 8)) / 64;
+            let slot = slot_of(region, 8, s);
             // SAFETY: the member writes its own region.
             unsafe {
-                std::ptr::write_volatile((slot + 16 + 8) as *mut u64, 1000);
+                std::ptr::write_volatile((slot + 12) as *mut u32, unit as u32);
                 std::ptr::write_volatile((slot + 8) as *mut u32, 16);
                 std::ptr::write_volatile(slot as *mut u64, ((s + 1) << 2) | 3);
             }

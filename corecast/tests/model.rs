@@ -1,6 +1,8 @@
 //! Property test: random operations by several endpoints against a simple
-//! model of the channel (a log of numbered messages and one cursor per
-//! receiver). Single process; the endpoints are the real ones.
+//! model of the channel (a log of numbered messages, one cursor per
+//! receiver, and each sender's frame area: which of its bytes are held by
+//! messages not every receiver has passed). Single process; the endpoints
+//! are the real ones.
 
 mod common;
 
@@ -10,7 +12,44 @@ use corecast::{Channel, ChannelConfig, Receiver, RecvError, SendError, Sender};
 use proptest::prelude::*;
 
 const SLOTS: usize = 4;
-const MAX: usize = 24;
+const MAX: usize = 130;
+/// Five 64-byte units per sender: fewer than four largest messages (three
+/// units each), so both limits, numbers and bytes, are met.
+const RING_BYTES: u64 = 320;
+const UNIT: u64 = 64;
+const UNITS: u64 = RING_BYTES / UNIT;
+
+/// A sender's frame area as the model sees it: frames held by number, one
+/// after another in units (a frame never wraps: one that would cross the
+/// end starts at the beginning).
+#[derive(Default)]
+struct ModelArea {
+    held: VecDeque<(u64, u64, u64)>,
+    head: u64,
+}
+
+impl ModelArea {
+    /// Where `len` bytes would go once the frames of numbers below
+    /// `passed` are given back; `None` when they do not fit.
+    fn fit(&mut self, len: usize, passed: u64) -> Option<u64> {
+        while self.held.front().is_some_and(|&(seq, _, _)| seq < passed) {
+            self.held.pop_front();
+        }
+        let units = (len as u64).div_ceil(UNIT);
+        let at = self.head % UNITS;
+        let start = if at + units > UNITS { self.head + UNITS - at } else { self.head };
+        let tail = self.held.front().map_or(start, |h| h.1);
+        (start + units - tail <= UNITS).then_some(start)
+    }
+
+    fn hold(&mut self, seq: u64, start: u64, len: usize) {
+        let units = (len as u64).div_ceil(UNIT);
+        if units > 0 {
+            self.held.push_back((seq, start, start + units));
+            self.head = start + units;
+        }
+    }
+}
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -57,20 +96,24 @@ proptest! {
     #[test]
     fn channel_behaves_like_the_model(ops in proptest::collection::vec(op(), 1..120)) {
         let name = format!("{}-{}", common::unique("model"), rand_suffix());
-        let cfg = ChannelConfig { slots: SLOTS as u32, max_message_bytes: MAX as u32, max_senders: 2, max_receivers: 8, mode: 0o600, deadline: None, delivery: Default::default() };
+        let cfg = ChannelConfig { slots: SLOTS as u32, max_message_bytes: MAX as u32, ring_bytes: Some(RING_BYTES), max_senders: 2, max_receivers: 8, mode: 0o600, deadline: None, delivery: Default::default() };
         let chan = Channel::create(&name, &cfg).unwrap();
         let mut senders: Vec<Sender> = (0..2).map(|_| chan.sender().unwrap()).collect();
         let mut rxs: Vec<ModelRx> = Vec::new();
+        let mut areas: Vec<ModelArea> = (0..2).map(|_| ModelArea::default()).collect();
         let mut next: u64 = 0;
         for op in ops {
             let min_hold = rxs.iter().map(|r| r.holds_from).min().unwrap_or(next);
-            let full = next - min_hold >= SLOTS as u64;
+            let numbers_full = next - min_hold >= SLOTS as u64;
             match op {
                 Op::Send { sender, len } => {
                     let msg = bytes(next, len);
+                    let fit = if len <= MAX { areas[sender].fit(len, min_hold) } else { None };
+                    let full = numbers_full || fit.is_none();
                     match senders[sender].try_send(&msg) {
                         Ok(()) => {
                             prop_assert!(len <= MAX && !full, "send accepted: len {len} full {full}");
+                            areas[sender].hold(next, fit.unwrap(), len);
                             for r in &mut rxs { r.owed.push_back(msg.clone()); }
                             next += 1;
                         }
@@ -79,21 +122,29 @@ proptest! {
                         Err(e) => prop_assert!(false, "unexpected {e}"),
                     }
                 }
-                Op::Loan { sender, len, commit } => match senders[sender].try_loan() {
+                Op::Loan { sender, len, commit } => {
+                    let fit = areas[sender].fit(len, min_hold);
+                    let full = numbers_full || fit.is_none();
+                    match senders[sender].try_loan(len) {
                     Ok(mut loan) => {
                         prop_assert!(!full);
                         prop_assert_eq!(loan.sequence(), next);
                         let msg = bytes(next, len);
                         loan.as_mut_slice()[..len].copy_from_slice(&msg);
                         if commit {
-                            loan.commit(len).unwrap();
-                            for r in &mut rxs { r.owed.push_back(msg.clone()); }
+                            // Committed a little shorter than asked for: the
+                            // rest is given back.
+                            let used = len - len / 3;
+                            loan.commit(used).unwrap();
+                            areas[sender].hold(next, fit.unwrap(), used);
+                            for r in &mut rxs { r.owed.push_back(msg[..used].to_vec()); }
                         }
                         next += 1;
                     }
                     Err(SendError::WouldBlock) => prop_assert!(full),
                     Err(e) => prop_assert!(false, "unexpected {e}"),
-                },
+                    }
+                }
                 Op::Recv { receiver, in_place } => {
                     let Some(r) = rxs.get_mut(receiver) else { continue };
                     let got = if in_place {

@@ -120,18 +120,22 @@ fn a_sender_rewriting_what_it_committed_cannot_make_receivers_disagree() {
     const MESSAGES: u64 = 20_000;
     let name = unique("ne-rewrite");
     let chan = Channel::create(&name, &ne(64, 2, 4)).unwrap();
-    // Whole first words only, tagged as committed or as rewritten, never
-    // torn; the rest of the message is the index's low byte. (The
-    // rewriter's read-then-write can put back a slot's earlier occupant,
-    // a lap of 64 behind, over a message being written: still a value
-    // this sender wrote.)
+    // Exactly the committed length (the copier copies a frame's bytes,
+    // no more, no fewer), in whole 8-byte words, never torn: the first
+    // tagged as committed or rewritten, each other one the index's low
+    // byte, or that retagged by the rewriter. (Frames of 8 and 1000 bytes
+    // pack the area, so an address the rewriter kept may by now be any
+    // 64-byte unit of a later message; its read-then-write can also put
+    // back an earlier occupant's first word over a message being written:
+    // still a value this sender wrote.)
     let judge: fn(u64, &[u8]) -> bool = |i, b| {
         let index = first_word(b) & !TAG;
+        let body = u64::from_le_bytes([i as u8; 8]);
+        let retagged = (body & !TAG) | REWRITTEN;
         b.len() == if i % 2 == 0 { 8 } else { 1000 }
             && matches!(first_word(b) & TAG, COMMITTED | REWRITTEN)
             && index <= i
-            && (i - index).is_multiple_of(64)
-            && b[8..].iter().all(|&x| x == i as u8)
+            && b[8..].chunks_exact(8).all(|w| matches!(first_word(w), word if word == body || word == retagged))
     };
     let receivers: Vec<Child> = (0..3).map(|k| receiver(&name, k == 2, judge)).collect();
     let sender = fork(|w| {
@@ -160,7 +164,7 @@ fn a_sender_rewriting_what_it_committed_cannot_make_receivers_disagree() {
             rewrites
         });
         for i in 0..MESSAGES {
-            let mut loan = tx.loan().expect("loan");
+            let mut loan = tx.loan(1000).expect("loan");
             let len = if i % 2 == 0 { 8 } else { 1000 };
             let buf = loan.as_mut_slice();
             buf[..8].copy_from_slice(&(COMMITTED | i).to_le_bytes());
@@ -275,7 +279,7 @@ fn a_sender_killed_at_random_points_never_delivers_a_torn_message() {
             }
             for i in 0.. {
                 let msg = honest(i, 1000);
-                let mut loan = tx.loan().expect("loan");
+                let mut loan = tx.loan(msg.len()).expect("loan");
                 // Written in pieces, so a kill lands mid-message often.
                 for (k, chunk) in msg.chunks(100).enumerate() {
                     loan.as_mut_slice()[k * 100..k * 100 + chunk.len()].copy_from_slice(chunk);
@@ -337,13 +341,13 @@ fn a_non_equivocating_channel_keeps_the_api_of_a_plain_one() {
     let mut numbers = Vec::new();
     for i in 0..100u8 {
         a.send(&[1, i]).unwrap();
-        let mut loan = b.loan().unwrap();
+        let mut loan = b.loan(3).unwrap();
         numbers.push(loan.sequence());
         loan.as_mut_slice()[..3].copy_from_slice(&[2, i, i]);
         loan.commit(3).unwrap();
         // A dropped loan is a void: receivers skip it, numbers stay aligned.
         if i % 10 == 0 {
-            drop(b.loan().unwrap());
+            drop(b.loan(3).unwrap());
         }
     }
     assert!(a.late_receivers().is_empty());

@@ -14,6 +14,7 @@ fn config(slots: u32, bytes: u32, senders: u32, receivers: u32) -> ChannelConfig
     ChannelConfig {
         slots,
         max_message_bytes: bytes,
+        ring_bytes: None,
         max_senders: senders,
         max_receivers: receivers,
         mode: 0o600,
@@ -56,7 +57,7 @@ fn sender_child(name: String, len: usize, count: u64, id: u32) -> impl FnOnce(&m
             let mut msg = payload(seq, id, len);
             if seq % 3 == 0 {
                 // Exercise the zero-copy path too: same bytes, written in place.
-                let mut loan = tx.loan().expect("loan");
+                let mut loan = tx.loan(len).expect("loan");
                 loan.as_mut_slice()[..len].copy_from_slice(&msg);
                 loan.commit(len).expect("commit");
             } else {
@@ -184,7 +185,7 @@ fn a_sender_killed_holding_a_claim_does_not_wedge_the_ring() {
         move |out| {
             let chan = Channel::open(&name).unwrap();
             let mut tx = chan.sender().unwrap();
-            let loan = tx.loan().unwrap();
+            let loan = tx.loan(1).unwrap();
             writeln!(out, "claimed {}", loan.sequence()).unwrap();
             std::mem::forget(loan);
             loop {

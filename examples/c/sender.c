@@ -84,7 +84,7 @@ int main(int argc, char **argv) {
     } else {
       void *slot = NULL;
       size_t capacity = 0;
-      rc = corecast_sender_loan(tx, &slot, &capacity, NULL);
+      rc = corecast_sender_loan(tx, len, &slot, &capacity, NULL);
       if (rc != CORECAST_OK) return fail("loan", rc);
       pattern_fill(i, slot, len);
       rc = corecast_sender_commit(tx, len);

@@ -196,6 +196,7 @@ fn config(deadline: Option<Duration>) -> ChannelConfig {
     ChannelConfig {
         slots: 4,
         max_message_bytes: SIZE as u32,
+        ring_bytes: None,
         max_senders: 1,
         max_receivers: 1,
         mode: 0o600,

@@ -64,7 +64,8 @@ int main(int argc, char **argv) {
   size_t capacity = 0;
   uint64_t seq = 0;
   CHECK(corecast_sender_commit(tx, 1) == CORECAST_INVALID_STATE);
-  CHECK(corecast_sender_loan(tx, &slot, &capacity, &seq) == CORECAST_OK);
+  CHECK(corecast_sender_loan(tx, 65, &slot, &capacity, &seq) == CORECAST_TOO_LARGE);
+  CHECK(corecast_sender_loan(tx, 64, &slot, &capacity, &seq) == CORECAST_OK);
   CHECK(capacity == 64 && seq == 1);
   CHECK(corecast_sender_send(tx, "x", 1) == CORECAST_INVALID_STATE);  // loan outstanding
   std::memcpy(slot, "in place", 8);
@@ -81,7 +82,7 @@ int main(int argc, char **argv) {
   CHECK(corecast_receiver_release(rx) == CORECAST_INVALID_STATE);
 
   // An aborted loan is a void every receiver skips.
-  CHECK(corecast_sender_try_loan(tx, &slot, nullptr, nullptr) == CORECAST_OK);
+  CHECK(corecast_sender_try_loan(tx, 8, &slot, nullptr, nullptr) == CORECAST_OK);
   CHECK(corecast_sender_abort(tx) == CORECAST_OK);
   CHECK(corecast_sender_send(tx, "after", 5) == CORECAST_OK);
   CHECK(corecast_receiver_recv(rx, buf, sizeof buf, &len) == CORECAST_OK && len == 5);

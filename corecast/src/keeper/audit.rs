@@ -285,10 +285,7 @@ impl Keeper {
         let publishers = self
             .trusted_senders()
             .filter(|(_, r)| {
-                matches!(
-                    ring::probe(r.region.slot(seq), seq, g.slots.into(), g.slot_bytes),
-                    Ok(Probe::Ready(_) | Probe::Gap)
-                )
+                matches!(ring::probe(r.region.slot(seq), seq, &g.bounds()), Ok(Probe::Ready(_) | Probe::Gap(_)))
             })
             .count();
         if publishers < 2 {

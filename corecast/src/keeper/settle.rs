@@ -38,10 +38,7 @@ impl Keeper {
     pub(super) fn settled_in(&self, j: usize, s: u64) -> bool {
         let g = self.membership.geometry;
         self.senders[j].as_ref().is_some_and(|r| {
-            matches!(
-                ring::probe(r.region.slot(s), s, g.slots.into(), g.slot_bytes),
-                Ok(Probe::Ready(_) | Probe::Gap | Probe::Void)
-            )
+            matches!(ring::probe(r.region.slot(s), s, &g.bounds()), Ok(Probe::Ready(_) | Probe::Gap(_) | Probe::Void))
         })
     }
 
@@ -90,7 +87,7 @@ impl Keeper {
         for j in 0..self.senders.len() {
             let Some(s) = &self.senders[j] else { continue };
             let corrupt = s.region.check_header().is_err()
-                || cursors.iter().any(|&c| ring::probe(s.region.slot(c), c, g.slots.into(), g.slot_bytes).is_err());
+                || cursors.iter().any(|&c| ring::probe(s.region.slot(c), c, &g.bounds()).is_err());
             if corrupt {
                 self.exclude(j);
             }

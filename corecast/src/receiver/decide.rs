@@ -57,6 +57,7 @@ impl Receiver {
     pub(super) fn decide(&self, thorough: bool) -> Result<Option<Found>, RecvError> {
         let s = self.next;
         let g = self.link.membership.geometry;
+        let bounds = g.bounds();
         if !thorough && !self.anything_shown(s) {
             return Ok(Some(Found::NotYet));
         }
@@ -77,18 +78,18 @@ impl Receiver {
             let names_s = named == Some(s);
             // Rule 3: its claim word stands behind what its slot shows.
             let proves_s = named.is_some_and(|n| n >= s && n - s < u64::from(g.slots));
-            let this = match ring::probe(region.slot(s), s, g.slots.into(), g.slot_bytes) {
-                Ok(Probe::Ready(len)) if proves_s => Found::Ready { sender: j, len: len as usize },
-                Ok(Probe::Gap) if proves_s && self.may_report_gaps(j) => Found::Gap { sender: j },
+            let this = match ring::probe(region.slot(s), s, &bounds) {
+                Ok(Probe::Ready(frame)) if proves_s => Found::Ready { sender: j, frame },
+                Ok(Probe::Gap(frame)) if proves_s && self.may_report_gaps(j) => Found::Gap { sender: j, frame },
                 // A void with its claim behind it (a dropped loan, a claim
                 // the keeper settled), or a gap from a sender that is not
                 // the owner: settled, and nothing to deliver.
-                Ok(Probe::Void | Probe::Gap) if proves_s => {
+                Ok(Probe::Void | Probe::Gap(_)) if proves_s => {
                     voided = true;
                     continue;
                 }
                 // Shown without a claim behind it: nothing at all.
-                Ok(Probe::Ready(_) | Probe::Gap | Probe::Void) => continue,
+                Ok(Probe::Ready(_) | Probe::Gap(_) | Probe::Void) => continue,
                 Ok(Probe::Newer(_)) => {
                     newer = true;
                     pending |= names_s;
@@ -128,9 +129,7 @@ impl Receiver {
     /// older number (`s` itself in any state, a later one, or garbage).
     fn anything_shown(&self, s: u64) -> bool {
         let g = self.link.membership.geometry;
-        self.senders
-            .mapped()
-            .any(|(_, p)| !matches!(ring::probe(p.region.slot(s), s, g.slots.into(), g.slot_bytes), Ok(Probe::Absent)))
+        self.senders.mapped().any(|(_, p)| !matches!(ring::probe(p.region.slot(s), s, &g.bounds()), Ok(Probe::Absent)))
     }
 
     /// Rule 1: `s` was claimed (`next` is past it, not locked) and this

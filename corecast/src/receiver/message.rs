@@ -3,6 +3,7 @@
 use super::Receiver;
 use crate::error::RecvError;
 use crate::layout::SlotHeader;
+use crate::ring::Frame;
 
 /// A message borrowed in place from the ring; read-only (the mapping is).
 /// Dropping it releases the slot.
@@ -15,15 +16,15 @@ pub struct Message<'a> {
     slot: *const SlotHeader,
     payload: *const u8,
     sender: usize,
-    len: usize,
+    frame: Frame,
 }
 
 impl<'a> Message<'a> {
-    /// The message `len` bytes long from `sender` that `rx` holds next.
+    /// The message in `frame` from `sender` that `rx` holds next.
     #[inline]
-    pub(super) fn new(rx: &'a mut Receiver, sender: usize, len: usize) -> Message<'a> {
-        let (slot, payload) = rx.slot_of(sender, len);
-        Message { rx, slot, payload, sender, len }
+    pub(super) fn new(rx: &'a mut Receiver, sender: usize, frame: Frame) -> Message<'a> {
+        let (slot, payload) = rx.slot_of(sender, frame);
+        Message { rx, slot, payload, sender, frame }
     }
 
     #[inline]
@@ -38,7 +39,7 @@ impl<'a> Message<'a> {
     /// Whether the slot still holds the message that was located there.
     #[inline]
     fn intact(&self) -> bool {
-        self.rx.slot_intact(self.slot(), self.len)
+        self.rx.slot_intact(self.slot(), self.frame)
     }
 }
 
@@ -61,7 +62,7 @@ impl Message<'_> {
     /// (Dropping a message whose slot changed also makes the receiver's
     /// next call fail with `Evicted`, so nothing is ever lost silently.)
     pub fn verify(&self) -> Result<(), RecvError> {
-        self.rx.verify_slot(self.slot(), self.len).map_err(|_| RecvError::Evicted)
+        self.rx.verify_slot(self.slot(), self.frame).map_err(|_| RecvError::Evicted)
     }
 
     /// Releases the slot, as dropping the message does, and says whether
@@ -101,12 +102,11 @@ impl std::ops::Deref for Message<'_> {
     #[inline]
     fn deref(&self) -> &[u8] {
         // SAFETY: as in `slot`, the mapping outlives this borrow; `payload`
-        // is the slot's payload (`SenderRegion::payload`), `len <=
-        // slot_bytes` (validated by `ring::probe` when the message was
-        // located) bytes of it inside the slot's stride; no honest sender
-        // rewrites it before this receiver's cursor passes the message
-        // (back-pressure, see `ring`).
-        unsafe { std::slice::from_raw_parts(self.payload, self.len) }
+        // is the first byte of the message's frame, which `ring::probe`
+        // checked to lie inside the frame area with its `len` bytes; no
+        // honest sender rewrites it before this receiver's cursor passes
+        // the message (back-pressure, see `ring` and `sender::space`).
+        unsafe { std::slice::from_raw_parts(self.payload, self.frame.len as usize) }
     }
 }
 

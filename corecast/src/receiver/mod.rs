@@ -16,7 +16,7 @@ use crate::notify::{self, Armer, Notified, WakeFd};
 use crate::peers::{self, PeerTable};
 use crate::proto::{self, Op};
 use crate::region::{ReceiverRegion, SenderRegion, Sequencer, SlotArray};
-use crate::ring::{self, Probe};
+use crate::ring::{self, Frame, Probe};
 use crate::sync::Ordering;
 use crate::sys::{futex, map::Mapping, membarrier, memfd, wakefd};
 use crate::wait::{Crowding, WaitStrategy};
@@ -100,11 +100,12 @@ struct SoleSender {
 enum Found {
     Ready {
         sender: usize,
-        len: usize,
+        frame: Frame,
     },
     /// A gap report in this sender's region.
     Gap {
         sender: usize,
+        frame: Frame,
     },
     /// Two sender regions published the number: only one of them won it,
     /// and no reader can tell which (see `decide`).
@@ -189,7 +190,7 @@ impl Receiver {
 
     /// The largest message this channel carries, in bytes.
     pub fn max_message_bytes(&self) -> usize {
-        self.link.membership.geometry.slot_bytes as usize
+        self.link.membership.geometry.max_message as usize
     }
 
     /// Changes how this receiver waits for messages.
@@ -239,8 +240,8 @@ impl Receiver {
 
     /// Copies the next message into `buf`, waiting for one; returns its length.
     pub fn recv(&mut self, buf: &mut [u8]) -> Result<usize, RecvError> {
-        let (sender, len) = self.wait_ready(None)?;
-        self.copy_out(sender, len, buf)
+        let (sender, frame) = self.wait_ready(None)?;
+        self.copy_out(sender, frame, buf)
     }
 
     /// Copies the next message into `buf` if one is ready.
@@ -260,14 +261,14 @@ impl Receiver {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn try_recv(&mut self, buf: &mut [u8]) -> Result<usize, RecvError> {
-        let (sender, len) = self.ready_armed()?;
-        self.copy_out(sender, len, buf)
+        let (sender, frame) = self.ready_armed()?;
+        self.copy_out(sender, frame, buf)
     }
 
     /// Copies the next message into `buf`, waiting at most `timeout`.
     pub fn recv_timeout(&mut self, buf: &mut [u8], timeout: Duration) -> Result<usize, RecvError> {
-        let (sender, len) = self.wait_ready(Some(Instant::now() + timeout))?;
-        self.copy_out(sender, len, buf)
+        let (sender, frame) = self.wait_ready(Some(Instant::now() + timeout))?;
+        self.copy_out(sender, frame, buf)
     }
 
     /// Borrows the next message in place (zero copy), waiting for one. The
@@ -285,21 +286,21 @@ impl Receiver {
     /// [`Message::verify`] then fails).
     #[inline]
     pub fn recv_in_place(&mut self) -> Result<Message<'_>, RecvError> {
-        let (sender, len) = self.wait_ready(None)?;
-        Ok(Message::new(self, sender, len))
+        let (sender, frame) = self.wait_ready(None)?;
+        Ok(Message::new(self, sender, frame))
     }
 
     /// Borrows the next message in place if one is ready.
     #[inline]
     pub fn try_recv_in_place(&mut self) -> Result<Message<'_>, RecvError> {
-        let (sender, len) = self.ready_armed()?;
-        Ok(Message::new(self, sender, len))
+        let (sender, frame) = self.ready_armed()?;
+        Ok(Message::new(self, sender, frame))
     }
 
     /// Borrows the next message in place, waiting at most `timeout`.
     pub fn recv_in_place_timeout(&mut self, timeout: Duration) -> Result<Message<'_>, RecvError> {
-        let (sender, len) = self.wait_ready(Some(Instant::now() + timeout))?;
-        Ok(Message::new(self, sender, len))
+        let (sender, frame) = self.wait_ready(Some(Instant::now() + timeout))?;
+        Ok(Message::new(self, sender, frame))
     }
 
     /// A file descriptor for event loops (R9). Call it before waiting: it
@@ -332,7 +333,7 @@ impl Receiver {
     }
 
     /// `ready`, arming the wake fd when nothing is ready in fd mode.
-    fn ready_armed(&mut self) -> Result<(usize, usize), RecvError> {
+    fn ready_armed(&mut self) -> Result<(usize, Frame), RecvError> {
         if self.fd_armed {
             self.fd_armed = false;
             self.armer.disarm(&self.region.header().sleeping.0);
@@ -350,15 +351,16 @@ impl Receiver {
         }
     }
 
-    fn copy_out(&mut self, sender: usize, len: usize, buf: &mut [u8]) -> Result<usize, RecvError> {
+    fn copy_out(&mut self, sender: usize, frame: Frame, buf: &mut [u8]) -> Result<usize, RecvError> {
+        let len = frame.len as usize;
         if buf.len() < len {
             return Err(RecvError::BufferTooSmall { needed: len });
         }
-        let (slot, bytes) = self.slot_and_bytes(sender, len);
+        let (slot, bytes) = self.slot_and_bytes(sender, frame);
         buf[..len].copy_from_slice(bytes);
         // Only an evicted receiver can be overtaken; if the stamp changed
         // while we copied, the bytes may be torn: never return them.
-        self.verify_slot(slot, len)?;
+        self.verify_slot(slot, frame)?;
         self.consume();
         Ok(len)
     }
@@ -366,21 +368,21 @@ impl Receiver {
     /// `Ok` if `slot`, the slot of `self.next`, still holds what was
     /// located there.
     #[inline]
-    pub(super) fn verify_slot(&self, slot: &SlotHeader, len: usize) -> Result<(), RecvError> {
-        if self.slot_intact(slot, len) {
+    pub(super) fn verify_slot(&self, slot: &SlotHeader, frame: Frame) -> Result<(), RecvError> {
+        if self.slot_intact(slot, frame) {
             return Ok(());
         }
         self.check_membership()?;
         Err(RecvError::Overrun { expected: self.next })
     }
 
-    /// Whether `slot`, the slot of `self.next`, still holds the `len`-byte
-    /// message that was located there (see `ring::read_intact`: checked
+    /// Whether `slot`, the slot of `self.next`, still holds the message
+    /// that was located there in `frame` (see `ring::read_intact`: checked
     /// once a receiver was ever evicted).
     #[inline]
-    pub(super) fn slot_intact(&self, slot: &SlotHeader, len: usize) -> bool {
+    pub(super) fn slot_intact(&self, slot: &SlotHeader, frame: Frame) -> bool {
         let m = &self.link.membership;
-        ring::read_intact(slot, self.next, len as u32, || m.evicted_ever())
+        ring::read_intact(slot, self.next, frame, || m.evicted_ever())
     }
 
     /// Fails with `Evicted` once a sender has evicted this receiver.
@@ -395,17 +397,18 @@ impl Receiver {
     }
 
     /// The slot of `self.next` in the region of `sender` (mapped: it was
-    /// located there) and its payload, `len` bytes long.
+    /// located there) and the first byte of its payload's `frame`, which
+    /// `ring::probe` checked against the channel's bounds.
     #[inline]
-    fn slot_of(&self, sender: usize, len: usize) -> (*const SlotHeader, *const u8) {
+    fn slot_of(&self, sender: usize, frame: Frame) -> (*const SlotHeader, *const u8) {
         if let Some(sole) = self.sole.filter(|s| s.index == sender) {
-            assert!(len <= sole.slots.slot_bytes as usize);
             // SAFETY: `sole` is rebuilt whenever the mapped regions change,
-            // so its region is mapped.
-            return unsafe { (sole.slots.slot(self.next), sole.slots.payload(self.next)) };
+            // so its region is mapped; the frame is inside its frame area
+            // (checked by `ring::probe` against these very bounds).
+            return unsafe { (sole.slots.slot(self.next), sole.slots.payload(frame)) };
         }
         let region = self.region_of(sender);
-        (region.slot(self.next), region.payload(self.next, len))
+        (region.slot(self.next), region.payload(frame))
     }
 
     /// The region of `sender`, where a message was located.
@@ -415,23 +418,24 @@ impl Receiver {
     }
 
     /// The slot of `self.next` in the region of `sender` and its payload,
-    /// `len` bytes, for reading while `self` is borrowed.
+    /// the bytes of `frame`, for reading while `self` is borrowed.
     #[inline]
-    fn slot_and_bytes(&self, sender: usize, len: usize) -> (&SlotHeader, &[u8]) {
-        let (slot, payload) = self.slot_of(sender, len);
+    fn slot_and_bytes(&self, sender: usize, frame: Frame) -> (&SlotHeader, &[u8]) {
+        let (slot, payload) = self.slot_of(sender, frame);
+        let len = frame.len as usize;
         // SAFETY: both point into a mapped region, which stays while `self`
         // is borrowed (only `refresh`, through `&mut self`, remaps); the
-        // stamp of `self.next` was seen published (Acquire) with `len <=
-        // slot_bytes` (validated by `ring::probe`, asserted by `slot_of`);
-        // no sender writes this slot again before our cursor passes
-        // `self.next` (back-pressure, see `ring`).
+        // stamp of `self.next` was seen published (Acquire) in `frame`,
+        // inside the frame area (validated by `ring::probe`); no honest
+        // sender writes this slot or frame again before our cursor passes
+        // `self.next` (back-pressure, see `ring` and `sender::space`).
         unsafe { (&*slot, std::slice::from_raw_parts(payload, len)) }
     }
 
     /// Reads the gap report at `self.next` (published by `sender`), moves
     /// past it and returns it as the error the caller reports.
-    fn take_gap(&mut self, sender: usize) -> RecvError {
-        let (_, bytes) = self.slot_and_bytes(sender, ring::GAP_BYTES as usize);
+    fn take_gap(&mut self, sender: usize, frame: Frame) -> RecvError {
+        let (_, bytes) = self.slot_and_bytes(sender, frame);
         // GAP_BYTES (16) were read: both words are there.
         let word = |at: usize| proto::u64_at(bytes, at).unwrap_or_default();
         let (first, last) = (word(0), word(8));
@@ -477,7 +481,7 @@ impl Receiver {
 
     /// Finds the next message, skipping voids; `WouldBlock` when none is ready.
     #[inline(always)]
-    fn ready(&mut self) -> Result<(usize, usize), RecvError> {
+    fn ready(&mut self) -> Result<(usize, Frame), RecvError> {
         match self.ready_at_once() {
             Some(found) => Ok(found),
             None => {
@@ -496,7 +500,7 @@ impl Receiver {
     /// registers: a receive that moves the large `Result` through memory
     /// pays a store-forwarding stall per message.
     #[inline(always)]
-    pub(super) fn ready_at_once(&mut self) -> Option<(usize, usize)> {
+    pub(super) fn ready_at_once(&mut self) -> Option<(usize, Frame)> {
         if self.poisoned || self.check_membership().is_err() {
             return None;
         }
@@ -504,15 +508,15 @@ impl Receiver {
             // SAFETY: `sole` is rebuilt whenever the mapped regions change,
             // so its region is mapped.
             let slot = unsafe { sole.slots.slot(self.next) };
-            return match ring::probe(slot, self.next, sole.slots.slots.into(), sole.slots.slot_bytes) {
-                Ok(Probe::Ready(len)) if self.sole_decided() => Some((sole.index, len as usize)),
+            return match ring::probe(slot, self.next, &sole.slots.bounds) {
+                Ok(Probe::Ready(frame)) if self.sole_decided() => Some((sole.index, frame)),
                 _ => None,
             };
         }
         match self.locate(false) {
-            Ok(Some(Found::Ready { sender, len })) => {
+            Ok(Some(Found::Ready { sender, frame })) => {
                 self.hint = sender;
-                Some((sender, len))
+                Some((sender, frame))
             }
             _ => None,
         }
@@ -520,7 +524,7 @@ impl Receiver {
 
     /// [`Receiver::ready`] for every case.
     #[inline(never)]
-    fn ready_sorted(&mut self, thorough: bool) -> Result<(usize, usize), RecvError> {
+    fn ready_sorted(&mut self, thorough: bool) -> Result<(usize, Frame), RecvError> {
         if self.poisoned {
             return Err(RecvError::Evicted);
         }
@@ -538,11 +542,11 @@ impl Receiver {
             }
             let (any_live, any_ever) = states;
             match found {
-                Some(Found::Ready { sender, len }) => {
+                Some(Found::Ready { sender, frame }) => {
                     self.hint = sender;
-                    return Ok((sender, len));
+                    return Ok((sender, frame));
                 }
-                Some(Found::Gap { sender }) => return Err(self.take_gap(sender)),
+                Some(Found::Gap { sender, frame }) => return Err(self.take_gap(sender, frame)),
                 Some(Found::Contested) => {
                     let seq = self.next;
                     self.consume();
@@ -606,10 +610,9 @@ impl Receiver {
             // SAFETY: `sole` is rebuilt whenever the mapped regions change,
             // so its region is mapped.
             let slot = unsafe { sole.slots.slot(self.next) };
-            if let Ok(Probe::Ready(len)) = ring::probe(slot, self.next, sole.slots.slots.into(), sole.slots.slot_bytes)
-            {
+            if let Ok(Probe::Ready(frame)) = ring::probe(slot, self.next, &sole.slots.bounds) {
                 if self.sole_decided() {
-                    return Ok(Some(Found::Ready { sender: sole.index, len: len as usize }));
+                    return Ok(Some(Found::Ready { sender: sole.index, frame }));
                 }
             }
         }

@@ -7,6 +7,7 @@ use super::{Found, Receiver};
 use crate::error::RecvError;
 use crate::layout::Arm;
 use crate::notify;
+use crate::ring::Frame;
 use crate::sync::Ordering;
 use crate::sys::{futex, robust};
 use crate::wait::{sleep_budget, Backoff};
@@ -29,7 +30,7 @@ fn adjusted_request(since: Option<Duration>, asking: bool) -> Option<bool> {
 
 impl Receiver {
     #[inline(always)]
-    pub(super) fn wait_ready(&mut self, deadline: Option<Instant>) -> Result<(usize, usize), RecvError> {
+    pub(super) fn wait_ready(&mut self, deadline: Option<Instant>) -> Result<(usize, Frame), RecvError> {
         match self.ready_at_once() {
             Some(found) => Ok(found),
             None => self.wait_for_message(deadline),
@@ -37,7 +38,7 @@ impl Receiver {
     }
 
     #[inline(never)]
-    fn wait_for_message(&mut self, deadline: Option<Instant>) -> Result<(usize, usize), RecvError> {
+    fn wait_for_message(&mut self, deadline: Option<Instant>) -> Result<(usize, Frame), RecvError> {
         let mut backoff = Backoff::after(self.wait, self.crowding);
         loop {
             match self.ready() {

@@ -100,7 +100,8 @@ impl Sender {
     /// Receivers holding this sender back now past the channel's deadline.
     /// A feed's one receiver, the copier, is never late: it waits only
     /// for receivers it evicts itself past the deadline.
-    pub(super) fn blocking_late_receivers(&mut self, next: u64) -> Result<(), SendError> {
+    /// `blocked` is the number whose room it waits for (`blocked_at`).
+    pub(super) fn blocking_late_receivers(&mut self, next: u64, blocked: u64) -> Result<(), SendError> {
         let m = &self.link.membership;
         if m.kind() == KIND_FEED {
             return Ok(());
@@ -125,7 +126,7 @@ impl Sender {
                 e.start.load(Ordering::Acquire),
                 next,
             );
-            if c + slots > next {
+            if c + slots > blocked {
                 self.room.stalls[i] = None;
                 continue;
             }
@@ -152,8 +153,12 @@ impl Sender {
         if !matches!(r, Err(SendError::WouldBlock)) {
             return r;
         }
-        let slots = u64::from(self.region.geometry.slots);
-        let late: Vec<_> = self.late_receivers().into_iter().filter(|l| l.unread >= slots).collect();
+        // Holding it back: a receiver below the number whose room it waits
+        // for, minus the ring (`blocked_at`), i.e. this many unread or more.
+        // SeqCst: in the one total order of the claims of `next`.
+        let next = self.sequencer.next().load(Ordering::SeqCst) & !ring::NEXT_LOCKED;
+        let holding_back = (next + u64::from(self.region.geometry.slots)).saturating_sub(self.blocked_at(next));
+        let late: Vec<_> = self.late_receivers().into_iter().filter(|l| l.unread >= holding_back).collect();
         if late.is_empty() {
             r
         } else {

@@ -4,6 +4,7 @@ mod late;
 mod loan;
 mod receivers;
 mod room;
+mod space;
 
 use std::time::{Duration, Instant};
 
@@ -15,13 +16,14 @@ use crate::notify::{self, Armer, Notified, WakeFd};
 use crate::peers;
 use crate::proto::{self, Op};
 use crate::region::{SenderRegion, Sequencer};
-use crate::ring::{self, Claim};
+use crate::ring::{self, Claim, Frame};
 use crate::sync::Ordering;
 use crate::sys::{futex, map::Mapping, membarrier, memfd, robust, wakefd};
 use crate::wait::{sleep_budget, Backoff, Crowding, WaitStrategy};
 
 pub use loan::Loan;
 use room::Room;
+use space::{Reserved, Space};
 
 /// Sends messages on one channel; every receiver gets each one.
 ///
@@ -41,6 +43,8 @@ pub struct Sender {
     /// The epoch of this sender's membership entry when it joined.
     epoch: u32,
     room: Room,
+    /// Where this sender's payloads go in its region's frame area.
+    space: Space,
     wait: WaitStrategy,
     /// Whether this sender's CPU was crowded at its last wait for room.
     crowding: Crowding,
@@ -114,6 +118,7 @@ impl Sender {
         let epoch = link.membership.sender(index).epoch.load(Ordering::Acquire);
         Ok(Sender {
             epoch,
+            space: Space::new(g.frame_units(), g.slots),
             link,
             outer: None,
             sequencer,
@@ -134,7 +139,7 @@ impl Sender {
 
     /// The largest message this channel carries, in bytes.
     pub fn max_message_bytes(&self) -> usize {
-        self.region.geometry.slot_bytes as usize
+        self.region.geometry.max_message as usize
     }
 
     /// How many receivers are attached and live now, as the channel's keeper
@@ -205,14 +210,14 @@ impl Sender {
 
     /// One attempt: `WouldBlock` when full.
     fn try_send_once(&mut self, msg: &[u8], kind: u64) -> Result<(), SendError> {
-        let seq = self.try_claim_armed(msg.len())?;
-        // SAFETY: this sender holds `seq`, so slot `seq % R` of its own
-        // region is written by nobody else and read by nobody until the
-        // stamp is published; `msg.len()` was checked against slot_bytes.
-        // (If the keeper voids the claim meanwhile, receivers skip the slot
-        // and never read these bytes.)
-        unsafe { std::ptr::copy_nonoverlapping(msg.as_ptr(), self.region.payload(seq, msg.len()), msg.len()) };
-        self.publish(seq, msg.len() as u32, kind)
+        let (seq, frame) = self.try_claim_armed(msg.len())?;
+        // SAFETY: this sender holds `seq` and the frame (`msg.len()` bytes,
+        // inside its own region's frame area, which no live receiver reads:
+        // `space`), so nobody else writes it and nobody reads it until the
+        // stamp is published. (If the keeper voids the claim meanwhile,
+        // receivers skip the slot and never read these bytes.)
+        unsafe { std::ptr::copy_nonoverlapping(msg.as_ptr(), self.region.payload(frame), msg.len()) };
+        self.publish(seq, frame, kind)
     }
 
     /// Sends a copy of `msg`, waiting at most `timeout` for ring space.
@@ -234,9 +239,13 @@ impl Sender {
         }
     }
 
-    /// Borrows the next slot to write a message in place (zero copy),
-    /// waiting while the ring is full. Receivers wait for this number until
-    /// the loan is committed or dropped (a dropped loan is skipped by all).
+    /// Borrows a frame of `len` bytes to write a message in place (zero
+    /// copy), waiting while the ring is full or its frame area has no room
+    /// for `len` bytes. `len` is the most the message will hold: commit
+    /// may publish fewer bytes, and gives the rest back at once. Receivers
+    /// wait for this number until the loan is committed or dropped (a
+    /// dropped loan is skipped by all). Fails with [`SendError::TooLarge`]
+    /// when `len` exceeds [`Sender::max_message_bytes`].
     ///
     /// ```
     /// use corecast::{Channel, ChannelConfig};
@@ -244,11 +253,11 @@ impl Sender {
     /// let chan = Channel::create(&format!("doc-loan-{}", std::process::id()), &ChannelConfig::default())?;
     /// let mut rx = chan.receiver()?;
     /// let mut tx = chan.sender()?;
-    /// let mut loan = tx.loan()?;
-    /// let slot = loan.as_mut_slice(); // max_message_bytes long, in shared memory
-    /// slot[..5].copy_from_slice(b"hello");
+    /// let mut loan = tx.loan(64)?;
+    /// let frame = loan.as_mut_slice(); // 64 bytes, in shared memory
+    /// frame[..5].copy_from_slice(b"hello");
     /// loan.commit(5)?;
-    /// drop(tx.loan()?); // dropped uncommitted: a void every receiver skips
+    /// drop(tx.loan(8)?); // dropped uncommitted: a void every receiver skips
     /// tx.send(b"next")?;
     /// let msg = rx.recv_in_place()?;
     /// assert_eq!((&msg[..], msg.sequence()), (&b"hello"[..], 0));
@@ -257,33 +266,33 @@ impl Sender {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
-    pub fn loan(&mut self) -> Result<Loan<'_>, SendError> {
-        self.loan_until(None)
+    pub fn loan(&mut self, len: usize) -> Result<Loan<'_>, SendError> {
+        self.loan_until(len, None)
     }
 
-    /// Like [`Sender::loan`] but waits at most `timeout` for ring space,
-    /// then fails with [`SendError::Timeout`].
-    pub fn loan_timeout(&mut self, timeout: Duration) -> Result<Loan<'_>, SendError> {
-        self.loan_until(Some(Instant::now() + timeout))
+    /// Like [`Sender::loan`] but waits at most `timeout` for room, then
+    /// fails with [`SendError::Timeout`].
+    pub fn loan_timeout(&mut self, len: usize, timeout: Duration) -> Result<Loan<'_>, SendError> {
+        self.loan_until(len, Some(Instant::now() + timeout))
     }
 
     #[inline]
-    fn loan_until(&mut self, deadline: Option<Instant>) -> Result<Loan<'_>, SendError> {
-        let seq = match self.try_claim(0) {
-            Err(SendError::WouldBlock) => self.claim_waiting(deadline)?,
+    fn loan_until(&mut self, len: usize, deadline: Option<Instant>) -> Result<Loan<'_>, SendError> {
+        let (seq, frame) = match self.try_claim(len) {
+            Err(SendError::WouldBlock) => self.claim_waiting(len, deadline)?,
             claim => claim?,
         };
         self.room.clear_stalls();
-        Ok(Loan::new(self, seq))
+        Ok(Loan::new(self, seq, frame))
     }
 
-    /// Claims the next number once the ring has room.
+    /// Claims the next number and a frame of `len` bytes once there is room.
     #[inline(never)]
-    fn claim_waiting(&mut self, deadline: Option<Instant>) -> Result<u64, SendError> {
+    fn claim_waiting(&mut self, len: usize, deadline: Option<Instant>) -> Result<(u64, Frame), SendError> {
         let mut backoff = Backoff::after(self.wait, self.crowding);
         loop {
             self.wait_for_room(&mut backoff, deadline)?;
-            match self.try_claim(0) {
+            match self.try_claim(len) {
                 Err(SendError::WouldBlock) => {}
                 claim => return claim,
             }
@@ -291,12 +300,12 @@ impl Sender {
     }
 
     /// Like [`Sender::loan`] but fails with [`SendError::WouldBlock`] when
-    /// full (or [`SendError::ReceiversLate`], as [`Sender::try_send`]).
+    /// there is no room (or [`SendError::ReceiversLate`], as [`Sender::try_send`]).
     #[inline]
-    pub fn try_loan(&mut self) -> Result<Loan<'_>, SendError> {
-        let claim = self.try_claim_armed(0);
-        let seq = self.name_late_if_full(claim)?;
-        Ok(Loan::new(self, seq))
+    pub fn try_loan(&mut self, len: usize) -> Result<Loan<'_>, SendError> {
+        let claim = self.try_claim_armed(len);
+        let (seq, frame) = self.name_late_if_full(claim)?;
+        Ok(Loan::new(self, seq, frame))
     }
 
     /// A file descriptor for event loops (R9). Call it before waiting: it
@@ -314,8 +323,7 @@ impl Sender {
             self.room.limit = 0;
             // SeqCst: read in the one total order of the claims of `next` (ring::try_claim), so it is never older than a claim the reader already saw.
             let next = self.sequencer.next().load(Ordering::SeqCst);
-            let g = self.region.geometry;
-            if self.room.check(&self.link, &g, next) || self.room.error.is_some() {
+            if self.room_now(next) || self.room.error.is_some() {
                 wakefd::signal(&self.wake.peer);
             }
         }
@@ -323,7 +331,7 @@ impl Sender {
     }
 
     /// `try_claim`, arming the wake fd when the ring is full in fd mode.
-    fn try_claim_armed(&mut self, len: usize) -> Result<u64, SendError> {
+    fn try_claim_armed(&mut self, len: usize) -> Result<(u64, Frame), SendError> {
         if self.fd_armed {
             self.fd_armed = false;
             self.armer.disarm(&self.region.header().space_waiting.0);
@@ -341,12 +349,12 @@ impl Sender {
         }
     }
 
-    /// Claims the next number.
+    /// Claims the next number and a frame of `len` bytes for it.
     #[inline(always)]
-    fn try_claim(&mut self, len: usize) -> Result<u64, SendError> {
+    fn try_claim(&mut self, len: usize) -> Result<(u64, Frame), SendError> {
         let g = self.region.geometry;
-        if len > g.slot_bytes as usize {
-            return Err(SendError::TooLarge { bytes: len, max_bytes: g.slot_bytes as usize });
+        if len > g.max_message as usize {
+            return Err(SendError::TooLarge { bytes: len, max_bytes: g.max_message as usize });
         }
         usable(&self.link)?;
         if let Some(outer) = &self.outer {
@@ -358,6 +366,7 @@ impl Sender {
         if me.excluded.load(Ordering::Relaxed) != 0 || me.epoch.load(Ordering::Relaxed) != self.epoch {
             return Err(SendError::Excluded);
         }
+        let reserved = self.reserve(&g, len)?;
         let mut claim = self.claim_once(&g);
         if self.room.error.is_some() || self.room.rewound.is_some() || self.room.bumped.is_some() {
             claim = self.claim_repairing(&g, claim)?;
@@ -371,7 +380,7 @@ impl Sender {
                 if self.link.membership.evicted_ever() {
                     ring::begin_write(self.region.slot(seq), seq);
                 }
-                Ok(seq)
+                Ok((seq, self.space.hold(seq, reserved, len)))
             }
             // Also while `next` is tampered with: the ring is unusable until
             // the keeper repairs it, and its repair bumps the generation,
@@ -384,6 +393,32 @@ impl Sender {
                 Err(SendError::ClaimVoided { seq })
             }
         }
+    }
+
+    /// Where a frame of `len` bytes goes, giving back the frames of numbers
+    /// every live receiver has passed ([`frame_free`]); `WouldBlock` while
+    /// the frames still held leave no room.
+    #[inline(always)]
+    fn reserve(&mut self, g: &Geometry, len: usize) -> Result<Reserved, SendError> {
+        let (room, link, region) = (&mut self.room, &self.link, &self.region);
+        if !room.sync(link, g) {
+            return Err(room.error.take().map_or(SendError::WouldBlock, SendError::from));
+        }
+        self.space.reserve(len, |seq| frame_free(room, link, g, region, seq)).ok_or(SendError::WouldBlock)
+    }
+
+    /// Whether a send could go ahead now, after a refusal: the ring has
+    /// room for `next`, and the frame area for the frame last refused.
+    fn room_now(&mut self, next: u64) -> bool {
+        room_now(&mut self.room, &mut self.space, &self.link, &self.region, next)
+    }
+
+    /// The number whose room a refused send waits for: `next` when the
+    /// ring was full, or, when the frame area was, the number that gives
+    /// back its oldest frame plus the ring's length (so that "a receiver
+    /// below it minus the ring holds this sender back" is one rule).
+    pub(super) fn blocked_at(&self, next: u64) -> u64 {
+        self.space.blocked_on().map_or(next, |seq| seq + u64::from(self.region.geometry.slots))
     }
 
     /// One attempt at the next number, the room checked by `Room::check`
@@ -455,19 +490,19 @@ impl Sender {
     /// Publishes `seq` (or voids it), unless the keeper voided the claim
     /// because it was held past the deadline.
     #[inline(always)]
-    fn publish(&mut self, seq: u64, len: u32, kind: u64) -> Result<(), SendError> {
+    fn publish(&mut self, seq: u64, frame: Frame, kind: u64) -> Result<(), SendError> {
         // The keeper may have revoked the claim (held past the deadline):
         // then the number is void for every receiver and stays so. It
         // never revokes the claims of a channel's only sender.
         let claim = &self.region.header().claim.0;
         let published = if self.region.geometry.exclusive_sender() {
             ring::commit_exclusive(claim, seq);
-            ring::publish(self.region.slot(seq), seq, len, kind);
+            ring::publish(self.region.slot(seq), seq, frame, kind);
             true
         } else {
             // The keeper voids a committed claim held unpublished past the
             // deadline: the publish never overwrites that void.
-            ring::commit_claim(claim, seq) && ring::publish_unless_voided(self.region.slot(seq), seq, len, kind)
+            ring::commit_claim(claim, seq) && ring::publish_unless_voided(self.region.slot(seq), seq, frame, kind)
         };
         // Either a receiver arming to sleep sees this stamp, or the loads
         // below see it armed (notify's handshake). The StoreLoad barrier
@@ -523,7 +558,7 @@ impl Sender {
         let next = self.sequencer.next().load(Ordering::SeqCst);
         // A tampered `next` holds everyone back; no receiver is to blame.
         if self.room.tampered.is_none() {
-            self.blocking_late_receivers(next)?;
+            self.blocking_late_receivers(next, self.blocked_at(next))?;
         }
         let Some(mut budget) = sleep_budget(deadline) else { return Err(SendError::Timeout) };
         // Wake up in time to report a receiver that becomes late.
@@ -564,8 +599,7 @@ impl Sender {
         // SeqCst: in the one total order of the claims of `next`.
         let next = self.sequencer.next().load(Ordering::SeqCst);
         self.room.limit = 0;
-        let g = self.region.geometry;
-        let room_now = self.room.check(&self.link, &g, next);
+        let room_now = room_now(&mut self.room, &mut self.space, &self.link, &self.region, next);
         // A receiver set refreshed by the check makes `wake_values` stale: try again.
         if !room_now && !self.room.pending && self.room.generation == receivers_known {
             let keeper = m.keeper_word();
@@ -610,6 +644,26 @@ fn usable(link: &Link) -> Result<(), SendError> {
         return Err(SendError::KeeperGone);
     }
     Ok(())
+}
+
+/// [`Sender::room_now`], on the sender's parts (its caller may hold others).
+fn room_now(room: &mut Room, space: &mut Space, link: &Link, region: &SenderRegion, next: u64) -> bool {
+    let g = region.geometry;
+    room.check(link, &g, next) && space.wanted_fits(|seq| frame_free(room, link, &g, region, seq))
+}
+
+/// Whether the frame of this sender's number `seq` may be written again:
+/// every live receiver passed `seq`. Retires its slot first once a receiver
+/// was ever evicted (only an evicted reader can still be reading it; a
+/// sender that saw an eviction in `consumed`, Acquire on the state, sees
+/// the flag the keeper set before it).
+#[inline]
+fn frame_free(room: &mut Room, link: &Link, g: &Geometry, region: &SenderRegion, seq: u64) -> bool {
+    let free = room.consumed(link, g, seq);
+    if free && link.membership.evicted_ever() {
+        ring::retire(region.slot(seq), seq);
+    }
+    free
 }
 
 /// A receiver's wake word: the low half of its cursor, bumped with every

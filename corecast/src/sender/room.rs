@@ -174,12 +174,23 @@ impl Room {
     /// above `s - R`. The receiver set is the one [`Room::sync`] left.
     #[inline]
     fn has_room(&mut self, link: &Link, g: &Geometry, s: u64) -> bool {
-        s < self.limit || self.scan_cursors(link, g, s)
+        s < self.limit || self.scan_cursors(link, g, s, true)
+    }
+
+    /// Whether every live receiver has passed number `seq`, so that the
+    /// frame it was published in may be written again. The receiver set is
+    /// the one [`Room::sync`] left.
+    #[inline]
+    pub(super) fn consumed(&mut self, link: &Link, g: &Geometry, seq: u64) -> bool {
+        let s = seq + u64::from(g.slots);
+        s < self.limit || self.scan_cursors(link, g, s, false)
     }
 
     /// Rereads every live receiver's cursor: the cached limit ran out.
+    /// Whether `s` has room; `claiming` when `s` is the number `next`
+    /// offers (then one beyond every honest reach is tampering).
     #[inline(never)]
-    fn scan_cursors(&mut self, link: &Link, g: &Geometry, s: u64) -> bool {
+    fn scan_cursors(&mut self, link: &Link, g: &Geometry, s: u64, claiming: bool) -> bool {
         self.pending = false;
         let mut min = s;
         // Every live receiver's own cursor was read (none only by its start).
@@ -216,7 +227,7 @@ impl Room {
         // An honest claim of `n` needs `n < slowest + R`, so `next` never
         // exceeds `slowest + R`: beyond it, a sender moved it by hand (or a
         // repairer holds it locked).
-        if exact && s > self.limit {
+        if claiming && exact && s > self.limit {
             self.bumped = Some(s);
             self.tampered = Some(format!(
                 "the sequencer offers number {s:#x}, beyond the slowest receiver's reach ({}): a sender moved it",

@@ -116,11 +116,20 @@ impl Api for CApi {
     fn send(tx: &mut CSender, len: usize, write: &mut dyn FnMut(&mut [u8])) -> Result<(), TransportError> {
         let (mut data, mut capacity) = (null_mut(), 0usize);
         // SAFETY: `tx.0` is a sender handle; local out-parameters.
-        check("loan", unsafe { corecast_sender_loan(tx.0, &mut data, &mut capacity, null_mut()) })?;
+        match unsafe { corecast_sender_loan(tx.0, len, &mut data, &mut capacity, null_mut()) } {
+            corecast_status::CORECAST_TOO_LARGE => {
+                let mut max_bytes = 0usize;
+                // SAFETY: `tx.0` is a sender handle; one local out-parameter, two NULL.
+                unsafe { corecast_sender_info(tx.0, &mut max_bytes, null_mut(), null_mut()) };
+                return Err(TransportError::TooLarge { mechanism: "corecast-c", bytes: len, max_bytes });
+            }
+            status => check("loan", status)?,
+        }
         if len > capacity || data.is_null() {
             // SAFETY: `tx.0` is a sender handle.
             unsafe { corecast_sender_abort(tx.0) };
-            return Err(TransportError::TooLarge { mechanism: "corecast-c", bytes: len, max_bytes: capacity });
+            let detail = format!("a loan of {len} bytes lent {capacity}");
+            return Err(TransportError::Protocol { mechanism: "corecast-c", detail });
         }
         // SAFETY: the loan lends `capacity` writable bytes at `data` until
         // the commit below; nothing else writes them meanwhile.

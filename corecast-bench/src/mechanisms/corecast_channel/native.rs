@@ -32,8 +32,8 @@ impl Api for Native {
     }
 
     fn send(tx: &mut Sender, len: usize, write: &mut dyn FnMut(&mut [u8])) -> Result<(), TransportError> {
-        let mut loan = tx.loan().map_err(|e| err("loan", e))?;
-        write(&mut loan.as_mut_slice()[..len]);
+        let mut loan = tx.loan(len).map_err(|e| err("loan", e))?;
+        write(loan.as_mut_slice());
         loan.commit(len).map_err(|e| err("commit", e))
     }
 
