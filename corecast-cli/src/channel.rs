@@ -238,8 +238,12 @@ pub fn render(s: &ChannelStatus, rate: Option<f64>) -> String {
     let deadline = c.deadline.map_or("none".to_string(), |d| format!("{d:?}"));
     let _ = writeln!(
         out,
-        "slots {}  max message {} B  max senders {}  max receivers {}  deadline {deadline}",
-        c.slots, c.max_message_bytes, c.max_senders, c.max_receivers
+        "slots {}  max message {} B  ring bytes {}  max senders {}  max receivers {}  deadline {deadline}",
+        c.slots,
+        c.max_message_bytes,
+        c.ring_bytes.map_or("-".to_string(), |b| b.to_string()),
+        c.max_senders,
+        c.max_receivers
     );
     let _ = write!(out, "sent {}", s.sent);
     if let Some(r) = rate {
@@ -262,8 +266,8 @@ pub fn render(s: &ChannelStatus, rate: Option<f64>) -> String {
     let late = c.deadline.unwrap_or(Duration::MAX);
     let _ = writeln!(
         out,
-        "{:<9} {:>5} {:>8} {:>10} {:<8} {:>12} {:>10} {:>12} {:>7}",
-        "role", "index", "pid", "process", "state", "cursor", "lag", "oldest unread", "voided"
+        "{:<9} {:>5} {:>8} {:>10} {:<8} {:>12} {:>10} {:>12} {:>7} {:>12}",
+        "role", "index", "pid", "process", "state", "cursor", "lag", "oldest unread", "voided", "bytes in use"
     );
     for m in &s.members {
         let opt = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
@@ -272,7 +276,7 @@ pub fn render(s: &ChannelStatus, rate: Option<f64>) -> String {
             m.unread_for.map_or("-".to_string(), |d| format!("{d:.0?}{}", if d >= late { " LATE" } else { "" }));
         let _ = writeln!(
             out,
-            "{role:<9} {:>5} {:>8} {:>10} {:<8} {:>12} {:>10} {:>12} {:>7}",
+            "{role:<9} {:>5} {:>8} {:>10} {:<8} {:>12} {:>10} {:>12} {:>7} {:>12}",
             m.member.index,
             pid_text(m.member.pid),
             m.member.process,
@@ -280,7 +284,8 @@ pub fn render(s: &ChannelStatus, rate: Option<f64>) -> String {
             opt(m.cursor),
             opt(m.lag),
             unread,
-            m.voided.map_or("-".to_string(), |v| v.to_string())
+            m.voided.map_or("-".to_string(), |v| v.to_string()),
+            opt(m.bytes_in_use)
         );
     }
     if s.members.is_empty() {
@@ -319,6 +324,7 @@ pub fn to_json(s: &ChannelStatus) -> Value {
                 "lag": m.lag,
                 "unread_for_ms": m.unread_for.map(|d| d.as_millis() as u64),
                 "voided": m.voided,
+                "bytes_in_use": m.bytes_in_use,
             })
         })
         .collect();
@@ -327,6 +333,7 @@ pub fn to_json(s: &ChannelStatus) -> Value {
         "keeper_pid": s.keeper_pid,
         "slots": c.slots,
         "max_message_bytes": c.max_message_bytes,
+        "ring_bytes": c.ring_bytes,
         "max_senders": c.max_senders,
         "max_receivers": c.max_receivers,
         "deadline_ms": c.deadline.map(|d| d.as_millis() as u64),

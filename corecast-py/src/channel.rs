@@ -183,6 +183,7 @@ impl Channel {
                 md.set_item("lag", m.lag)?;
                 md.set_item("unread_for", m.unread_for.map(seconds))?;
                 md.set_item("voided", m.voided)?;
+                md.set_item("bytes_in_use", m.bytes_in_use)?;
                 Ok(md)
             })
             .collect::<PyResult<Vec<_>>>()?;

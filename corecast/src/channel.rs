@@ -6,15 +6,19 @@ use crate::create::bind_and_start;
 use crate::error::ChannelError;
 use crate::identity::PidsHere;
 use crate::keeper::Kind;
-use crate::layout::{Geometry, KIND_BROADCAST, STATE_DEAD, STATE_EVICTED, STATE_FREE, STATE_LEFT, STATE_LIVE};
+use crate::layout::{
+    frame_bytes, Geometry, KIND_BROADCAST, STATE_DEAD, STATE_EVICTED, STATE_FREE, STATE_LEFT, STATE_LIVE,
+};
 use crate::link::{channel_dir, check_dir, feed_path, path_of, Link};
 use crate::options::OpenOptions;
 use crate::proto::Op;
 use crate::receiver::Receiver;
-use crate::region::ReceiverRegion;
+use crate::region::{ReceiverRegion, SenderRegion};
+use crate::ring::{self, Probe};
 use crate::sender::Sender;
 use crate::sync::Ordering;
 use crate::wait::WaitStrategy;
+use std::collections::HashMap;
 
 /// How messages travel from senders to receivers, chosen at creation.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -131,6 +135,10 @@ pub struct MemberStatus {
     /// Senders: messages the keeper voided because this sender held them
     /// unpublished past the deadline or died holding them.
     pub voided: Option<u32>,
+    /// Live senders: bytes of its region's frame area that messages not
+    /// every live receiver has read hold now (each message its length
+    /// rounded up to 64), of [`ChannelConfig::ring_bytes`].
+    pub bytes_in_use: Option<u64>,
 }
 
 /// A snapshot of a channel for `corecast channel inspect` and `watch`.
@@ -380,6 +388,23 @@ impl Channel {
             cursors.insert(*i as usize, region.header().cursor.0.next.load(Ordering::Acquire));
         }
         let sent = reply.seq;
+        let oldest_unread = cursors.values().copied().min().unwrap_or(sent);
+        let in_use = match &self.feed {
+            // The senders' side of a non-equivocating channel is the feed,
+            // whose one receiver is the copier.
+            Some(feed) => {
+                let (reply, fds) = feed.call(Op::FetchReceivers, &[])?;
+                let mut oldest = reply.seq;
+                for fd in fds.iter().step_by(2) {
+                    let map = Link::map_peer_region(fd, Region::Receiver, ReceiverRegion::bytes())?;
+                    let region = ReceiverRegion::open(map).map_err(ChannelError::Corrupt)?;
+                    // Acquire pairs with the receiver's Release store of its cursor (ring::advance).
+                    oldest = oldest.min(region.header().cursor.0.next.load(Ordering::Acquire));
+                }
+                bytes_in_use(feed, oldest, reply.seq)?
+            }
+            None => bytes_in_use(&self.link, oldest_unread, sent)?,
+        };
         let ms = self.link.membership.header();
         let members = self
             .members()
@@ -393,7 +418,8 @@ impl Channel {
                     let ms = self.link.membership.receiver(m.index).unread_ms.load(Ordering::Relaxed);
                     (cursor.map(|_| std::time::Duration::from_millis(u64::from(ms))), None)
                 };
-                MemberStatus { member: m, cursor, lag, unread_for, voided }
+                let bytes_in_use = m.is_sender.then(|| in_use.get(&m.index).copied()).flatten();
+                MemberStatus { member: m, cursor, lag, unread_for, voided, bytes_in_use }
             })
             .collect();
         Ok(ChannelStatus {
@@ -432,6 +458,31 @@ impl Drop for Channel {
             feed.leave();
         }
     }
+}
+
+/// Bytes of each live sender region's frame area held by numbers from
+/// `oldest_unread` (the slowest live receiver's cursor) to `sent`: what
+/// every region's slot table says, validated as a receiver validates it
+/// (a region failing validation counts nothing).
+fn bytes_in_use(link: &Link, oldest_unread: u64, sent: u64) -> Result<HashMap<usize, u64>, ChannelError> {
+    let g = link.membership.geometry;
+    let (reply, fds) = link.call(Op::FetchSenders, &[])?;
+    let mut used = HashMap::new();
+    // At most a ring's length of numbers is ever unread.
+    let numbers = oldest_unread.max(sent.saturating_sub(u64::from(g.slots)))..sent;
+    for ((j, _), fd) in reply.entries.iter().zip(fds.iter().step_by(2)) {
+        let map = Link::map_peer_region(fd, Region::Sender, g.sender_region_bytes())?;
+        let Ok(region) = SenderRegion::open(map, g) else { continue };
+        let bytes = numbers
+            .clone()
+            .filter_map(|s| match ring::probe(region.slot(s), s, &g.bounds()) {
+                Ok(Probe::Ready(f) | Probe::Gap(f)) => Some(frame_bytes(f.len as usize) as u64),
+                _ => None,
+            })
+            .sum();
+        used.insert(*j as usize, bytes);
+    }
+    Ok(used)
 }
 
 fn deadline_ms(d: Option<std::time::Duration>) -> Result<u32, ChannelError> {

@@ -46,14 +46,16 @@
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 
-// Under `--cfg loom` only the protocol (ring, notify, layout, sync) is
-// built: the loom models in `ring` and `notify` check it without system
-// calls.
+// Under `--cfg loom` only the protocol (ring, space, notify, layout, sync)
+// is built: the loom models in `ring`, `space` and `notify` check it
+// without system calls.
 mod corruption;
 mod layout;
 mod notify;
 #[allow(unsafe_code)]
 mod ring;
+#[cfg_attr(loom, allow(unsafe_code))]
+mod space;
 mod sync;
 
 #[cfg(not(loom))]

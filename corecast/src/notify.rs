@@ -293,7 +293,7 @@ mod loom_model {
         fn new(slots: u64, kernel: &Arc<Kernel>) -> Arc<Channel> {
             Arc::new(Channel {
                 slots: (0..slots)
-                    .map(|_| SlotHeader { stamp: AtomicU64::new(0), len: AtomicU32::new(0), _reserved: 0 })
+                    .map(|_| SlotHeader { stamp: AtomicU64::new(0), len: AtomicU32::new(0), at: AtomicU32::new(0) })
                     .collect(),
                 cursor: Cursor { next: AtomicU64::new(0), wake: AtomicU32::new(0) },
                 sleeping: AtomicU32::new(Arm::AWAKE),
@@ -330,7 +330,7 @@ mod loom_model {
             if !me.fenced {
                 self.barrier.serve();
             }
-            ring::publish(&self.slots[(s % self.r()) as usize], s, 8, KIND_PUBLISHED);
+            ring::publish(&self.slots[(s % self.r()) as usize], s, ring::Frame { len: 8, at: 0 }, KIND_PUBLISHED);
             let word = if me.fenced {
                 progress_made();
                 self.sleeping.load(Ordering::Relaxed)
@@ -353,7 +353,10 @@ mod loom_model {
         }
 
         fn ready(&self, s: u64) -> bool {
-            matches!(ring::probe(&self.slots[(s % self.r()) as usize], s, self.r(), 8), Ok(Probe::Ready(8)))
+            {
+                let bounds = ring::Bounds { slots: self.r(), max_message: 8, units: 1 };
+                matches!(ring::probe(&self.slots[(s % self.r()) as usize], s, &bounds), Ok(Probe::Ready(f)) if f.len == 8)
+            }
         }
 
         /// The doorbell's value, read before arming (`Receiver::read_sleep_values`).

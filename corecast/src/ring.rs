@@ -605,6 +605,14 @@ mod loom_model {
     use loom::cell::UnsafeCell;
     use loom::sync::Arc;
 
+    /// Every message of these models: 8 bytes in the first unit of its
+    /// region's frame area (the frames' own model is `space`'s).
+    const EIGHT: Frame = Frame { len: 8, at: 0 };
+
+    fn bounds(slots: u64) -> Bounds {
+        Bounds { slots, max_message: 8, units: 1 }
+    }
+
     struct Region {
         slots: Vec<SlotHeader>,
         payload: Vec<UnsafeCell<u64>>,
@@ -622,7 +630,7 @@ mod loom_model {
         fn new(senders: usize, r: u64) -> Arc<Ring> {
             let region = || Region {
                 slots: (0..r)
-                    .map(|_| SlotHeader { stamp: AtomicU64::new(0), len: AtomicU32::new(0), _reserved: 0 })
+                    .map(|_| SlotHeader { stamp: AtomicU64::new(0), len: AtomicU32::new(0), at: AtomicU32::new(0) })
                     .collect(),
                 payload: (0..r).map(|_| UnsafeCell::new(0)).collect(),
             };
@@ -646,7 +654,7 @@ mod loom_model {
                     // SAFETY: loom checks this claim: holding `s` makes the slot ours.
                     self.regions[me].payload[i].with_mut(|p| unsafe { *p = s * 10 + me as u64 });
                     assert!(commit_claim(&self.claims[me], s));
-                    publish(&self.regions[me].slots[i], s, 8, KIND_PUBLISHED);
+                    publish(&self.regions[me].slots[i], s, EIGHT, KIND_PUBLISHED);
                     return s;
                 }
                 loom::thread::yield_now();
@@ -657,19 +665,19 @@ mod loom_model {
             let i = (seq % self.r) as usize;
             loop {
                 for (j, reg) in self.regions.iter().enumerate() {
-                    match probe(&reg.slots[i], seq, self.r, 8).unwrap() {
-                        Probe::Ready(len) => {
-                            assert_eq!(len, 8);
+                    match probe(&reg.slots[i], seq, &bounds(self.r)).unwrap() {
+                        Probe::Ready(frame) => {
+                            assert_eq!(frame, EIGHT);
                             // SAFETY: loom checks this claim: a published slot is not rewritten
                             // before our cursor passes it.
                             let v = reg.payload[i].with(|p| unsafe { *p });
                             assert_eq!(v, seq * 10 + j as u64, "read a stale or foreign payload");
-                            assert!(still_published(&reg.slots[i], seq, 8), "a live reader is never overtaken");
+                            assert!(still_published(&reg.slots[i], seq, EIGHT), "a live reader is never overtaken");
                             advance(&self.cursor, seq + 1);
                             return v;
                         }
                         Probe::Newer(n) => panic!("{seq} overwritten by {n} before it was read"),
-                        Probe::Gap => panic!("{seq}: a gap report, and this model sends none"),
+                        Probe::Gap(_) => panic!("{seq}: a gap report, and this model sends none"),
                         Probe::Void | Probe::Absent => {}
                     }
                 }
@@ -696,8 +704,8 @@ mod loom_model {
     /// in: exactly one of them wins, and readers see what won.
     fn exactly_one_of_publish_and_void(ring: &Ring, s: u64, published: bool, voided: bool) {
         assert!(published != voided, "exactly one of the publish and the void wins");
-        let seen = probe(&ring.regions[0].slots[0], s, 2, 8).unwrap();
-        assert_eq!(seen, if published { Probe::Ready(8) } else { Probe::Void });
+        let seen = probe(&ring.regions[0].slots[0], s, &bounds(2)).unwrap();
+        assert_eq!(seen, if published { Probe::Ready(EIGHT) } else { Probe::Void });
     }
 
     #[test]
@@ -713,7 +721,7 @@ mod loom_model {
             };
             let published = commit_claim(&ring.claims[0], s);
             if published {
-                publish(&ring.regions[0].slots[0], s, 8, KIND_PUBLISHED);
+                publish(&ring.regions[0].slots[0], s, EIGHT, KIND_PUBLISHED);
             }
             exactly_one_of_publish_and_void(&ring, s, published, keeper.join().unwrap());
         });
@@ -735,9 +743,9 @@ mod loom_model {
                     let next = ring.next.load(Ordering::SeqCst);
                     let word = ring.claims[0].load(Ordering::SeqCst);
                     for s in 0..next {
-                        let seen = probe(&ring.regions[0].slots[(s % ring.r) as usize], s, ring.r, 8).unwrap();
+                        let seen = probe(&ring.regions[0].slots[(s % ring.r) as usize], s, &bounds(ring.r)).unwrap();
                         assert!(
-                            owned(word) == Some(s) || seen == Probe::Ready(8),
+                            owned(word) == Some(s) || seen == Probe::Ready(EIGHT),
                             "number {s} below next {next} looks like a hole (claim word {word:#x}, slot {seen:?})"
                         );
                     }
@@ -750,7 +758,7 @@ mod loom_model {
             for _ in 0..2 {
                 let Claim::Won(s) = try_claim_exclusive(&ring.next, &ring.claims[0], |_| true) else { panic!("room") };
                 commit_exclusive(&ring.claims[0], s);
-                publish(&ring.regions[0].slots[(s % ring.r) as usize], s, 8, KIND_PUBLISHED);
+                publish(&ring.regions[0].slots[(s % ring.r) as usize], s, EIGHT, KIND_PUBLISHED);
             }
             keeper.join().unwrap();
         });
@@ -773,8 +781,8 @@ mod loom_model {
         let mut model = loom::model::Builder::new();
         model.preemption_bound = Some(3);
         model.check(|| {
-            let slot = Arc::new(SlotHeader { stamp: AtomicU64::new(0), len: AtomicU32::new(0), _reserved: 0 });
-            publish(&slot, 0, 8, KIND_PUBLISHED);
+            let slot = Arc::new(SlotHeader { stamp: AtomicU64::new(0), len: AtomicU32::new(0), at: AtomicU32::new(0) });
+            publish(&slot, 0, EIGHT, KIND_PUBLISHED);
             let (flags, state, payload) =
                 (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU32::new(LIVE)), Arc::new(AtomicU64::new(0)));
             let keeper = {
@@ -801,7 +809,7 @@ mod loom_model {
                 let (flags, slot, payload) = (flags.clone(), slot.clone(), payload.clone());
                 loom::thread::spawn(move || {
                     let seen = payload.load(Ordering::Relaxed);
-                    let intact = read_intact(&slot, 0, 8, || flags.load(Ordering::Acquire) & EVICTED_EVER != 0);
+                    let intact = read_intact(&slot, 0, EIGHT, || flags.load(Ordering::Acquire) & EVICTED_EVER != 0);
                     assert!(seen == 0 || !intact, "a rewritten message passed as intact");
                 })
             };
@@ -824,7 +832,7 @@ mod loom_model {
                 let ring = ring.clone();
                 loom::thread::spawn(move || void_unpublished(&ring.regions[0].slots[0], s))
             };
-            let published = publish_unless_voided(&ring.regions[0].slots[0], s, 8, KIND_PUBLISHED);
+            let published = publish_unless_voided(&ring.regions[0].slots[0], s, EIGHT, KIND_PUBLISHED);
             exactly_one_of_publish_and_void(&ring, s, published, keeper.join().unwrap());
         });
     }

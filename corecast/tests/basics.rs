@@ -200,3 +200,102 @@ fn endpoints_can_move_to_and_be_shared_between_threads() {
     let (_rx, got) = worker.join().unwrap();
     assert_eq!(got, b"from a thread");
 }
+
+/// A channel's memory is set in bytes apart from its largest message: a
+/// sender whose bytes run out waits (or `try_send` says `WouldBlock`) while
+/// numbers are left, large and small messages arrive whole and in order,
+/// and the status says how many bytes each sender holds.
+#[test]
+fn a_sender_out_of_bytes_waits_while_numbers_are_left() {
+    let cfg = ChannelConfig { ring_bytes: Some(4096), ..config(64, 4000) };
+    let chan = Channel::create(&unique("bytes"), &cfg).unwrap();
+    assert_eq!(chan.config().ring_bytes, Some(4096));
+    let mut rx = chan.receiver().unwrap();
+    let mut tx = chan.sender().unwrap();
+    let big = vec![7u8; 4000];
+    tx.try_send(&big).unwrap();
+    assert!(matches!(tx.try_send(&[1; 200]), Err(SendError::WouldBlock)), "4000 of 4096 bytes held");
+    let in_use = |chan: &Channel| chan.status().unwrap().members.iter().find_map(|m| m.bytes_in_use);
+    assert_eq!(in_use(&chan), Some(4032), "4000 rounded up to 64");
+    let mut buf = vec![0u8; 4000];
+    assert_eq!(rx.try_recv(&mut buf).unwrap(), 4000);
+    assert_eq!(buf, big);
+    assert_eq!(in_use(&chan), Some(0));
+    // 64 small messages take every number (and, 64 bytes each, every byte).
+    for i in 0..64u8 {
+        tx.try_send(&[i; 10]).unwrap();
+    }
+    assert!(matches!(tx.try_send(&[0]), Err(SendError::WouldBlock)), "64 numbers in flight");
+    assert_eq!(in_use(&chan), Some(4096));
+    for i in 0..64u8 {
+        assert_eq!(rx.try_recv(&mut buf).unwrap(), 10);
+        assert_eq!(&buf[..10], &[i; 10]);
+    }
+    let odd = ChannelConfig { ring_bytes: Some(4000), ..cfg };
+    assert!(matches!(Channel::create(&unique("bytes-odd"), &odd), Err(ChannelError::InvalidConfig(_))));
+    let small = ChannelConfig { ring_bytes: Some(3968), ..cfg };
+    assert!(matches!(Channel::create(&unique("bytes-small"), &small), Err(ChannelError::InvalidConfig(_))));
+}
+
+/// Blocking sends and loans wait for bytes and are woken by the receiver
+/// that frees them: mixed sizes through a frame area of two largest
+/// messages, every byte checked, from another thread.
+#[test]
+fn blocked_senders_are_woken_when_their_bytes_are_freed() {
+    let cfg = ChannelConfig { ring_bytes: Some(2 * 1024), deadline: None, ..config(256, 1000) };
+    let chan = Channel::create(&unique("bytes-wait"), &cfg).unwrap();
+    let mut rx = chan.receiver().unwrap();
+    let mut tx = chan.sender().unwrap();
+    let size = |i: usize| [1, 1000, 64, 65, 999, 300][i % 6];
+    let body = move |i: usize| vec![i as u8; size(i)];
+    let sender = std::thread::spawn(move || {
+        for i in 0..3000 {
+            if i % 2 == 0 {
+                tx.send_timeout(&body(i), Duration::from_secs(60)).unwrap();
+            } else {
+                let mut loan = tx.loan_timeout(1000, Duration::from_secs(60)).unwrap();
+                loan.as_mut_slice()[..size(i)].copy_from_slice(&body(i));
+                loan.commit(size(i)).unwrap();
+            }
+        }
+    });
+    let mut buf = vec![0u8; 1000];
+    for i in 0..3000 {
+        let n = rx.recv_timeout(&mut buf, Duration::from_secs(60)).unwrap();
+        assert_eq!(&buf[..n], &body(i)[..], "message {i}");
+    }
+    sender.join().unwrap();
+}
+
+/// A receiver that holds a sender's bytes (not its numbers) past the
+/// deadline is reported late as one holding its numbers is, by blocking
+/// and by non-blocking sends.
+#[test]
+fn a_receiver_holding_the_bytes_past_the_deadline_is_reported_late() {
+    let cfg = ChannelConfig { ring_bytes: Some(1024), deadline: Some(Duration::from_millis(100)), ..config(64, 1000) };
+    let chan = Channel::create(&unique("bytes-late"), &cfg).unwrap();
+    let _idle = chan.receiver().unwrap();
+    let mut tx = chan.sender().unwrap();
+    tx.send(&[3; 1000]).unwrap();
+    match tx.send_timeout(&[4; 100], Duration::from_secs(60)) {
+        Err(SendError::ReceiversLate(late)) => assert_eq!((late.len(), late[0].unread), (1, 1)),
+        other => panic!("a receiver holding every byte past the deadline must be named: {other:?}"),
+    }
+    let late = until_named_late(&mut tx);
+    assert_eq!(late.len(), 1, "try_send names it too");
+}
+
+/// `try_send` until it names the late receivers (the keeper measures
+/// lateness every quarter deadline); a hang guard of 60 s.
+fn until_named_late(tx: &mut corecast::Sender) -> Vec<corecast::LateReceiver> {
+    let until = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        match tx.try_send(&[5; 100]) {
+            Err(SendError::ReceiversLate(late)) => return late,
+            Err(SendError::WouldBlock) if std::time::Instant::now() < until => {
+                std::thread::sleep(Duration::from_millis(10))
+            }
+            other => panic!("expected the late receiver, got {other:?}"),
+        }
+    }
+}

@@ -4,7 +4,6 @@ mod late;
 mod loan;
 mod receivers;
 mod room;
-mod space;
 
 use std::time::{Duration, Instant};
 
@@ -21,9 +20,9 @@ use crate::sync::Ordering;
 use crate::sys::{futex, map::Mapping, membarrier, memfd, robust, wakefd};
 use crate::wait::{sleep_budget, Backoff, Crowding, WaitStrategy};
 
+use crate::space::{Reserved, Space};
 pub use loan::Loan;
 use room::Room;
-use space::{Reserved, Space};
 
 /// Sends messages on one channel; every receiver gets each one.
 ///

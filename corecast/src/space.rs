@@ -1,4 +1,5 @@
-//! A sender's frame area: where each of its messages' payload goes.
+//! A sender's frame area: where each of its messages' payload goes (the
+//! sender's side; receivers find a frame through its slot header, `ring`).
 //!
 //! The area is this sender's alone (its region has one writer), so the
 //! allocator lives in private memory and trusts nothing shared but the
@@ -28,7 +29,7 @@ struct Held {
 
 /// The frames of one sender's area, oldest first.
 #[derive(Debug)]
-pub(super) struct Space {
+pub(crate) struct Space {
     /// The area's length in units.
     units: u64,
     /// Where the next frame goes (a position, as in [`Held`]).
@@ -36,12 +37,12 @@ pub(super) struct Space {
     held: VecDeque<Held>,
     /// Units the last refused reservation asked for: the sender waits until
     /// they fit.
-    pub(super) wanted: Option<u64>,
+    pub(crate) wanted: Option<u64>,
 }
 
 /// A reservation: where a frame of up to `units` would go, not yet held.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Reserved {
+pub(crate) struct Reserved {
     start: u64,
     units: u64,
 }
@@ -49,7 +50,7 @@ pub(super) struct Reserved {
 impl Space {
     /// An empty area of `units` units; `numbers` is the ring's length (no
     /// more frames are ever held at once than numbers in flight).
-    pub(super) fn new(units: u32, numbers: u32) -> Space {
+    pub(crate) fn new(units: u32, numbers: u32) -> Space {
         Space { units: u64::from(units), head: 0, held: VecDeque::with_capacity(numbers as usize), wanted: None }
     }
 
@@ -58,7 +59,7 @@ impl Space {
     /// when the frames still held leave no room (the caller waits, as for
     /// a full ring). Nothing changes until [`Space::hold`].
     #[inline]
-    pub(super) fn reserve(&mut self, len: usize, mut consumed: impl FnMut(u64) -> bool) -> Option<Reserved> {
+    pub(crate) fn reserve(&mut self, len: usize, mut consumed: impl FnMut(u64) -> bool) -> Option<Reserved> {
         let units = (frame_bytes(len) / FRAME) as u64;
         loop {
             if let Some(r) = self.fits(units) {
@@ -88,7 +89,7 @@ impl Space {
 
     /// Whether the frame the last refused reservation asked for fits now,
     /// giving back what `consumed` allows; `true` when none was refused.
-    pub(super) fn wanted_fits(&mut self, consumed: impl FnMut(u64) -> bool) -> bool {
+    pub(crate) fn wanted_fits(&mut self, consumed: impl FnMut(u64) -> bool) -> bool {
         match self.wanted {
             None => true,
             Some(units) => self.reserve(units as usize * FRAME, consumed).is_some(),
@@ -97,7 +98,7 @@ impl Space {
 
     /// The number whose consumption by every live receiver would give back
     /// the oldest frame held, when a reservation was refused.
-    pub(super) fn blocked_on(&self) -> Option<u64> {
+    pub(crate) fn blocked_on(&self) -> Option<u64> {
         self.wanted.and(self.held.front().map(|h| h.seq))
     }
 
@@ -110,7 +111,7 @@ impl Space {
     /// Takes `r` for number `seq`, with `len` bytes of it used (at most
     /// what was reserved); returns the frame to publish.
     #[inline]
-    pub(super) fn hold(&mut self, seq: u64, r: Reserved, len: usize) -> Frame {
+    pub(crate) fn hold(&mut self, seq: u64, r: Reserved, len: usize) -> Frame {
         let units = ((frame_bytes(len) / FRAME) as u64).min(r.units);
         if units > 0 {
             self.held.push_back(Held { seq, start: r.start, end: r.start + units });
@@ -122,7 +123,7 @@ impl Space {
     /// Gives back what the newest frame, the one of `seq`, does not use of
     /// its reservation: a loan committed shorter than it asked for.
     #[inline]
-    pub(super) fn shrink_newest(&mut self, seq: u64, len: usize) {
+    pub(crate) fn shrink_newest(&mut self, seq: u64, len: usize) {
         let units = (frame_bytes(len) / FRAME) as u64;
         if let Some(h) = self.held.back_mut().filter(|h| h.seq == seq) {
             h.end = h.end.min(h.start + units);
@@ -221,5 +222,95 @@ mod tests {
                 }
             }
         }
+    }
+}
+
+/// Exhaustive interleavings of a sender reusing frames while a receiver
+/// reads them: `RUSTFLAGS="--cfg loom" cargo test -p corecast --lib
+/// --release loom_model`. Each 64-byte unit is a loom `UnsafeCell`, so loom
+/// reports a data race if the sender could write a frame a receiver may
+/// still read.
+#[cfg(all(test, loom))]
+mod loom_model {
+    use super::*;
+    use crate::layout::{Cursor, SlotHeader};
+    use crate::ring::{self, Bounds, Probe, KIND_PUBLISHED};
+    use crate::sync::{AtomicU32, AtomicU64, Ordering};
+    use loom::cell::UnsafeCell;
+    use loom::sync::Arc;
+
+    /// Frames of 2, 1 and 2 units in a 3-unit area: the third fits only in
+    /// the units the first held, once the receiver passed it; four numbers
+    /// may be in flight, so the area, not the ring, is what waits.
+    const SIZES: [usize; 3] = [128, 64, 128];
+    const UNITS: u32 = 3;
+
+    struct Shared {
+        slots: Vec<SlotHeader>,
+        units: Vec<UnsafeCell<u64>>,
+        cursor: Cursor,
+    }
+
+    fn bounds() -> Bounds {
+        Bounds { slots: 4, max_message: 128, units: UNITS }
+    }
+
+    fn send(shared: &Shared) {
+        let mut space = Space::new(UNITS, 4);
+        for (seq, &len) in SIZES.iter().enumerate() {
+            let seq = seq as u64;
+            let reserved = loop {
+                // Acquire pairs with the receiver's Release store of its
+                // cursor (ring::advance): its reads of a frame come before.
+                let passed = |s: u64| s < shared.cursor.next.load(Ordering::Acquire);
+                if let Some(r) = space.reserve(len, passed) {
+                    break r;
+                }
+                loom::thread::yield_now();
+            };
+            let frame = space.hold(seq, reserved, len);
+            let first = frame.at as usize;
+            for unit in &shared.units[first..first + len / 64] {
+                // SAFETY: loom checks this claim: a frame held is read by
+                // nobody until it is published.
+                unit.with_mut(|p| unsafe { *p = seq });
+            }
+            ring::publish(&shared.slots[seq as usize], seq, frame, KIND_PUBLISHED);
+        }
+    }
+
+    #[test]
+    fn a_frame_is_never_rewritten_while_a_receiver_may_read_it() {
+        loom::model(|| {
+            let shared = Arc::new(Shared {
+                slots: (0..4)
+                    .map(|_| SlotHeader { stamp: AtomicU64::new(0), len: AtomicU32::new(0), at: AtomicU32::new(0) })
+                    .collect(),
+                units: (0..UNITS).map(|_| UnsafeCell::new(u64::MAX)).collect(),
+                cursor: Cursor { next: AtomicU64::new(0), wake: AtomicU32::new(0) },
+            });
+            let sender = {
+                let shared = shared.clone();
+                loom::thread::spawn(move || send(&shared))
+            };
+            for seq in 0..SIZES.len() as u64 {
+                let frame = loop {
+                    match ring::probe(&shared.slots[seq as usize], seq, &bounds()).unwrap() {
+                        Probe::Ready(f) => break f,
+                        Probe::Absent => loom::thread::yield_now(),
+                        other => panic!("message {seq}: {other:?}"),
+                    }
+                };
+                assert_eq!(frame.len as usize, SIZES[seq as usize]);
+                let first = frame.at as usize;
+                for unit in &shared.units[first..first + frame.len as usize / 64] {
+                    // SAFETY: loom checks this claim: a published frame is
+                    // not rewritten before the cursor passes its number.
+                    assert_eq!(unit.with(|p| unsafe { *p }), seq, "read another message's bytes");
+                }
+                ring::advance(&shared.cursor, seq + 1);
+            }
+            sender.join().unwrap();
+        });
     }
 }
