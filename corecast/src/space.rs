@@ -1,5 +1,7 @@
 //! A sender's frame area: where each of its messages' payload goes (the
 //! sender's side; receivers find a frame through its slot header, `ring`).
+//! An area of a largest frame per slot needs no allocation ([`Frames`]);
+//! a smaller one is allocated ([`Space`]).
 //!
 //! The area is this sender's alone (its region has one writer), so the
 //! allocator lives in private memory and trusts nothing shared but the
@@ -12,15 +14,76 @@
 //! (the ring's back-pressure rule), so no frame is rewritten while anyone
 //! entitled to it can read it.
 
-use std::collections::VecDeque;
-
-use crate::layout::{frame_bytes, FRAME};
+use crate::layout::{Geometry, FRAME};
 use crate::ring::Frame;
 
-/// A frame this sender still holds: `units` from `start`, a position that
-/// counts units from the area's first use (never wraps in practice: 2^64
-/// units).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The units a frame of `len` bytes takes.
+#[inline(always)]
+fn units_of(len: usize) -> u64 {
+    len.div_ceil(FRAME) as u64
+}
+
+/// Where a sender puts each message's frame.
+#[derive(Debug)]
+pub(crate) enum Frames {
+    /// The area holds a largest frame for every slot (the default size):
+    /// the frame of number `s` is the `s % R`-th of `units` units each, and
+    /// the ring's back-pressure on numbers frees it (a number's frame is
+    /// rewritten only by the number a ring's length later, in the same
+    /// slot), so no allocation is needed.
+    Fixed { units: u64, mask: u64 },
+    /// A smaller area: frames of their own length, allocated ([`Space`]).
+    Packed(Space),
+}
+
+impl Frames {
+    /// The frames of a region of geometry `g`.
+    pub(crate) fn of(g: &Geometry) -> Frames {
+        let largest = units_of(g.max_message as usize);
+        if u64::from(g.frame_units()) >= largest * u64::from(g.slots) {
+            Frames::Fixed { units: largest, mask: u64::from(g.slots) - 1 }
+        } else {
+            Frames::Packed(Space::new(g.frame_units(), g.slots))
+        }
+    }
+
+    /// [`Space::hold`]; the slot's own frame when fixed.
+    #[inline(always)]
+    pub(crate) fn hold(&mut self, seq: u64, r: Reserved, len: usize) -> Frame {
+        match self {
+            Frames::Fixed { units, mask } => Frame { len: len as u32, at: ((seq & *mask) * *units) as u32 },
+            Frames::Packed(space) => space.hold(seq, r, len),
+        }
+    }
+
+    /// [`Space::shrink_newest`]; nothing to give back when fixed.
+    #[inline]
+    pub(crate) fn shrink_newest(&mut self, seq: u64, len: usize) {
+        if let Frames::Packed(space) = self {
+            space.shrink_newest(seq, len);
+        }
+    }
+
+    /// [`Space::wanted_fits`]; always when fixed.
+    pub(crate) fn wanted_fits(&mut self, consumed: impl FnMut(u64) -> bool) -> bool {
+        match self {
+            Frames::Fixed { .. } => true,
+            Frames::Packed(space) => space.wanted_fits(consumed),
+        }
+    }
+
+    /// [`Space::blocked_on`]; never when fixed.
+    pub(crate) fn blocked_on(&self) -> Option<u64> {
+        match self {
+            Frames::Fixed { .. } => None,
+            Frames::Packed(space) => space.blocked_on(),
+        }
+    }
+}
+
+/// A frame this sender still holds: from `start` to `end`, positions that
+/// count units from the area's first use (2^64 units: never wrap).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Held {
     seq: u64,
     start: u64,
@@ -32,9 +95,19 @@ struct Held {
 pub(crate) struct Space {
     /// The area's length in units.
     units: u64,
-    /// Where the next frame goes (a position, as in [`Held`]).
+    /// Where the next frame goes (a position, as in [`Held`]), and that
+    /// position within the area (kept, not divided out per message).
     head: u64,
-    held: VecDeque<Held>,
+    head_at: u64,
+    /// `head` and `head_at` before the newest frame was held: where they
+    /// go back to if that frame is given back unused (a dropped loan).
+    before_newest: (u64, u64),
+    /// The frames held, a ring of a power-of-two length above the ring's
+    /// (no more numbers than that are ever unread): `held[first..first+count]`
+    /// modulo its length.
+    held: Box<[Held]>,
+    first: usize,
+    count: usize,
     /// Units the last refused reservation asked for: the sender waits until
     /// they fit.
     pub(crate) wanted: Option<u64>,
@@ -44,29 +117,56 @@ pub(crate) struct Space {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Reserved {
     start: u64,
+    at: u64,
     units: u64,
+}
+
+impl Reserved {
+    /// What a sender of fixed frames holds: its slot's frame, always there.
+    pub(crate) const FIXED: Reserved = Reserved { start: 0, at: 0, units: 0 };
 }
 
 impl Space {
     /// An empty area of `units` units; `numbers` is the ring's length (no
-    /// more frames are ever held at once than numbers in flight).
+    /// more frames than that are held unread at once).
     pub(crate) fn new(units: u32, numbers: u32) -> Space {
-        Space { units: u64::from(units), head: 0, held: VecDeque::with_capacity(numbers as usize), wanted: None }
+        let held = vec![Held::default(); (numbers as usize + 1).next_power_of_two()].into_boxed_slice();
+        Space {
+            units: u64::from(units),
+            head: 0,
+            head_at: 0,
+            before_newest: (0, 0),
+            held,
+            first: 0,
+            count: 0,
+            wanted: None,
+        }
+    }
+
+    fn oldest(&self) -> Option<&Held> {
+        (self.count > 0).then(|| &self.held[self.first])
     }
 
     /// Where a frame for `len` bytes goes, after giving back every frame
     /// whose number `consumed` says every live receiver has passed. `None`
     /// when the frames still held leave no room (the caller waits, as for
     /// a full ring). Nothing changes until [`Space::hold`].
-    #[inline]
+    #[inline(always)]
     pub(crate) fn reserve(&mut self, len: usize, mut consumed: impl FnMut(u64) -> bool) -> Option<Reserved> {
-        let units = (frame_bytes(len) / FRAME) as u64;
+        let units = units_of(len);
+        // The list is full: its oldest frame is more than a ring's length
+        // behind the newest, which every live receiver has passed (the
+        // newest was claimed with room for it), so `consumed` says so from
+        // what it knows already (and retires it).
+        if self.count == self.held.len() && consumed(self.held[self.first].seq) {
+            self.give_back();
+        }
         loop {
             if let Some(r) = self.fits(units) {
                 self.wanted = None;
                 return Some(r);
             }
-            match self.held.front() {
+            match self.oldest() {
                 Some(oldest) if consumed(oldest.seq) => self.give_back(),
                 _ => {
                     self.wanted = Some(units);
@@ -79,12 +179,15 @@ impl Space {
     /// Where `units` would go now, if the frames held leave room.
     #[inline]
     fn fits(&self, units: u64) -> Option<Reserved> {
-        let at = self.head % self.units;
         // A frame never wraps: one that would cross the end starts the next lap.
-        let start = if at + units > self.units { self.head + (self.units - at) } else { self.head };
+        let (start, at) = if self.head_at + units > self.units {
+            (self.head + (self.units - self.head_at), 0)
+        } else {
+            (self.head, self.head_at)
+        };
         // Nothing held: the whole area is free, whatever was skipped.
-        let tail = self.held.front().map_or(start, |h| h.start);
-        (start + units - tail <= self.units).then_some(Reserved { start, units })
+        let tail = self.oldest().map_or(start, |h| h.start);
+        (start + units - tail <= self.units && self.count < self.held.len()).then_some(Reserved { start, at, units })
     }
 
     /// Whether the frame the last refused reservation asked for fits now,
@@ -99,46 +202,67 @@ impl Space {
     /// The number whose consumption by every live receiver would give back
     /// the oldest frame held, when a reservation was refused.
     pub(crate) fn blocked_on(&self) -> Option<u64> {
-        self.wanted.and(self.held.front().map(|h| h.seq))
+        self.wanted.and(self.oldest().map(|h| h.seq))
     }
 
     /// Gives back the oldest frame (its number was consumed by everyone).
     #[inline]
     fn give_back(&mut self) {
-        self.held.pop_front();
+        self.first = (self.first + 1) & (self.held.len() - 1);
+        self.count -= 1;
     }
 
     /// Takes `r` for number `seq`, with `len` bytes of it used (at most
     /// what was reserved); returns the frame to publish.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn hold(&mut self, seq: u64, r: Reserved, len: usize) -> Frame {
-        let units = ((frame_bytes(len) / FRAME) as u64).min(r.units);
+        let units = units_of(len).min(r.units);
         if units > 0 {
-            self.held.push_back(Held { seq, start: r.start, end: r.start + units });
+            let i = (self.first + self.count) & (self.held.len() - 1);
+            self.held[i] = Held { seq, start: r.start, end: r.start + units };
+            self.count += 1;
+            self.before_newest = (self.head, self.head_at);
             self.head = r.start + units;
+            self.head_at = r.at + units;
         }
-        Frame { len: len as u32, at: (r.start % self.units) as u32 }
+        Frame { len: len as u32, at: r.at as u32 }
     }
 
     /// Gives back what the newest frame, the one of `seq`, does not use of
     /// its reservation: a loan committed shorter than it asked for.
     #[inline]
     pub(crate) fn shrink_newest(&mut self, seq: u64, len: usize) {
-        let units = (frame_bytes(len) / FRAME) as u64;
-        if let Some(h) = self.held.back_mut().filter(|h| h.seq == seq) {
-            h.end = h.end.min(h.start + units);
-            self.head = h.end;
-            if h.end == h.start {
-                self.held.pop_back();
-            }
+        let units = units_of(len);
+        if self.count == 0 {
+            return;
         }
+        let i = (self.first + self.count - 1) & (self.held.len() - 1);
+        let h = &mut self.held[i];
+        if h.seq != seq {
+            return;
+        }
+        let end = h.end.min(h.start + units);
+        self.head_at -= h.end - end;
+        self.head = end;
+        h.end = end;
+        if h.end == h.start {
+            // Unused: as if never held (nor the end of the area skipped for it).
+            self.count -= 1;
+            (self.head, self.head_at) = self.before_newest;
+        }
+    }
+
+    /// The frames held, oldest first (tests).
+    #[cfg(test)]
+    fn frames(&self) -> Vec<Held> {
+        (0..self.count).map(|k| self.held[(self.first + k) & (self.held.len() - 1)]).collect()
     }
 
     /// Bytes held now (frames not yet given back, and the end of the area a
     /// frame skipped), for the caller's own accounting.
     #[cfg(test)]
     fn held_bytes(&self) -> u64 {
-        self.held.front().map_or(0, |h| self.head - h.start) * FRAME as u64
+        self.oldest().map_or(0, |h| self.head - h.start) * FRAME as u64
     }
 }
 
@@ -202,7 +326,7 @@ mod tests {
                 }
                 let want = want.min(area as usize);
                 let Some(r) = space.reserve(want, |s| s < consumed_below) else {
-                    let held: u64 = space.held.iter().map(|h| h.end - h.start).sum();
+                    let held: u64 = space.frames().iter().map(|h| h.end - h.start).sum();
                     prop_assert!(held > 0, "refused with nothing held");
                     continue;
                 };
@@ -210,7 +334,7 @@ mod tests {
                 prop_assert!(f.offset() as u64 + u64::from(f.len) <= area);
                 space.shrink_newest(seq, used.min(want));
                 seq += 1;
-                let live: Vec<_> = space.held.iter().copied().collect();
+                let live = space.frames();
                 for (i, a) in live.iter().enumerate() {
                     prop_assert!(a.end - a.start <= u64::from(units));
                     for b in &live[i + 1..] {

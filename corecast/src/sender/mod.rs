@@ -20,7 +20,7 @@ use crate::sync::Ordering;
 use crate::sys::{futex, map::Mapping, membarrier, memfd, robust, wakefd};
 use crate::wait::{sleep_budget, Backoff, Crowding, WaitStrategy};
 
-use crate::space::{Reserved, Space};
+use crate::space::{Frames, Reserved};
 pub use loan::Loan;
 use room::Room;
 
@@ -43,7 +43,7 @@ pub struct Sender {
     epoch: u32,
     room: Room,
     /// Where this sender's payloads go in its region's frame area.
-    space: Space,
+    space: Frames,
     wait: WaitStrategy,
     /// Whether this sender's CPU was crowded at its last wait for room.
     crowding: Crowding,
@@ -117,7 +117,7 @@ impl Sender {
         let epoch = link.membership.sender(index).epoch.load(Ordering::Acquire);
         Ok(Sender {
             epoch,
-            space: Space::new(g.frame_units(), g.slots),
+            space: Frames::of(&g),
             link,
             outer: None,
             sequencer,
@@ -399,11 +399,12 @@ impl Sender {
     /// the frames still held leave no room.
     #[inline(always)]
     fn reserve(&mut self, g: &Geometry, len: usize) -> Result<Reserved, SendError> {
+        let Frames::Packed(space) = &mut self.space else { return Ok(Reserved::FIXED) };
         let (room, link, region) = (&mut self.room, &self.link, &self.region);
         if !room.sync(link, g) {
             return Err(room.error.take().map_or(SendError::WouldBlock, SendError::from));
         }
-        self.space.reserve(len, |seq| frame_free(room, link, g, region, seq)).ok_or(SendError::WouldBlock)
+        space.reserve(len, |seq| frame_free(room, link, g, region, seq)).ok_or(SendError::WouldBlock)
     }
 
     /// Whether a send could go ahead now, after a refusal: the ring has
@@ -646,7 +647,7 @@ fn usable(link: &Link) -> Result<(), SendError> {
 }
 
 /// [`Sender::room_now`], on the sender's parts (its caller may hold others).
-fn room_now(room: &mut Room, space: &mut Space, link: &Link, region: &SenderRegion, next: u64) -> bool {
+fn room_now(room: &mut Room, space: &mut Frames, link: &Link, region: &SenderRegion, next: u64) -> bool {
     let g = region.geometry;
     room.check(link, &g, next) && space.wanted_fits(|seq| frame_free(room, link, &g, region, seq))
 }
