@@ -53,6 +53,7 @@ conformance_tests! {
     corecast_sleep => "corecast-sleep",
     corecast_nap => "corecast-nap",
     corecast_c => "corecast-c",
+    corecast_packed => "corecast-packed",
     #[cfg(feature = "iceoryx2")]
     iceoryx2 => "iceoryx2",
     #[cfg(feature = "iceoryx2")]

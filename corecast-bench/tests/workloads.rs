@@ -115,3 +115,45 @@ fn records_say_which_path_the_messages_took() {
         vec![("limit".to_string(), Some(DataPath::InPlace)), ("limit+copy".to_string(), Some(DataPath::Copy))]
     );
 }
+
+#[test]
+fn a_size_mix_runs_over_real_mechanisms_and_corecast_reports_its_sender_region() {
+    use corecast_bench::mechanisms::{by_name_with, Options};
+    use corecast_bench::record::{MixPart, SizeMix};
+    use corecast_bench::suite::grid_with_mixes;
+
+    let mix = SizeMix::new(vec![MixPart { bytes: 64, weight: 90 }, MixPart { bytes: 65_536, weight: 10 }]).unwrap();
+    let names = vec!["corecast".to_string(), "pipe".to_string(), "corecast-packed".to_string()];
+    // corecast-packed with a frame area too small for the mix's largest: skipped.
+    let small = Options { packed_ring_bytes: 4096 };
+    let mechs: Vec<Box<dyn Mechanism>> = names.iter().map(|n| by_name_with(n, &small).expect("registered")).collect();
+    let plan = grid_with_mixes(&fanout::Fanout, &names, &[2], &[], std::slice::from_ref(&mix));
+    let settings = Settings {
+        duration: Duration::from_millis(50),
+        repetitions: 1,
+        placement: Placement::spread(&[0]),
+        options: Default::default(),
+    };
+    let prov = Provenance::collect(vec!["test".into()]);
+    let mut seen = Vec::new();
+    run_plan(&plan, &mechs, &settings, &prov, |o, _| {
+        seen.push(o.clone());
+        Ok::<(), ()>(())
+    })
+    .unwrap();
+    for o in &seen[..2] {
+        let Status::Measured(rs) = &o.status else { panic!("{}: {:?}", o.point.mechanism, o.status) };
+        assert_eq!(rs.len(), 4, "{rs:?}");
+        assert!(rs.iter().all(|r| r.size_mix.as_ref() == Some(&mix) && r.size == 65_536), "{rs:?}");
+        let mean_bytes = rs[1].value / rs[0].value;
+        assert!((64.0..65_536.0).contains(&mean_bytes), "{}: {mean_bytes} B per message", o.point.mechanism);
+    }
+    let Status::Measured(corecast) = &seen[0].status else { unreachable!() };
+    let rss = corecast[0].sender_region_rss_bytes.expect("corecast reports its sender region");
+    assert!(rss > 0, "{rss}");
+    assert!(corecast[0].params.get("ring_bytes").is_some_and(|&b| b >= 65_536), "{:?}", corecast[0].params);
+    let Status::Measured(pipe) = &seen[1].status else { unreachable!() };
+    assert_eq!(pipe[0].sender_region_rss_bytes, None);
+    let Status::Skipped(why) = &seen[2].status else { panic!("{:?}", seen[2].status) };
+    assert!(why.contains("the mix's largest messages, 65536 B, are above its limit of 4080 B"), "{why}");
+}

@@ -1,10 +1,12 @@
-//! Parsers for command-line values: durations, sizes, counts, mechanism sets.
+//! Parsers for command-line values: durations, sizes, size mixes, counts,
+//! mechanism sets.
 //! Lists are split by clap (`value_delimiter = ','`).
 
 use std::time::Duration;
 
 use anyhow::{bail, Result};
 use corecast_bench::mechanisms;
+use corecast_bench::record::{MixPart, SizeMix};
 use corecast_bench::transport::Mechanism;
 
 /// `1s`, `100ms`, `2.5s`, `500us`, `1m`.
@@ -45,6 +47,42 @@ pub fn size(s: &str) -> Result<usize, String> {
     Ok(v)
 }
 
+/// A size mix: `SIZE:WEIGHT` pairs separated by commas, sizes as
+/// [`size`] reads them, weights positive whole numbers: `64:99,1M:1` is 99
+/// in 100 messages of 64 bytes and 1 in 100 of 1 MiB.
+pub fn size_mix(s: &str) -> Result<SizeMix, String> {
+    let example = "write SIZE:WEIGHT pairs separated by commas, e.g. 64:99,1M:1";
+    let mut parts = Vec::new();
+    for pair in s.split(',').map(str::trim) {
+        let Some((bytes, weight)) = pair.split_once(':') else {
+            return Err(format!("`{pair}` in size mix `{s}` has no weight: {example}"));
+        };
+        let bytes = size(bytes).map_err(|e| format!("size mix `{s}`: {e}"))?;
+        let weight = match weight.trim().parse::<u32>() {
+            Ok(w) if w > 0 => w,
+            _ => return Err(format!("weight `{weight}` in size mix `{s}` is not a positive whole number: {example}")),
+        };
+        parts.push(MixPart { bytes, weight });
+    }
+    SizeMix::new(parts).map_err(|e| format!("size mix `{s}`: {e}"))
+}
+
+/// A sender's frame area for `corecast-packed`: a size as [`size`] reads
+/// it, a multiple of 64 bytes (the library's frame), at most 16 GiB (its
+/// largest sender region).
+pub fn ring_bytes(s: &str) -> Result<u64, String> {
+    let bytes = size(s)? as u64;
+    if !bytes.is_multiple_of(64) {
+        return Err(format!(
+            "ring bytes `{s}` is not a multiple of 64 bytes (a message occupies whole 64-byte frames)"
+        ));
+    }
+    if bytes > 16 << 30 {
+        return Err(format!("ring bytes `{s}` is above corecast's largest sender region, 16 GiB"));
+    }
+    Ok(bytes)
+}
+
 /// A positive count.
 pub fn count(s: &str) -> Result<usize, String> {
     match s.trim().parse::<usize>() {
@@ -57,7 +95,12 @@ pub fn count(s: &str) -> Result<usize, String> {
 /// registered mechanism, so `all,corecast+copy` adds a copying variant to
 /// them.
 pub fn mechanisms(names: &[String]) -> Result<Vec<Box<dyn Mechanism>>> {
-    let every = mechanisms::all;
+    mechanisms_with(names, &mechanisms::Options::default())
+}
+
+/// [`mechanisms`], built with what `options` sets in particular ones.
+pub fn mechanisms_with(names: &[String], options: &mechanisms::Options) -> Result<Vec<Box<dyn Mechanism>>> {
+    let every = || mechanisms::all_with(options);
     if every().is_empty() {
         bail!("no mechanisms are registered in this build");
     }
@@ -66,7 +109,7 @@ pub fn mechanisms(names: &[String]) -> Result<Vec<Box<dyn Mechanism>>> {
     for name in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
         let named = match name {
             "all" => every(),
-            _ => match mechanisms::by_name(name) {
+            _ => match mechanisms::by_name_with(name, options) {
                 Some(m) => vec![m],
                 None => bail!("unknown mechanism `{name}`; known: {}", known()),
             },
@@ -103,6 +146,45 @@ mod tests {
         assert_eq!(size("64KiB").unwrap(), 65536);
         assert_eq!(size("1M").unwrap(), 1 << 20);
         assert!(size("0").is_err() && size("1T").is_err());
+    }
+
+    #[test]
+    fn size_mixes() {
+        let mix = size_mix("64:99,1M:1").unwrap();
+        assert_eq!(mix.label(), "64B:99,1MiB:1");
+        assert_eq!(mix.parts(), [MixPart { bytes: 64, weight: 99 }, MixPart { bytes: 1 << 20, weight: 1 }]);
+        assert_eq!(size_mix(" 4K : 3 , 64KiB:1 ").unwrap().label(), "4KiB:3,64KiB:1");
+        assert_eq!(size_mix("512:1").unwrap().largest_bytes(), 512);
+        let err = |s: &str| size_mix(s).unwrap_err();
+        assert!(err("64,1M:1").contains("`64` in size mix `64,1M:1` has no weight"), "{}", err("64,1M:1"));
+        assert!(err("64:0,1M:1").contains("weight `0`") && err("64:0,1M:1").contains("e.g. 64:99,1M:1"));
+        assert!(err("64:x").contains("not a positive whole number"));
+        assert!(err("64:-1").contains("not a positive whole number"));
+        assert!(err("1T:1").contains("size mix `1T:1`: unknown unit `T`"), "{}", err("1T:1"));
+        assert!(err("0:1").contains("at least 1 byte"));
+        assert!(err("64:1,64:2").contains("named twice"));
+        assert!(err("").contains("has no weight"));
+        assert!(err("64:1,").contains("`` in size mix"));
+    }
+
+    #[test]
+    fn ring_bytes_are_whole_frames() {
+        assert_eq!(ring_bytes("8M").unwrap(), 8 << 20);
+        assert_eq!(ring_bytes("64").unwrap(), 64);
+        assert!(ring_bytes("100").unwrap_err().contains("not a multiple of 64"));
+        assert!(ring_bytes("0").is_err());
+        assert!(ring_bytes("17000M").unwrap_err().contains("16 GiB"));
+    }
+
+    #[test]
+    fn options_reach_the_mechanisms_they_set() {
+        let packed = |o: &mechanisms::Options| {
+            let m = mechanisms_with(&["corecast-packed".to_string()], o).unwrap();
+            (m[0].max_message_bytes(), m[0].ring_bytes(64))
+        };
+        let (max, ring) = packed(&mechanisms::Options { packed_ring_bytes: 1 << 20 });
+        assert_eq!((max, ring), (Some((1 << 20) - 16), Some(1 << 20)));
+        assert_eq!(packed(&mechanisms::Options::default()).1, Some(8 << 20));
     }
 
     fn names(list: &str) -> Vec<String> {

@@ -135,6 +135,56 @@ fn bench_fanout_writes_sane_records() {
 }
 
 #[test]
+fn bench_fanout_with_a_size_mix_beside_corecast_packed() {
+    if !pipe_ready() {
+        return;
+    }
+    let scratch = Scratch::new("fanout-mix");
+    let out = scratch.out();
+    let o = corecast(&[
+        "bench",
+        "fanout",
+        "--mechanisms",
+        "corecast,corecast-packed,pipe",
+        "--receivers",
+        "2",
+        "--size-mix",
+        "64:99,64K:1",
+        "--ring-bytes",
+        "1M",
+        "--duration",
+        "50ms",
+        "--repetitions",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "stderr: {}", text(&o.stderr));
+    let table = text(&o.stdout);
+    assert!(table.contains("mix 64B:99,64KiB:1"), "table: {table}");
+    assert!(table.contains("sender region resident (MiB)"), "table: {table}");
+    let rs = records(&out);
+    assert_eq!(rs.len(), 12, "three points of four records");
+    for r in &rs {
+        assert_eq!(
+            (&r["schema_version"], &r["workload"]),
+            (&corecast_bench::record::SCHEMA_VERSION.into(), &"fanout".into())
+        );
+        assert_eq!(r["size"], 65536);
+        assert_eq!(r["size_mix"], serde_json::json!([{"bytes": 64, "weight": 99}, {"bytes": 65536, "weight": 1}]));
+        let corecast = r["mechanism"].as_str().unwrap().starts_with("corecast");
+        assert_eq!(r["sender_region_rss_bytes"].as_u64().is_some_and(|b| b > 0), corecast, "{r}");
+    }
+    let packed = rs.iter().find(|r| r["mechanism"] == "corecast-packed").unwrap();
+    assert_eq!(packed["params"]["ring_bytes"], 1 << 20);
+    let plain = rs.iter().find(|r| r["mechanism"] == "corecast").unwrap();
+    assert!(plain["params"]["ring_bytes"].as_u64().is_some(), "{plain}");
+    let bad = corecast(&["bench", "fanout", "--size-mix", "64,1M:1", "--mechanisms", "pipe"]);
+    assert!(!bad.status.success());
+    assert!(text(&bad.stderr).contains("has no weight"), "{}", text(&bad.stderr));
+}
+
+#[test]
 fn bench_pingpong_writes_percentiles_and_placement() {
     if !pipe_ready() {
         return;

@@ -1,11 +1,12 @@
 //! Running one job in the processes of a topology, and what every
-//! workload's processes share: payload patterns, busy CPUs, the suite's
-//! error type.
+//! workload's processes share: payload patterns, busy CPUs, the resident
+//! size of a shared mapping, the suite's error type.
 
 pub mod busy;
 pub mod error;
 pub mod job;
 pub mod payload;
+pub mod smaps;
 pub mod spawn;
 
 pub use error::BenchError;

@@ -44,8 +44,26 @@ mod zenoh_endpoints;
 pub mod zenoh_pubsub;
 pub mod zimp;
 
+/// What the command line may set in particular mechanisms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// `corecast-packed`'s frame area per sender, in bytes (a multiple of 64).
+    pub packed_ring_bytes: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { packed_ring_bytes: corecast_channel::Corecast::DEFAULT_PACKED_RING_BYTES }
+    }
+}
+
 /// Every mechanism the suite knows, available here or not, in table order.
 pub fn all() -> Vec<Box<dyn crate::transport::Mechanism>> {
+    all_with(&Options::default())
+}
+
+/// [`all`], with what `options` sets.
+pub fn all_with(options: &Options) -> Vec<Box<dyn crate::transport::Mechanism>> {
     vec![
         Box::new(pipe::Pipe),
         Box::new(unix_stream::UnixStream),
@@ -72,6 +90,7 @@ pub fn all() -> Vec<Box<dyn crate::transport::Mechanism>> {
         Box::new(corecast_channel::Corecast::NAP),
         Box::new(corecast_channel::Corecast::C_API),
         Box::new(corecast_channel::Corecast::NON_EQUIVOCATING),
+        Box::new(corecast_channel::Corecast::packed(options.packed_ring_bytes)),
         Box::new(open_mpi::Mpi::point_to_point()),
         Box::new(open_mpi::Mpi::bcast()),
         Box::new(limit::Limit::SPIN),
@@ -91,8 +110,13 @@ pub fn all() -> Vec<Box<dyn crate::transport::Mechanism>> {
 /// Looks a mechanism up by its name; `name+copy` is `name` forced onto the
 /// copying path ([`crate::transport::Copying`]).
 pub fn by_name(name: &str) -> Option<Box<dyn crate::transport::Mechanism>> {
+    by_name_with(name, &Options::default())
+}
+
+/// [`by_name`], with what `options` sets.
+pub fn by_name_with(name: &str, options: &Options) -> Option<Box<dyn crate::transport::Mechanism>> {
     if let Some(inner) = name.strip_suffix(crate::transport::COPY_SUFFIX) {
-        return by_name(inner).map(|m| Box::new(crate::transport::Copying::new(m)) as Box<_>);
+        return by_name_with(inner, options).map(|m| Box::new(crate::transport::Copying::new(m)) as Box<_>);
     }
-    all().into_iter().find(|m| m.name() == name)
+    all_with(options).into_iter().find(|m| m.name() == name)
 }

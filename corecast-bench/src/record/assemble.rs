@@ -22,6 +22,7 @@ pub fn base(
         workload: workload.to_string(),
         mechanism: mechanism.to_string(),
         size,
+        size_mix: None,
         receivers,
         metric: Metric::Throughput,
         value: 0.0,
@@ -46,6 +47,7 @@ pub fn base(
         notes: Vec::new(),
         path: None,
         round_values: Vec::new(),
+        sender_region_rss_bytes: None,
     }
 }
 

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::schema::{Metric, Record, RecordKey, Unit};
+use super::size_mix::SizeMix;
 
 /// The verdict on one point.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,8 +32,10 @@ pub struct Change {
     pub workload: String,
     /// The mechanism.
     pub mechanism: String,
-    /// Message size in bytes.
+    /// Message size in bytes (with a size mix, its largest).
     pub size: usize,
+    /// The size mix, when the messages were drawn from one.
+    pub size_mix: Option<SizeMix>,
     /// Receivers.
     pub receivers: usize,
     /// The metric.
@@ -79,6 +82,7 @@ pub fn compare(old: &[Record], new: &[Record], threshold: f64) -> Vec<Change> {
                 workload: k.0.clone(),
                 mechanism: k.1.clone(),
                 size: k.2,
+                size_mix: k.6.clone(),
                 receivers: k.3,
                 metric: k.4,
                 unit: k.5,
@@ -154,12 +158,12 @@ pub fn render(changes: &[Change], threshold: f64) -> String {
             let num = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.4}"));
             let _ = writeln!(
                 out,
-                "{:<9} {:<9} {:<16} N={:<3} {:>8} B  {:>14} -> {:<14} {:<6} {}",
+                "{:<9} {:<9} {:<16} N={:<3} {:>10}  {:>14} -> {:<14} {:<6} {}",
                 format!("{v:?}").to_lowercase(),
                 c.workload,
                 c.mechanism,
                 c.receivers,
-                c.size,
+                c.size_mix.as_ref().map_or_else(|| format!("{} B", c.size), |m| format!("mix {m}")),
                 num(c.old),
                 num(c.new),
                 c.unit.symbol(),

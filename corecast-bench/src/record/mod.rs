@@ -10,6 +10,7 @@ pub mod outcome;
 pub mod provenance;
 pub mod rounds;
 pub mod schema;
+pub mod size_mix;
 pub mod summary;
 pub mod time;
 
@@ -18,3 +19,4 @@ pub use machine::Machine;
 pub use outcome::{Outcome, Point, Status};
 pub use provenance::Provenance;
 pub use schema::{DataPath, Metric, Record, RecordKey, Unit, SCHEMA_VERSION};
+pub use size_mix::{MixPart, SizeMix, SizeMixError};

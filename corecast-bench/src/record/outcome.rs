@@ -14,8 +14,12 @@ pub struct Point {
     /// (contend), workers (pi), mappers (word count), trials (detect); 1
     /// where the workload has none.
     pub count: usize,
-    /// Message size in bytes (the workload's size parameter).
+    /// Message size in bytes (the workload's size parameter); with a
+    /// size mix, its largest size.
     pub size: usize,
+    /// The sizes the messages are drawn from, when they are not all
+    /// `size` bytes (fan-out only).
+    pub size_mix: Option<super::size_mix::SizeMix>,
 }
 
 /// What happened to one point.

@@ -124,6 +124,7 @@ fn merge_one(group: &[&Record]) -> Record {
     out.repetitions = group.iter().map(|r| r.repetitions).sum();
     out.count = group.iter().map(|r| r.count).sum();
     out.samples = samples;
+    out.sender_region_rss_bytes = group.iter().filter_map(|r| r.sender_region_rss_bytes).max();
     out.params.insert("rounds".to_string(), group.len() as u64);
     out.notes.push(if value_is_sample_median {
         format!("median of {} samples from {} rounds of the whole run", out.samples.len(), group.len())
@@ -188,6 +189,16 @@ mod tests {
         r.repetitions = samples.len();
         r.count = 1000;
         r
+    }
+
+    #[test]
+    fn the_sender_regions_resident_size_is_the_largest_rounds() {
+        let rounds: Vec<Vec<Record>> = [Some(4096u64), None, Some(8192)]
+            .into_iter()
+            .map(|rss| vec![Record { sender_region_rss_bytes: rss, ..throughput(&[10.0]) }])
+            .collect();
+        assert_eq!(merge(&rounds)[0].sender_region_rss_bytes, Some(8192));
+        assert_eq!(merge(&[vec![throughput(&[1.0])], vec![throughput(&[2.0])]])[0].sender_region_rss_bytes, None);
     }
 
     #[test]

@@ -32,15 +32,22 @@
 //! and `receiver_cpu` records and the `overhead` workload (`plain_loop`,
 //! `plain_over_suite` in `x`, the `harness` reference's `harness_cost` in
 //! `ns/msg`), and the `heatmap` workload (`core_pair_latency` per CPU pair).
+//! Version 4 added fan-out's `size_mix` (the sizes a point's messages were
+//! drawn from, each with its weight; `size` is then the largest, and
+//! `B/s` counts the bytes actually sent) and `sender_region_rss_bytes`
+//! (the resident shared memory of the sender regions a receiver mapped,
+//! the largest over the receivers, for mechanisms that name theirs), and
+//! `params.ring_bytes` beside `params.ring_slots`.
 //! Older files still read (they are a subset).
 
 use serde::{Deserialize, Serialize};
 
 use super::machine::Machine;
+use super::size_mix::SizeMix;
 use crate::host::placement::Placement;
 
 /// Version of this schema, written into every record.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// The oldest schema version this tool still reads.
 pub const OLDEST_READABLE_VERSION: u32 = 1;
@@ -181,8 +188,12 @@ pub struct Record {
     /// The mechanism's name, e.g. `pipe` or `corecast`.
     pub mechanism: String,
     /// Message size in bytes (macro-benchmarks: their size parameter, see
-    /// the module doc).
+    /// the module doc); with `size_mix`, its largest size.
     pub size: usize,
+    /// The sizes the messages were drawn from and their weights, when
+    /// they were not all `size` bytes (fan-out, schema 4 on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_mix: Option<SizeMix>,
     /// Number of receivers (1 for ping-pong; macro-benchmarks: their count
     /// parameter, see the module doc).
     pub receivers: usize,
@@ -246,6 +257,13 @@ pub struct Record {
     /// spell of the machine that hit both, where a ratio of medians keeps it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub round_values: Vec<Option<f64>>,
+    /// Resident bytes of the sender regions a receiver mapped, read from
+    /// its own `/proc/self/smaps` at the end of its run: the largest over
+    /// the receivers (over the rounds, in a run made in rounds). Only for
+    /// mechanisms that name the shared memory their messages lie in
+    /// (corecast's `corecast-sender` memfds; fan-out, schema 4 on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender_region_rss_bytes: Option<u64>,
 }
 
 /// How a point's messages moved through its mechanism.
@@ -271,13 +289,21 @@ impl DataPath {
 }
 
 /// What identifies a record's point and metric across runs: workload,
-/// mechanism, size, receivers, metric, unit.
-pub type RecordKey = (String, String, usize, usize, Metric, Unit);
+/// mechanism, size, receivers, metric, unit, size mix.
+pub type RecordKey = (String, String, usize, usize, Metric, Unit, Option<SizeMix>);
 
 impl Record {
     /// The identity of the point and metric, for matching records across runs.
     pub fn key(&self) -> RecordKey {
-        (self.workload.clone(), self.mechanism.clone(), self.size, self.receivers, self.metric, self.unit)
+        (
+            self.workload.clone(),
+            self.mechanism.clone(),
+            self.size,
+            self.receivers,
+            self.metric,
+            self.unit,
+            self.size_mix.clone(),
+        )
     }
 }
 
@@ -321,6 +347,7 @@ pub(crate) mod tests {
             workload: "fanout".into(),
             mechanism: "pipe".into(),
             size: 64,
+            size_mix: None,
             receivers: 2,
             metric: Metric::Throughput,
             value: 2.0,
@@ -345,6 +372,7 @@ pub(crate) mod tests {
             notes: Vec::new(),
             path: None,
             round_values: Vec::new(),
+            sender_region_rss_bytes: None,
         }
     }
 

@@ -68,7 +68,16 @@ pub fn build(sets: &[ResultSet]) -> Report {
     );
     page.provenance(sets);
     let merged = newest(sets);
-    let records = merged.as_slice();
+    // The charts are by message size: a point of mixed sizes has none to
+    // be drawn at (the comparison below and the tables keep it).
+    let fixed: Vec<Record> = merged.iter().filter(|r| r.size_mix.is_none()).cloned().collect();
+    if fixed.len() < merged.len() {
+        page.missing(&format!(
+            "{} records of points with mixed message sizes are not charted (the charts are by message size).",
+            merged.len() - fixed.len()
+        ));
+    }
+    let records = fixed.as_slice();
     let mut order: Vec<String> = Vec::new();
     for r in records {
         if !order.contains(&r.mechanism) {

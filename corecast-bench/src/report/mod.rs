@@ -2,6 +2,7 @@
 
 pub mod format;
 pub mod html;
+pub mod memory;
 pub mod metric_table;
 pub mod send_cost;
 pub mod svg;

@@ -8,13 +8,16 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::format::{grid, sig3};
-use crate::record::{Metric, Outcome, Status};
+use crate::record::{Metric, Outcome, SizeMix, Status};
 use crate::workloads::format_size;
+
+/// A size column: the size, and the mix its messages were drawn from.
+type Size = (usize, Option<SizeMix>);
 
 /// The table, or nothing when no fan-out point recorded its sender's CPU.
 pub fn render(outcomes: &[Outcome]) -> String {
-    // (mechanism, size) -> [(N, ns per message)], in run order.
-    let mut costs: BTreeMap<(usize, String), Vec<(usize, f64)>> = BTreeMap::new();
+    // (size, mechanism) -> [(N, ns per message)], in run order.
+    let mut costs: BTreeMap<(Size, String), Vec<(usize, f64)>> = BTreeMap::new();
     let mut order: Vec<String> = Vec::new();
     for o in outcomes.iter().filter(|o| o.point.workload == "fanout") {
         let Status::Measured(rs) = &o.status else { continue };
@@ -22,14 +25,15 @@ pub fn render(outcomes: &[Outcome]) -> String {
         if !order.contains(&o.point.mechanism) {
             order.push(o.point.mechanism.clone());
         }
-        costs.entry((o.point.size, o.point.mechanism.clone())).or_default().push((o.point.count, r.value));
+        let size = (o.point.size, o.point.size_mix.clone());
+        costs.entry((size, o.point.mechanism.clone())).or_default().push((o.point.count, r.value));
     }
-    let mut sizes: Vec<usize> = costs.keys().map(|k| k.0).collect();
+    let mut sizes: Vec<&Size> = costs.keys().map(|k| &k.0).collect();
     sizes.dedup();
-    let spans: Vec<(usize, usize, usize)> = sizes
-        .iter()
-        .filter_map(|&size| {
-            let ns = costs.iter().filter(|(k, _)| k.0 == size).flat_map(|(_, v)| v.iter().map(|p| p.0));
+    let spans: Vec<(&Size, usize, usize)> = sizes
+        .into_iter()
+        .filter_map(|size| {
+            let ns = costs.iter().filter(|(k, _)| k.0 == *size).flat_map(|(_, v)| v.iter().map(|p| p.0));
             let (lo, hi) = ns.fold((usize::MAX, 0), |(lo, hi), n| (lo.min(n), hi.max(n)));
             (lo < hi).then_some((size, lo, hi))
         })
@@ -38,8 +42,8 @@ pub fn render(outcomes: &[Outcome]) -> String {
         return String::new();
     }
     let mut headers = Vec::new();
-    for &(size, lo, hi) in &spans {
-        let s = format_size(size);
+    for &((size, mix), lo, hi) in &spans {
+        let s = mix.as_ref().map_or_else(|| format_size(*size), |m| format!("mix {m}"));
         headers.extend([(format!("N={lo}"), s.clone()), (format!("N={hi}"), s.clone()), ("growth".to_string(), s)]);
     }
     let body: Vec<Vec<String>> = order
@@ -48,8 +52,8 @@ pub fn render(outcomes: &[Outcome]) -> String {
             spans
                 .iter()
                 .flat_map(|&(size, lo, hi)| {
-                    let at =
-                        |n: usize| costs.get(&(size, m.clone())).and_then(|v| v.iter().find(|p| p.0 == n)).map(|p| p.1);
+                    let mine = costs.get(&(size.clone(), m.clone()));
+                    let at = |n: usize| mine.and_then(|v| v.iter().find(|p| p.0 == n)).map(|p| p.1);
                     let (a, b) = (at(lo), at(hi));
                     let growth = match (a, b) {
                         (Some(a), Some(b)) if a > 0.0 => format!("{}x", sig3(b / a)),
@@ -82,7 +86,7 @@ mod tests {
         r.unit = Unit::NanosPerMsg;
         r.value = ns;
         Outcome {
-            point: Point { workload: "fanout", mechanism: mech.into(), count: n, size: 64 },
+            point: Point { workload: "fanout", mechanism: mech.into(), count: n, size: 64, size_mix: None },
             status: Status::Measured(vec![r]),
         }
     }

@@ -6,18 +6,20 @@
 //! included as rows of their own: rate over rate where higher is better
 //! (fan-out, paxos, contend), time over time where lower is (ping-pong,
 //! snapshot, pi, wordcount), so above 1 always means corecast is better.
-//! Each point shows its first record (the headline metric). Failures, skips
-//! and the notes of measured records appear with numbered notes below.
+//! Each point shows its first record (the headline metric); a point whose
+//! message sizes were drawn from a mix has a column of its own, headed by
+//! the mix. Failures, skips and the notes of measured records appear with
+//! numbered notes below.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::format::{grid, human, sig3};
-use crate::record::{Outcome, Status};
+use crate::record::{Outcome, SizeMix, Status};
 use crate::workloads::{registry, Table, Workload};
 
-/// A column: the workload, its count and size.
-type Column = (&'static str, usize, usize);
+/// A column: the workload, its count, size and size mix.
+type Column = (&'static str, usize, usize, Option<SizeMix>);
 
 enum Cell {
     /// A measured value, its note's number, and its value in each round
@@ -44,6 +46,7 @@ pub fn render(outcomes: &[Outcome]) -> String {
         .partition(|o| matches!(workload(o.point.workload).map(|w| w.table()), Some(Table::Metrics { .. })));
     let mut out = if main.is_empty() && !pair.is_empty() { String::new() } else { render_main(&main) };
     out.push_str(&super::send_cost::render(&main));
+    out.push_str(&super::memory::render(&main));
     out.push_str(&super::metric_table::render(&pair));
     out
 }
@@ -62,9 +65,9 @@ fn render_main(outcomes: &[Outcome]) -> String {
         }
         rows.push(name.clone());
         for o in mine {
-            let col = (o.point.workload, o.point.count, o.point.size);
+            let col = (o.point.workload, o.point.count, o.point.size, o.point.size_mix.clone());
             if !columns.contains(&col) {
-                columns.push(col);
+                columns.push(col.clone());
             }
             let cell = match &o.status {
                 Status::Measured(rs) => match rs.first() {
@@ -93,7 +96,7 @@ fn render_main(outcomes: &[Outcome]) -> String {
     }
     let headers = headers(&columns);
     let body: Vec<Vec<String>> =
-        rows.iter().map(|r| columns.iter().map(|c| show(cells.get(&(r.clone(), *c)), c.0)).collect()).collect();
+        rows.iter().map(|r| columns.iter().map(|c| show(cells.get(&(r.clone(), c.clone())), c.0)).collect()).collect();
     grid(&mut out, &rows, &headers, &body);
     if body.iter().flatten().any(|c| c.contains('!')) {
         let _ = writeln!(
@@ -148,9 +151,12 @@ fn note(notes: &mut Vec<String>, text: &str) -> usize {
 fn headers(columns: &[Column]) -> Vec<(String, String)> {
     columns
         .iter()
-        .map(|&(w, n, size)| match workload(w) {
-            Some(w) => w.column(n, size),
-            None => (w.to_string(), crate::workloads::format_size(size)),
+        .map(|(w, n, size, mix)| {
+            let (top, bottom) = match workload(w) {
+                Some(w) => w.column(*n, *size),
+                None => (w.to_string(), crate::workloads::format_size(*size)),
+            };
+            (top, mix.as_ref().map_or(bottom, |m| format!("mix {m}")))
         })
         .collect()
 }
@@ -186,7 +192,8 @@ fn ratios(
     headers: &[(String, String)],
     cells: &BTreeMap<(String, Column), Cell>,
 ) {
-    let measured = |r: &String| columns.iter().any(|c| matches!(cells.get(&(r.clone(), *c)), Some(Cell::Value(..))));
+    let measured =
+        |r: &String| columns.iter().any(|c| matches!(cells.get(&(r.clone(), c.clone())), Some(Cell::Value(..))));
     let Some(base) = rows
         .iter()
         .find(|r| *r == "corecast" && measured(r))
@@ -219,7 +226,7 @@ fn ceiling(
     cells: &BTreeMap<(String, Column), Cell>,
 ) {
     const CEILING: &str = "limit";
-    if !columns.iter().any(|c| matches!(cells.get(&(CEILING.to_string(), *c)), Some(Cell::Value(..)))) {
+    if !columns.iter().any(|c| matches!(cells.get(&(CEILING.to_string(), c.clone())), Some(Cell::Value(..)))) {
         return;
     }
     let others: Vec<String> = rows.iter().filter(|r| *r != CEILING).cloned().collect();
@@ -261,7 +268,7 @@ fn relative(
 ) {
     let reference: Vec<Option<Measured>> = columns
         .iter()
-        .map(|c| match cells.get(&(base.to_string(), *c)) {
+        .map(|c| match cells.get(&(base.to_string(), c.clone())) {
             Some(Cell::Value(v, _, rounds)) if *v > 0.0 => Some((*v, rounds.as_slice())),
             _ => None,
         })
@@ -272,7 +279,7 @@ fn relative(
             columns
                 .iter()
                 .zip(&reference)
-                .map(|(c, b)| match (cells.get(&(r.clone(), *c)), b) {
+                .map(|(c, b)| match (cells.get(&(r.clone(), c.clone())), b) {
                     (Some(Cell::Value(v, _, rounds)), Some((b, base_rounds))) if *v > 0.0 => {
                         let better = |b: f64, v: f64| if higher_is_better(c.0) { b / v } else { v / b };
                         let (base_better, split) = match paired(base_rounds, rounds, better) {
@@ -348,12 +355,12 @@ mod tests {
         let mut bytes = r.clone();
         bytes.unit = Unit::BytesPerSec;
         bytes.value = value * 64.0;
-        let point = Point { workload: w, mechanism: mech.into(), count: n, size: 64 };
+        let point = Point { workload: w, mechanism: mech.into(), count: n, size: 64, size_mix: None };
         Outcome { point, status: Status::Measured(vec![r, bytes]) }
     }
 
     fn other(mech: &str, n: usize, status: Status) -> Outcome {
-        let point = Point { workload: "fanout", mechanism: mech.into(), count: n, size: 64 };
+        let point = Point { workload: "fanout", mechanism: mech.into(), count: n, size: 64, size_mix: None };
         Outcome { point, status }
     }
 
@@ -497,6 +504,22 @@ mod tests {
         assert!(row.contains("0.80x") && row.contains("0.50x"), "{t}");
         let t = render(&[measured("corecast", "fanout", 1, 8.0)]);
         assert!(!t.contains("fraction of the ceiling"), "{t}");
+    }
+
+    #[test]
+    fn a_mixed_point_has_a_column_of_its_own_named_by_its_mix() {
+        use crate::record::MixPart;
+        let mix = SizeMix::new(vec![MixPart { bytes: 64, weight: 99 }, MixPart { bytes: 1 << 20, weight: 1 }]).unwrap();
+        let mixed = |mech: &str, value: f64| {
+            let mut o = measured(mech, "fanout", 1, value);
+            (o.point.size, o.point.size_mix) = (1 << 20, Some(mix.clone()));
+            o
+        };
+        let mut pure = measured("corecast", "fanout", 1, 9.0);
+        pure.point.size = 1 << 20;
+        let t = render(&[mixed("corecast", 4.0), mixed("pipe", 2.0), pure]);
+        assert!(t.contains("mix 64B:99,1MiB:1") && t.contains("1 MiB"), "{t}");
+        assert!(ratio_line(&t, "pipe").contains("2.00x"), "{t}");
     }
 
     #[test]

@@ -6,5 +6,5 @@ pub mod runner;
 
 pub use crate::record::{Outcome, Point, Status};
 pub use crate::workloads::{Settings, WorkloadOptions};
-pub use plan::grid;
+pub use plan::{grid, grid_with_mixes};
 pub use runner::{run_plan, Ending, Progress};

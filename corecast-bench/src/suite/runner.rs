@@ -81,6 +81,9 @@ pub fn run_point(mechanism: Option<&dyn Mechanism>, point: &Point, settings: &Se
     let Some(workload) = registry::by_name(point.workload) else {
         return Status::Skipped(format!("no workload named `{}`", point.workload));
     };
+    if point.size_mix.is_some() && !workload.takes_size_mix() {
+        return Status::Skipped(format!("{} takes no size mix, only fixed sizes", point.workload));
+    }
     if let Some(why) = unrunnable(workload, mechanism, point, settings) {
         return Status::Skipped(why);
     }
@@ -105,11 +108,15 @@ pub fn run_point(mechanism: Option<&dyn Mechanism>, point: &Point, settings: &Se
             if let Some(m) = mechanism {
                 let path =
                     if workload.moves_in_place() && m.lends_memory() { DataPath::InPlace } else { DataPath::Copy };
-                let slots = m.ring_slots(workload.message_bytes(point, settings));
+                let bytes = workload.message_bytes(point, settings);
+                let (slots, ring_bytes) = (m.ring_slots(bytes), m.ring_bytes(bytes));
                 for r in &mut records {
                     r.path = Some(path);
                     if let Some(n) = slots {
                         r.params.insert("ring_slots".to_string(), n as u64);
+                    }
+                    if let Some(n) = ring_bytes {
+                        r.params.insert("ring_bytes".to_string(), n);
                     }
                 }
             }
@@ -142,7 +149,10 @@ fn unrunnable(
         return Some("runs across hosts only (`--hosts N`); on one host it is another row of the table".to_string());
     }
     let bytes = workload.message_bytes(point, settings);
-    m.max_message_bytes()
-        .filter(|&max| bytes > max)
-        .map(|max| format!("{bytes} B messages are above its limit of {max} B"))
+    let what = if point.size_mix.is_some() {
+        format!("the mix's largest messages, {bytes} B,")
+    } else {
+        format!("{bytes} B messages")
+    };
+    m.max_message_bytes().filter(|&max| bytes > max).map(|max| format!("{what} are above its limit of {max} B"))
 }

@@ -86,6 +86,14 @@ impl Mechanism for Copying {
         self.inner.ring_slots(message_bytes)
     }
 
+    fn ring_bytes(&self, message_bytes: usize) -> Option<u64> {
+        self.inner.ring_bytes(message_bytes)
+    }
+
+    fn sender_region_memfd(&self) -> Option<&'static str> {
+        self.inner.sender_region_memfd()
+    }
+
     /// A launched mechanism builds its endpoints in programs of its own;
     /// none of those lends memory, so they copy already.
     fn launcher(&self) -> Option<&dyn Launcher> {

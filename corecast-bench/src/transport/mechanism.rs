@@ -88,6 +88,21 @@ pub trait Mechanism: Send + Sync {
         let _ = message_bytes;
         None
     }
+    /// The bytes of message data a sender may have in flight on the rings
+    /// it makes for messages of up to `message_bytes` bytes, when a ring
+    /// holds messages by their length rather than a slot each of the
+    /// largest (records carry it beside the slots). `None`: no such ring.
+    fn ring_bytes(&self, message_bytes: usize) -> Option<u64> {
+        let _ = message_bytes;
+        None
+    }
+    /// The name of the memfd a sender's messages lie in, which each of its
+    /// receivers maps (`/memfd:NAME (deleted)` in `/proc/PID/smaps`), when
+    /// the mechanism has one: fan-out's receivers then report how much of
+    /// it is resident. `None` (the default): nothing to report.
+    fn sender_region_memfd(&self) -> Option<&'static str> {
+        None
+    }
 }
 
 /// The state a mechanism created for one run, inherited by every forked

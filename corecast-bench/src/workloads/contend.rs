@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::fanout::default_warmup;
+use super::message_sizes::MessageSizes;
 use super::stream::{self, Dest, StreamSpec, Window};
 use super::wire::{parse, report};
 use super::{Context, Settings, Workload};
@@ -124,9 +125,9 @@ pub fn run(mechanism: &dyn Mechanism, p: &ContendParams, opts: &RunOptions) -> R
 }
 
 /// Pair `me / 2`'s stream: its sender's id in the payloads.
-fn spec(p: &ContendParams, sender: PeerId) -> StreamSpec {
+fn spec(p: &ContendParams, sender: PeerId) -> StreamSpec<'static> {
     StreamSpec {
-        size: p.size,
+        sizes: MessageSizes::Fixed(p.size),
         sender: sender as u32,
         warmup: p.warmup,
         repetitions: p.repetitions,

@@ -1,6 +1,7 @@
 //! Fan-out (SPEC B2, the ZIMP micro-benchmark): one sender (process 0) sends
-//! fixed-size messages to a group of N receivers; the figure of merit is the
-//! rate at which the *slowest* receiver gets them.
+//! fixed-size messages, or messages whose sizes are drawn from a mix
+//! ([`super::message_sizes`]), to a group of N receivers; the figure of
+//! merit is the rate at which the *slowest* receiver gets them.
 //!
 //! Protocol: a warm-up of `warmup_messages` (page faults, connection set-up,
 //! caches), then `repetitions` timed phases. In each phase the sender sends
@@ -8,7 +9,9 @@
 //! numbers run on across phases. Each receiver times a phase from the end of
 //! the previous one (or of the warm-up) to the marker, so its window is the
 //! time it took to *take delivery*, buffering included. Every payload is
-//! checked. At the end each receiver acknowledges to the sender (so no
+//! checked, its length too. At the end each receiver reads how much of the
+//! sender's region it maps is resident (for a mechanism that names it,
+//! [`Mechanism::sender_region_memfd`]) and acknowledges to the sender (so no
 //! process exits while another still needs it), and the parent checks that
 //! every receiver got exactly what the sender sent in every phase.
 
@@ -16,13 +19,14 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::message_sizes::MessageSizes;
 use super::stream::{self, StreamSpec};
 pub use super::stream::{Dest, SentPhase, Window};
 use super::{Context, Settings, Workload};
-use crate::harness::{run_job, BenchError, EncodableJob, RunOptions};
+use crate::harness::{run_job, smaps, BenchError, EncodableJob, RunOptions};
 use crate::host::placement::Placement;
 use crate::record::assemble::{base, summary_record};
-use crate::record::{Metric, Point, Provenance, Record, Unit};
+use crate::record::{Metric, Point, Provenance, Record, SizeMix, Unit};
 use crate::transport::{Endpoint, Mechanism, PeerId, Topology};
 
 /// What to run.
@@ -30,28 +34,60 @@ use crate::transport::{Endpoint, Mechanism, PeerId, Topology};
 pub struct FanoutParams {
     /// Number of receivers N (at least 1).
     pub receivers: usize,
-    /// Message size in bytes (at least 1).
+    /// Message size in bytes (at least 1); with `size_mix`, its largest.
     pub size: usize,
+    /// The sizes each message's length is drawn from, if not all `size`.
+    #[serde(default)]
+    pub size_mix: Option<SizeMix>,
     /// How long the sender sends in each timed phase.
     pub duration: Duration,
     /// Number of timed phases (at least 1).
     pub repetitions: usize,
     /// Messages sent before timing starts.
     pub warmup_messages: u64,
+    /// The memfd whose resident size each receiver reports at the end
+    /// ([`run`] sets it from the mechanism).
+    #[serde(default)]
+    pub sender_region_memfd: Option<String>,
 }
 
 impl FanoutParams {
     /// Parameters with the default warm-up for `size`.
     pub fn new(receivers: usize, size: usize, duration: Duration, repetitions: usize) -> Self {
         let warmup_messages = default_warmup(size);
-        FanoutParams { receivers, size, duration, repetitions, warmup_messages }
+        FanoutParams {
+            receivers,
+            size,
+            size_mix: None,
+            duration,
+            repetitions,
+            warmup_messages,
+            sender_region_memfd: None,
+        }
+    }
+
+    /// Parameters for messages whose sizes are drawn from `mix`, with the
+    /// default warm-up for its mean size.
+    pub fn mixed(receivers: usize, mix: SizeMix, duration: Duration, repetitions: usize) -> Self {
+        let warmup_messages = default_warmup(mix.mean_bytes().ceil() as usize);
+        FanoutParams {
+            size: mix.largest_bytes(),
+            size_mix: Some(mix),
+            warmup_messages,
+            ..FanoutParams::new(receivers, 1, duration, repetitions)
+        }
+    }
+
+    /// Each message's length.
+    fn sizes(&self) -> MessageSizes<'_> {
+        self.size_mix.as_ref().map_or(MessageSizes::Fixed(self.size), MessageSizes::Mix)
     }
 
     /// The stream process 0 sends (every stream of the suite is sender 0's
     /// numbering unless it says otherwise).
-    pub(crate) fn stream(&self, sender: u32) -> StreamSpec {
+    pub(crate) fn stream(&self, sender: u32) -> StreamSpec<'_> {
         StreamSpec {
-            size: self.size,
+            sizes: self.sizes(),
             sender,
             warmup: self.warmup_messages,
             repetitions: self.repetitions,
@@ -66,6 +102,13 @@ impl FanoutParams {
                 self.receivers, self.size, self.repetitions
             )));
         }
+        if let Some(mix) = self.size_mix.as_ref().filter(|m| m.largest_bytes() != self.size) {
+            return Err(BenchError::params(format!(
+                "fan-out's size must be its mix's largest: {} B for mix {mix}, not {}",
+                mix.largest_bytes(),
+                self.size
+            )));
+        }
         Ok(())
     }
 }
@@ -78,12 +121,18 @@ pub fn default_warmup(size: usize) -> u64 {
 /// The measurements of one fan-out point.
 #[derive(Clone, Debug)]
 pub struct FanoutResult {
-    /// Message size in bytes.
+    /// Message size in bytes (with a mix, its largest).
     pub size: usize,
+    /// Whether the sizes were drawn from a mix: bytes per second then
+    /// count the bytes the sender sent in each phase.
+    pub mixed: bool,
     /// `windows[r][k]`: receiver `r + 1` in phase `k`.
     pub windows: Vec<Vec<Window>>,
     /// What the sender sent and spent in each phase.
     pub sender: Vec<SentPhase>,
+    /// The largest resident size of the sender's region any receiver
+    /// reported, when the mechanism names it.
+    pub sender_region_rss_bytes: Option<u64>,
 }
 
 impl FanoutResult {
@@ -93,9 +142,14 @@ impl FanoutResult {
         (0..phases).map(|k| self.windows.iter().map(|w| w[k].msgs_per_s()).fold(f64::INFINITY, f64::min)).collect()
     }
 
-    /// For each phase, the slowest receiver's rate in bytes per second.
+    /// For each phase, the slowest receiver's rate in bytes per second:
+    /// its messages per second times the phase's mean message length.
     pub fn slowest_bytes_per_s(&self) -> Vec<f64> {
-        self.slowest_msgs_per_s().into_iter().map(|r| r * self.size as f64).collect()
+        let rates = self.slowest_msgs_per_s().into_iter();
+        if !self.mixed {
+            return rates.map(|r| r * self.size as f64).collect();
+        }
+        rates.zip(&self.sender).map(|(r, s)| r * s.bytes as f64 / s.messages.max(1) as f64).collect()
     }
 
     /// For each phase, the sender's CPU time per message, in nanoseconds.
@@ -125,6 +179,8 @@ struct SenderReport {
 #[derive(Serialize, Deserialize)]
 struct ReceiverReport {
     windows: Vec<Window>,
+    #[serde(default)]
+    sender_region_rss_bytes: Option<u64>,
 }
 
 /// Runs one fan-out point of `mechanism`; any failure, including a wrong
@@ -132,13 +188,18 @@ struct ReceiverReport {
 pub fn run(mechanism: &dyn Mechanism, p: &FanoutParams, opts: &RunOptions) -> Result<FanoutResult, BenchError> {
     p.validate()?;
     let topo = Topology::fan_out(p.receivers, p.size);
-    let reports = run_job(mechanism, &topo, opts, &FanoutJob(p.clone()))?;
+    let memfd = mechanism.sender_region_memfd().map(str::to_string);
+    let job = FanoutJob(FanoutParams { sender_region_memfd: memfd, ..p.clone() });
+    let reports = run_job(mechanism, &topo, opts, &job)?;
     let sender = sent_per_phase(&reports[0])?;
     let mut windows = Vec::with_capacity(p.receivers);
+    let mut rss: Option<u64> = None;
     for (r, rep) in reports.iter().enumerate().skip(1) {
-        windows.push(receiver_windows(mechanism.name(), rep, r, &sender)?);
+        let got = checked_receiver(mechanism.name(), rep, r, &sender)?;
+        rss = rss.max(got.sender_region_rss_bytes);
+        windows.push(got.windows);
     }
-    Ok(FanoutResult { size: p.size, windows, sender })
+    Ok(FanoutResult { size: p.size, mixed: p.size_mix.is_some(), windows, sender, sender_region_rss_bytes: rss })
 }
 
 /// The fan-out job: process 0 streams to group 0, the others receive.
@@ -184,6 +245,10 @@ impl Workload for Fanout {
         (format!("fanout N={count}"), super::format_size(size))
     }
 
+    fn takes_size_mix(&self) -> bool {
+        true
+    }
+
     fn processes(&self, p: &Point, _: &Settings) -> usize {
         p.count + 1
     }
@@ -191,13 +256,18 @@ impl Workload for Fanout {
     fn run(&self, ctx: &Context<'_>) -> Result<Vec<Record>, BenchError> {
         let m = ctx.mechanism()?;
         let (point, s) = (ctx.point, ctx.settings);
-        let p = FanoutParams::new(point.count, point.size, s.duration, s.repetitions);
+        let p = match &point.size_mix {
+            Some(mix) => FanoutParams::mixed(point.count, mix.clone(), s.duration, s.repetitions),
+            None => FanoutParams::new(point.count, point.size, s.duration, s.repetitions),
+        };
         let r = run(m, &p, ctx.options)?;
         Ok(records(ctx.provenance, m.name(), &p, &r, ctx.placement))
     }
 }
 
-/// The two fan-out records of a point: throughput in msg/s and in B/s.
+/// The fan-out records of a point: throughput in msg/s and in B/s, the
+/// sender's and the receivers' CPU per message; each says the size mix and
+/// the sender region's resident size when there are.
 pub fn records(
     prov: &Provenance,
     mechanism: &str,
@@ -209,6 +279,8 @@ pub fn records(
         count: r.messages_per_receiver(),
         duration_s: p.duration.as_secs_f64(),
         warmup: p.warmup_messages,
+        size_mix: p.size_mix.clone(),
+        sender_region_rss_bytes: r.sender_region_rss_bytes,
         ..base(prov, "fanout", mechanism, p.size, p.receivers, placement)
     };
     let mk = |metric: Metric, unit: Unit, samples: Vec<f64>| summary_record(&base, metric, unit, samples, None);
@@ -239,7 +311,8 @@ pub(crate) fn receiver_report(
     p: &FanoutParams,
     from: PeerId,
 ) -> Result<serde_json::Result<Vec<u8>>, BenchError> {
-    Ok(serde_json::to_vec(&ReceiverReport { windows: receive(ep, p, from)? }))
+    let (windows, sender_region_rss_bytes) = receive(ep, p, from)?;
+    Ok(serde_json::to_vec(&ReceiverReport { windows, sender_region_rss_bytes }))
 }
 
 /// What the sender's report says it sent in each phase.
@@ -254,6 +327,16 @@ pub(crate) fn receiver_windows(
     r: PeerId,
     sent: &[SentPhase],
 ) -> Result<Vec<Window>, BenchError> {
+    checked_receiver(mechanism, report, r, sent).map(|got| got.windows)
+}
+
+/// A receiver's report, its windows checked against what its sender sent.
+fn checked_receiver(
+    mechanism: &str,
+    report: &[u8],
+    r: PeerId,
+    sent: &[SentPhase],
+) -> Result<ReceiverReport, BenchError> {
     let got: ReceiverReport = parse(report, "receiver")?;
     if got.windows.len() != sent.len() {
         return Err(BenchError::mismatch(format!("receiver {r} reported {} phases", got.windows.len())));
@@ -266,7 +349,7 @@ pub(crate) fn receiver_windows(
             )));
         }
     }
-    Ok(got.windows)
+    Ok(got)
 }
 
 fn parse<T: for<'de> Deserialize<'de>>(bytes: &[u8], who: &str) -> Result<T, BenchError> {
@@ -289,12 +372,17 @@ fn send(ep: &mut dyn Endpoint, p: &FanoutParams, dest: Dest, receivers: usize) -
 }
 
 /// A receiver of the stream from `from`: checks every message where it
-/// lies, times each phase up to its marker, and acknowledges to `from` at
-/// the end.
-fn receive(ep: &mut dyn Endpoint, p: &FanoutParams, from: PeerId) -> Result<Vec<Window>, BenchError> {
+/// lies, times each phase up to its marker, reads the resident size of the
+/// sender's region it maps (when `p` names it), and acknowledges to `from`
+/// at the end.
+fn receive(ep: &mut dyn Endpoint, p: &FanoutParams, from: PeerId) -> Result<(Vec<Window>, Option<u64>), BenchError> {
     let windows = stream::receive(ep, &p.stream(0), from)?;
+    let rss = match &p.sender_region_memfd {
+        Some(name) => smaps::own_memfd_rss_bytes(name)?,
+        None => None,
+    };
     ep.send_to(from, &[1])?;
-    Ok(windows)
+    Ok((windows, rss))
 }
 
 #[cfg(test)]
@@ -304,17 +392,35 @@ mod tests {
     #[test]
     fn slowest_receiver_per_phase() {
         let w = |m, s, cpu_ns| Window { messages: m, seconds: s, cpu_ns };
-        let sender = vec![SentPhase { messages: 100, cpu_ns: 2000 }, SentPhase { messages: 50, cpu_ns: 2000 }];
-        let r = FanoutResult {
+        let sender = vec![
+            SentPhase { messages: 100, bytes: 1000, cpu_ns: 2000 },
+            SentPhase { messages: 50, bytes: 500, cpu_ns: 2000 },
+        ];
+        let mut r = FanoutResult {
             size: 10,
+            mixed: false,
             windows: vec![vec![w(100, 1.0, 1000), w(50, 1.0, 500)], vec![w(100, 2.0, 3000), w(50, 0.5, 1500)]],
             sender,
+            sender_region_rss_bytes: None,
         };
         assert_eq!(r.slowest_msgs_per_s(), vec![50.0, 50.0]);
         assert_eq!(r.slowest_bytes_per_s(), vec![500.0, 500.0]);
         assert_eq!(r.messages_per_receiver(), 150);
         assert_eq!(r.sender_cpu_ns_per_msg(), vec![20.0, 40.0]);
         assert_eq!(r.receiver_cpu_ns_per_msg(), vec![20.0, 20.0]);
+        // Mixed sizes: the bytes the sender sent per message in each phase.
+        (r.mixed, r.sender[1].bytes) = (true, 5000);
+        assert_eq!(r.slowest_bytes_per_s(), vec![500.0, 5000.0]);
+    }
+
+    #[test]
+    fn a_mix_sets_the_size_and_the_warmup() {
+        use crate::record::MixPart;
+        let parts = vec![MixPart { bytes: 64, weight: 99 }, MixPart { bytes: 1 << 20, weight: 1 }];
+        let p = FanoutParams::mixed(2, SizeMix::new(parts).unwrap(), Duration::from_millis(1), 1);
+        assert_eq!((p.size, p.warmup_messages), (1 << 20, default_warmup(10_550)));
+        assert!(p.validate().is_ok());
+        assert!(FanoutParams { size: 64, ..p }.validate().unwrap_err().to_string().contains("its mix's largest"));
     }
 
     #[test]

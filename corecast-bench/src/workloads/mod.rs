@@ -21,6 +21,7 @@ pub mod jobs;
 pub mod logp;
 pub mod logp_stream;
 pub mod memcpy;
+pub mod message_sizes;
 pub mod overhead;
 pub mod paxos;
 pub mod pi;
@@ -52,17 +53,24 @@ pub trait Workload: Sync {
     fn table(&self) -> Table {
         Table::Comparison
     }
-    /// e.g. `fanout pipe N=2 64 B`.
+    /// e.g. `fanout pipe N=2 64 B`, `fanout pipe N=2 mix 64B:99,1MiB:1`.
     fn describe_point(&self, p: &Point) -> String {
+        let size = format_point_size(p);
         match self.count_label() {
-            Some(label) => format!("{} {} {label}={} {}", self.name(), p.mechanism, p.count, format_size(p.size)),
-            None => format!("{} {} {}", self.name(), p.mechanism, format_size(p.size)),
+            Some(label) => format!("{} {} {label}={} {size}", self.name(), p.mechanism, p.count),
+            None => format!("{} {} {size}", self.name(), p.mechanism),
         }
     }
     /// The two header lines of a point's column in the comparison table.
     fn column(&self, count: usize, size: usize) -> (String, String) {
         let _ = count;
         (self.name().to_string(), format_size(size))
+    }
+    /// Whether its points may draw their message sizes from a mix
+    /// ([`Point::size_mix`]); the runner skips a mixed point of a workload
+    /// that cannot.
+    fn takes_size_mix(&self) -> bool {
+        false
     }
     /// The number of processes a point runs.
     fn processes(&self, p: &Point, s: &Settings) -> usize;
@@ -207,6 +215,14 @@ pub fn format_size(bytes: usize) -> String {
         format!("{} KiB", bytes >> 10)
     } else {
         format!("{bytes} B")
+    }
+}
+
+/// A point's size for people: `64 B`, or its mix, `mix 64B:99,1MiB:1`.
+pub fn format_point_size(p: &Point) -> String {
+    match &p.size_mix {
+        Some(mix) => format!("mix {mix}"),
+        None => format_size(p.size),
     }
 }
 

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use corecast_process::clock::thread_cpu_ns;
 use serde::{Deserialize, Serialize};
 
+use super::message_sizes::MessageSizes;
 use super::stream::{self, Dest, StreamSpec};
 use crate::harness::{run_job, run_processes, BenchError, EncodableJob, RunOptions};
 use crate::transport::{Endpoint, Mechanism, PeerId, Prepared, Reader, Received, Topology, TransportError, Writer};
@@ -171,7 +172,7 @@ pub struct HarnessCost {
 
 /// Measures [`HarnessCost`] for `size`-byte messages in this thread.
 pub fn harness_cost(size: usize, duration: Duration) -> Result<HarnessCost, BenchError> {
-    let spec = StreamSpec { size, sender: 0, warmup: 1000, repetitions: 1, duration };
+    let spec = StreamSpec { sizes: MessageSizes::Fixed(size), sender: 0, warmup: 1000, repetitions: 1, duration };
     let mut null = NullEndpoint::new(size, 0, 0);
     let sent = stream::send(&mut null, &spec, Dest::Group(0))?;
     let per_phase = sent.first().map_or(0, |p| p.messages);

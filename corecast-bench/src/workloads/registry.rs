@@ -1,8 +1,8 @@
 //! Every workload, by name: adding one is a new file and one line here.
 
 use super::{
-    bandwidth, contend, detect, fanout, format_size, heatmap, logp, overhead, paxos, pi, pingpong, snapshot, wordcount,
-    Workload,
+    bandwidth, contend, detect, fanout, format_point_size, heatmap, logp, overhead, paxos, pi, pingpong, snapshot,
+    wordcount, Workload,
 };
 use crate::record::Point;
 
@@ -32,7 +32,7 @@ pub fn by_name(name: &str) -> Option<&'static dyn Workload> {
 pub fn describe_point(p: &Point) -> String {
     match by_name(p.workload) {
         Some(w) => w.describe_point(p),
-        None => format!("{} {} {}", p.workload, p.mechanism, format_size(p.size)),
+        None => format!("{} {} {}", p.workload, p.mechanism, format_point_size(p)),
     }
 }
 

@@ -1,9 +1,10 @@
 //! A checked stream of numbered messages with an in-band end-of-phase marker,
 //! shared by the workloads.
 //!
-//! Message `seq` is [`payload::fill`]`(seq, sender)`. The marker that ends a
-//! phase, sent when the receiver expects message `seq`, is that message with
-//! every byte complemented. It has the same length as the data messages, so
+//! Message `seq` is [`payload::fill`]`(seq, sender)`, of the length the
+//! stream's [`MessageSizes`] give it. The marker that ends a phase, sent
+//! when the receiver expects message `seq`, is that message with every byte
+//! complemented. It has the same length as the data message `seq`, so
 //! it fits every mechanism and topology that carries them, and it works for
 //! every size down to 1 byte, where the header cannot hold a reserved
 //! sequence number: the receiver keeps its own counter `seq`, so a byte can
@@ -16,6 +17,7 @@ use std::time::{Duration, Instant};
 use corecast_process::clock::thread_cpu_ns;
 use serde::{Deserialize, Serialize};
 
+use super::message_sizes::MessageSizes;
 use crate::harness::payload;
 use crate::harness::BenchError;
 use crate::transport::{Endpoint, PeerId};
@@ -44,25 +46,33 @@ pub fn first_byte(seq: u64, sender: u32) -> u8 {
     b[0]
 }
 
-/// Checks arriving messages of one fixed size against the expected pattern
-/// where they lie (the check runs for every delivered message, so it reads
-/// each byte once and copies nothing).
-pub struct Expect {
-    size: usize,
+/// Checks arriving messages, their lengths and bytes, against the
+/// expected pattern where they lie (the check runs for every delivered
+/// message, so it reads each byte once and copies nothing).
+pub struct Expect<'a> {
+    sizes: MessageSizes<'a>,
     sender: u32,
 }
 
-impl Expect {
+impl Expect<'static> {
     /// Expects messages of `size` bytes from `sender`.
-    pub fn new(size: usize, sender: u32) -> Expect {
-        Expect { size, sender }
+    pub fn new(size: usize, sender: u32) -> Expect<'static> {
+        Expect { sizes: MessageSizes::Fixed(size), sender }
+    }
+}
+
+impl<'a> Expect<'a> {
+    /// Expects messages of the lengths `sizes` gives, from `sender`.
+    pub fn sized(sizes: MessageSizes<'a>, sender: u32) -> Expect<'a> {
+        Expect { sizes, sender }
     }
 
     /// Classifies `msg`, which arrived when message `seq` was expected; any
     /// other content is an error sentence naming the first wrong byte.
     #[inline]
     pub fn classify(&self, msg: &[u8], seq: u64) -> Result<Seen, BenchError> {
-        if msg.len() == self.size {
+        let size = self.sizes.of(seq);
+        if msg.len() == size {
             if payload::matches(msg, seq, self.sender, false) {
                 return Ok(Seen::Data);
             }
@@ -70,7 +80,7 @@ impl Expect {
                 return Ok(Seen::End);
             }
         }
-        Err(BenchError::mismatch(match payload::check(msg, self.size, seq, self.sender) {
+        Err(BenchError::mismatch(match payload::check(msg, size, seq, self.sender) {
             Err(e) => format!("payload mismatch: {e}"),
             Ok(()) => format!("payload mismatch: message {seq} is not the expected pattern"),
         }))
@@ -86,12 +96,12 @@ pub enum Dest {
     Peer(PeerId),
 }
 
-/// One stream of numbered messages: its size, its sender's id in the
+/// One stream of numbered messages: their sizes, its sender's id in the
 /// payloads, and how it is timed.
 #[derive(Clone, Copy, Debug)]
-pub struct StreamSpec {
-    /// Message size in bytes.
-    pub size: usize,
+pub struct StreamSpec<'a> {
+    /// Each message's length in bytes.
+    pub sizes: MessageSizes<'a>,
     /// The sender's id, carried in every payload.
     pub sender: u32,
     /// Messages before timing starts.
@@ -107,13 +117,18 @@ pub struct StreamSpec {
 pub struct SentPhase {
     /// Data messages sent (the end marker not counted).
     pub messages: u64,
+    /// Their bytes, all told.
+    #[serde(default)]
+    pub bytes: u64,
     /// CPU time the sending thread used in the phase, in nanoseconds.
     pub cpu_ns: u64,
 }
 
 /// Sends message `seq` (or, `end`, its end marker) to `dest`, its bytes
-/// written in place.
-fn put(ep: &mut dyn Endpoint, s: &StreamSpec, dest: Dest, seq: u64, end: bool) -> Result<(), BenchError> {
+/// written in place; returns its length.
+#[inline]
+fn put(ep: &mut dyn Endpoint, s: &StreamSpec, dest: Dest, seq: u64, end: bool) -> Result<usize, BenchError> {
+    let len = s.sizes.of(seq);
     let mut write = |buf: &mut [u8]| {
         if end {
             end_marker(buf, seq, s.sender);
@@ -122,10 +137,10 @@ fn put(ep: &mut dyn Endpoint, s: &StreamSpec, dest: Dest, seq: u64, end: bool) -
         }
     };
     match dest {
-        Dest::Group(g) => ep.send_group_with(g, s.size, &mut write)?,
-        Dest::Peer(to) => ep.send_to_with(to, s.size, &mut write)?,
+        Dest::Group(g) => ep.send_group_with(g, len, &mut write)?,
+        Dest::Peer(to) => ep.send_to_with(to, len, &mut write)?,
     }
-    Ok(())
+    Ok(len)
 }
 
 /// The sending side of a stream: a warm-up, then `repetitions` phases of
@@ -138,15 +153,15 @@ pub fn send(ep: &mut dyn Endpoint, s: &StreamSpec, dest: Dest) -> Result<Vec<Sen
         seq += 1;
     }
     // Read the clock every `stride` sends: cheap next to a send of this size.
-    let stride = (4096 / s.size.max(1)).clamp(1, 16) as u64;
+    let stride = (4096.0 / s.sizes.mean_bytes().max(1.0)).clamp(1.0, 16.0) as u64;
     let mut phases = Vec::with_capacity(s.repetitions);
     for _ in 0..s.repetitions {
         let cpu0 = thread_cpu_ns();
         let end = Instant::now() + s.duration;
-        let mut n = 0u64;
+        let (mut n, mut bytes) = (0u64, 0u64);
         let mut until_clock = stride;
         loop {
-            put(ep, s, dest, seq, false)?;
+            bytes += put(ep, s, dest, seq, false)? as u64;
             seq += 1;
             n += 1;
             until_clock -= 1;
@@ -159,7 +174,7 @@ pub fn send(ep: &mut dyn Endpoint, s: &StreamSpec, dest: Dest) -> Result<Vec<Sen
         }
         let cpu_ns = thread_cpu_ns().saturating_sub(cpu0);
         put(ep, s, dest, seq, true)?;
-        phases.push(SentPhase { messages: n, cpu_ns });
+        phases.push(SentPhase { messages: n, bytes, cpu_ns });
     }
     Ok(phases)
 }
@@ -167,14 +182,14 @@ pub fn send(ep: &mut dyn Endpoint, s: &StreamSpec, dest: Dest) -> Result<Vec<Sen
 /// The receiving side of the stream `s` from `from`: every message checked
 /// where it lies, each phase timed up to its end marker.
 pub fn receive(ep: &mut dyn Endpoint, s: &StreamSpec, from: PeerId) -> Result<Vec<Window>, BenchError> {
-    let expect = Expect::new(s.size, s.sender);
+    let expect = Expect::sized(s.sizes, s.sender);
     let next = |seq: u64| -> Result<Seen, BenchError> {
         // The verdict travels in one byte; an error (rare) on the side. A
         // placeholder error would allocate for every message, and a whole
         // `Result` written in the closure and read back here stalls on
         // store forwarding.
         let (mut seen, mut wrong) = (None, None);
-        ep.recv_with(s.size, &mut |who, msg| {
+        ep.recv_with(s.sizes.largest(), &mut |who, msg| {
             let verdict = if who == from {
                 expect.classify(msg, seq)
             } else {
@@ -277,6 +292,27 @@ mod tests {
             let mut m = vec![0u8; size + 1];
             payload::fill(&mut m, 0, 0);
             assert!(e.classify(&m, 0).unwrap_err().to_string().contains("bytes delivered"));
+        }
+    }
+
+    #[test]
+    fn mixed_lengths_are_checked_message_by_message() {
+        use crate::record::{MixPart, SizeMix};
+        use crate::workloads::message_sizes::draw;
+        let mix = SizeMix::new(vec![MixPart { bytes: 8, weight: 1 }, MixPart { bytes: 100, weight: 1 }]).unwrap();
+        let e = Expect::sized(MessageSizes::Mix(&mix), 3);
+        for seq in 0..200u64 {
+            let len = draw(&mix, seq);
+            let mut m = vec![0u8; len];
+            payload::fill(&mut m, seq, 3);
+            assert_eq!(e.classify(&m, seq).ok(), Some(Seen::Data), "seq {seq}");
+            end_marker(&mut m, seq, 3);
+            assert_eq!(e.classify(&m, seq).ok(), Some(Seen::End), "seq {seq}");
+            // The right bytes at the other length of the mix are wrong.
+            let mut other = vec![0u8; 108 - len];
+            payload::fill(&mut other, seq, 3);
+            let err = e.classify(&other, seq).unwrap_err().to_string();
+            assert!(err.contains(&format!("{} bytes delivered, {len} sent", 108 - len)), "{err}");
         }
     }
 

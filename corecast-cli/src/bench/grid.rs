@@ -6,6 +6,7 @@ use std::time::Duration;
 use anyhow::Result;
 use corecast_bench::host::placement::{Hosts, Placement};
 use corecast_bench::host::topology::{parse_cpu_list, CpuTopology};
+use corecast_bench::mechanisms::Options;
 use corecast_bench::record::time;
 use corecast_bench::suite::{Settings, WorkloadOptions};
 use corecast_bench::transport::{Mechanism, COPY_SUFFIX};
@@ -23,6 +24,18 @@ pub struct Grid {
     /// in `+copy` does this for one mechanism.
     #[arg(long)]
     pub copy: bool,
+    /// Bytes of message data each sender of the mechanism `corecast-packed`
+    /// may have in flight (`ChannelConfig::ring_bytes`: its frame area,
+    /// where a message takes its length rounded up to 64 B; K and M
+    /// suffixes allowed, a multiple of 64). `corecast-packed` is `corecast`
+    /// (default waits) with this set and as many slots as the suite's ring
+    /// rule gives a 64-byte message, where `corecast` has slots for its
+    /// largest message and the library's default frame area (slots x the
+    /// largest message): name both (`--mechanisms corecast,corecast-packed`)
+    /// to see them side by side. Records carry `params.ring_bytes`; messages
+    /// above it (less the suite's 16-byte header) are skipped.
+    #[arg(long, default_value = "8M", value_parser = args::ring_bytes)]
+    pub ring_bytes: u64,
     #[command(flatten)]
     pub common: Common,
 }
@@ -30,12 +43,13 @@ pub struct Grid {
 impl Grid {
     /// The mechanisms asked for.
     pub fn mechanisms(&self) -> Result<Vec<Box<dyn Mechanism>>> {
-        let chosen = args::mechanisms(&self.mechanisms)?;
+        let options = Options { packed_ring_bytes: self.ring_bytes };
+        let chosen = args::mechanisms_with(&self.mechanisms, &options)?;
         if !self.copy {
             return Ok(chosen);
         }
         let copying = chosen.iter().map(|m| copying_name(m.name())).collect::<Vec<_>>();
-        args::mechanisms(&copying)
+        args::mechanisms_with(&copying, &options)
     }
 }
 

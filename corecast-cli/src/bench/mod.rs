@@ -28,7 +28,9 @@ pub enum Bench {
     /// with one comparison table (under 3 minutes); records go to
     /// ~/.local/share/corecast/results (or $CORECAST_RESULTS, or --out).
     Quick(quick::Args),
-    /// One sender, N receivers: messages/s and bytes/s of the slowest receiver.
+    /// One sender, N receivers: messages/s and bytes/s of the slowest
+    /// receiver (fixed sizes or a size mix), and for corecast's modes the
+    /// sender region's resident memory in the receivers.
     Fanout(fanout::Args),
     /// Two processes: RTT/2 median, p99 and max.
     Pingpong(pingpong::Args),

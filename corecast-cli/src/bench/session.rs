@@ -6,11 +6,14 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use corecast_bench::record::SizeMix;
 use corecast_bench::record::{rounds, Provenance, Writer};
 use corecast_bench::report::format::human;
 use corecast_bench::report::table;
 use corecast_bench::suite::runner::estimate;
-use corecast_bench::suite::{grid, run_plan, Ending, Outcome, Point, Progress, Settings, Status, WorkloadOptions};
+use corecast_bench::suite::{
+    grid_with_mixes, run_plan, Ending, Outcome, Point, Progress, Settings, Status, WorkloadOptions,
+};
 use corecast_bench::transport::Mechanism;
 use corecast_bench::workloads::registry::describe_point;
 use corecast_bench::workloads::Workload;
@@ -151,9 +154,22 @@ pub fn run_grid(
     timing: (Duration, usize),
     options: WorkloadOptions,
 ) -> Result<ExitCode> {
+    run_grid_with_mixes(workload, g, counts, (sizes, &[]), timing, options)
+}
+
+/// [`run_grid`] with size mixes beside the sizes (`sizes.1`: at each
+/// count, a point per mix after the fixed sizes `sizes.0`).
+pub fn run_grid_with_mixes(
+    workload: &dyn Workload,
+    g: &Grid,
+    counts: &[usize],
+    sizes: (&[usize], &[SizeMix]),
+    timing: (Duration, usize),
+    options: WorkloadOptions,
+) -> Result<ExitCode> {
     let mechs = g.mechanisms()?;
     let (rounds, per_round) = g.common.rounds_for(timing.1);
     let settings = g.common.settings(timing.0, per_round, options)?;
-    let plan = grid(workload, &names(&mechs), counts, sizes);
+    let plan = grid_with_mixes(workload, &names(&mechs), counts, sizes.0, sizes.1);
     execute(&plan, &mechs, &settings, rounds, &g.common.out_path(workload.name()))
 }

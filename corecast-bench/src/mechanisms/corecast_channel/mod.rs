@@ -17,7 +17,9 @@
 //! message, so none is missed.
 //!
 //! Two ways in, the same channels: the Rust API ([`Native`]: `corecast`,
-//! `corecast-spin`, `corecast-sleep`, `corecast-nap`) and the C API ([`CApi`]:
+//! `corecast-spin`, `corecast-sleep`, `corecast-nap`, and `corecast-packed`,
+//! whose senders' messages are packed by length into a frame area of a
+//! set size, `ChannelConfig::ring_bytes`) and the C API ([`CApi`]:
 //! `corecast-c`, calling the very functions a C program calls), so the
 //! tables show what the C boundary costs.
 
@@ -90,6 +92,10 @@ pub struct Corecast<A> {
     /// Bridges send each message at once (`corecast bridge --latency`)
     /// rather than batching what queues behind a busy link.
     bridge_latency: bool,
+    /// `ChannelConfig::ring_bytes`: each sender's frame area, messages
+    /// packed in it by their length, with slots for the smallest frame;
+    /// `None`: the library's default (slots x the largest message).
+    ring_bytes: Option<u64>,
     api: PhantomData<fn() -> A>,
 }
 
@@ -102,6 +108,7 @@ impl Corecast<Native> {
         delivery: Delivery::Direct,
         bridged: false,
         bridge_latency: false,
+        ring_bytes: None,
         api: PhantomData,
     };
     /// Busy-polling endpoints.
@@ -112,6 +119,7 @@ impl Corecast<Native> {
         delivery: Delivery::Direct,
         bridged: false,
         bridge_latency: false,
+        ring_bytes: None,
         api: PhantomData,
     };
     /// Endpoints that sleep on a futex at once.
@@ -122,6 +130,7 @@ impl Corecast<Native> {
         delivery: Delivery::Direct,
         bridged: false,
         bridge_latency: false,
+        ring_bytes: None,
         api: PhantomData,
     };
     /// Endpoints that poll and nap, never sleeping on a futex: the
@@ -133,6 +142,7 @@ impl Corecast<Native> {
         delivery: Delivery::Direct,
         bridged: false,
         bridge_latency: false,
+        ring_bytes: None,
         api: PhantomData,
     };
     /// Non-equivocating channels (a trusted copier between senders and
@@ -144,8 +154,33 @@ impl Corecast<Native> {
         delivery: Delivery::NonEquivocating,
         bridged: false,
         bridge_latency: false,
+        ring_bytes: None,
         api: PhantomData,
     };
+}
+
+impl Corecast<Native> {
+    /// The frame area `corecast-packed` has unless told otherwise.
+    pub const DEFAULT_PACKED_RING_BYTES: u64 = 8 << 20;
+
+    /// Default waits, each sender's messages packed by their length into a
+    /// frame area of `ring_bytes` (a multiple of 64): the same channel with
+    /// `ChannelConfig::ring_bytes` set, and as many slots as the suite's
+    /// ring rule gives the smallest frame. Messages above `ring_bytes` less
+    /// the suite's header are above its limit.
+    pub const fn packed(ring_bytes: u64) -> Corecast<Native> {
+        Corecast {
+            name: "corecast-packed",
+            describe: "corecast channels, default waiting, each sender's messages packed by length into a frame area \
+                       of --ring-bytes (default 8 MiB) with slots for the smallest frame",
+            wait: DEFAULT_WAIT,
+            delivery: Delivery::Direct,
+            bridged: false,
+            bridge_latency: false,
+            ring_bytes: Some(ring_bytes),
+            api: PhantomData,
+        }
+    }
 }
 
 impl Corecast<Native> {
@@ -161,6 +196,7 @@ impl Corecast<Native> {
         delivery: Delivery::Direct,
         bridged: true,
         bridge_latency: false,
+        ring_bytes: None,
         api: PhantomData,
     };
     /// The same with bridges in latency mode (`--latency`: each message
@@ -173,6 +209,7 @@ impl Corecast<Native> {
         delivery: Delivery::Direct,
         bridged: true,
         bridge_latency: true,
+        ring_bytes: None,
         api: PhantomData,
     };
 }
@@ -186,6 +223,7 @@ impl Corecast<CApi> {
         delivery: Delivery::Direct,
         bridged: false,
         bridge_latency: false,
+        ring_bytes: None,
         api: PhantomData,
     };
 }
@@ -203,6 +241,14 @@ fn slots_for(bytes: usize) -> u32 {
     crate::mechanisms::ring_size::slots(bytes) as u32
 }
 
+/// The least a message occupies in a sender's frame area: its length
+/// rounded up to this (the library's frame, a cache line).
+const FRAME: usize = 64;
+
+/// The name of a sender region's memfd, as the library creates it
+/// (`corecast/src/sender`): what receivers map.
+const SENDER_MEMFD: &str = "corecast-sender";
+
 impl<A: Api> Mechanism for Corecast<A> {
     fn name(&self) -> &'static str {
         self.name
@@ -213,7 +259,8 @@ impl<A: Api> Mechanism for Corecast<A> {
     }
 
     fn max_message_bytes(&self) -> Option<usize> {
-        Some((64 << 20) - HEADER)
+        let channel_max = (64 << 20) - HEADER;
+        Some(self.ring_bytes.map_or(channel_max, |r| channel_max.min((r as usize).saturating_sub(HEADER))))
     }
 
     fn lends_memory(&self) -> bool {
@@ -225,7 +272,18 @@ impl<A: Api> Mechanism for Corecast<A> {
     }
 
     fn ring_slots(&self, message_bytes: usize) -> Option<usize> {
-        Some(slots_for(message_bytes + HEADER) as usize)
+        Some(self.geometry(message_bytes).0 as usize)
+    }
+
+    fn ring_bytes(&self, message_bytes: usize) -> Option<u64> {
+        let (slots, ring_bytes) = self.geometry(message_bytes);
+        // The library's default when none is set: `slots` frames of the
+        // largest message (`ChannelConfig::ring_bytes`).
+        Some(ring_bytes.unwrap_or(u64::from(slots) * (message_bytes + HEADER).next_multiple_of(FRAME) as u64))
+    }
+
+    fn sender_region_memfd(&self) -> Option<&'static str> {
+        Some(SENDER_MEMFD)
     }
 
     fn needs_hosts(&self) -> bool {
@@ -281,11 +339,25 @@ impl<A: Api> Mechanism for Corecast<A> {
 }
 
 impl<A> Corecast<A> {
+    /// Slots and `ring_bytes` of the channels for messages of up to
+    /// `message_bytes`: by default the suite's ring rule for the largest
+    /// message and the library's default frame area; with `ring_bytes`
+    /// set, the rule for the smallest frame (so small messages can fill
+    /// the area as the slots of the default fill it at the largest size).
+    fn geometry(&self, message_bytes: usize) -> (u32, Option<u64>) {
+        match self.ring_bytes {
+            None => (slots_for(message_bytes + HEADER), None),
+            Some(r) => (slots_for(FRAME), Some(r)),
+        }
+    }
+
     /// Every channel's properties but its member counts.
     fn config(&self, topology: &Topology) -> ChannelConfig {
         let bytes = topology.max_message_bytes + HEADER;
+        let (slots, ring_bytes) = self.geometry(topology.max_message_bytes);
         ChannelConfig {
-            slots: slots_for(bytes),
+            slots,
+            ring_bytes,
             max_message_bytes: bytes as u32,
             mode: 0o600,
             // The suite measures; a slow receiver is not a fault here.
