@@ -173,8 +173,8 @@ impl Geometry {
     }
 
     /// What a probe checks a slot header against.
-    pub(crate) fn bounds(&self) -> crate::ring::Bounds {
-        crate::ring::Bounds { slots: u64::from(self.slots), max_message: self.max_message, units: self.frame_units() }
+    pub(crate) fn bounds(&self) -> Bounds {
+        Bounds { slots: u64::from(self.slots), max_message: self.max_message, units: self.frame_units() }
     }
 
     pub(crate) fn sender_region_bytes(&self) -> usize {
@@ -189,6 +189,18 @@ impl Geometry {
     pub(crate) fn sequencer_bytes(&self) -> usize {
         std::mem::size_of::<SequencerHeader>()
     }
+}
+
+/// What a slot header may say, from the channel's validated geometry (never
+/// from the region it describes): what `ring::probe` checks it against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Bounds {
+    /// Ring length R, a power of two.
+    pub(crate) slots: u64,
+    /// Largest message.
+    pub(crate) max_message: u32,
+    /// The frame area's length in units.
+    pub(crate) units: u32,
 }
 
 /// Membership region header. Single writer: the keeper.

@@ -21,6 +21,7 @@
 //! Stamps: `(S + 1) << 2 | kind`, so zero means "never written" and a slot
 //! can be told apart from the slot's earlier and later occupants.
 
+pub(crate) use crate::layout::Bounds;
 use crate::layout::{Cursor, SlotHeader};
 use crate::sync::{AtomicU64, Ordering};
 
@@ -58,18 +59,6 @@ impl Frame {
     pub(crate) fn offset(self) -> usize {
         self.at as usize * crate::layout::FRAME
     }
-}
-
-/// What a slot header may say, from the channel's validated geometry (never
-/// from the region it describes).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Bounds {
-    /// Ring length R, a power of two.
-    pub(crate) slots: u64,
-    /// Largest message.
-    pub(crate) max_message: u32,
-    /// The frame area's length in units.
-    pub(crate) units: u32,
 }
 
 /// What a slot says about number `seq`.
@@ -600,6 +589,7 @@ mod probe_tests {
 #[cfg(all(test, loom))]
 mod loom_model {
     use super::*;
+    pub(crate) use crate::layout::Bounds;
     use crate::layout::{Cursor, SlotHeader};
     use crate::sync::AtomicU32;
     use loom::cell::UnsafeCell;
