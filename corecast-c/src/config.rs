@@ -174,6 +174,19 @@ pub unsafe extern "C" fn corecast_config_set_ring_bytes(config: *mut corecast_co
     unsafe { set(config, |c| c.ring_bytes = (bytes != 0).then_some(bytes)) }
 }
 
+/// How many of the last published messages are kept for receivers that
+/// join later and ask for them (`corecast_receiver_open_with`): 0 (the
+/// default) to slots - max senders (checked at create).
+///
+/// # Safety
+/// `config` is NULL or a handle this library returned (of any type, open or
+/// closed).
+#[no_mangle]
+pub unsafe extern "C" fn corecast_config_set_history(config: *mut corecast_config_t, history: u32) -> corecast_status {
+    // SAFETY: `# Safety` is `set`'s contract.
+    unsafe { set(config, |c| c.history = history) }
+}
+
 /// Most senders attached at once, 1 to 64 (checked at create).
 ///
 /// # Safety

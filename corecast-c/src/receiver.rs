@@ -5,7 +5,7 @@ use std::os::fd::AsRawFd;
 use std::ptr::NonNull;
 use std::time::Duration;
 
-use corecast::{Message, Receiver, RecvError};
+use corecast::{Message, Receiver, ReceiverOptions, RecvError, Start};
 
 use crate::channel::corecast_channel_t;
 use crate::config::{nap_strategy, wait_strategy};
@@ -55,6 +55,60 @@ impl Drop for ReceiverState {
         // SAFETY: `receiver` came from `Box::leak` in `new` and nothing
         // refers to it any more (the message was dropped above).
         drop(unsafe { Box::from_raw(self.receiver.as_ptr()) });
+    }
+}
+
+/// Where `corecast_receiver_open_with` starts a receiver.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum corecast_start {
+    /// With the next message published after it joined.
+    CORECAST_START_NEXT = 0,
+    /// With the last message published before it joined (the channel's
+    /// history, `corecast_config_set_history`); else as NEXT.
+    CORECAST_START_LATEST = 1,
+    /// With the oldest message the channel's history keeps; else as NEXT.
+    CORECAST_START_OLDEST = 2,
+}
+
+/// Like `corecast_receiver_open`, starting at `start` (a `corecast_start`:
+/// `CORECAST_INVALID_ARGUMENT` for any other value) and, if `lossy` is
+/// nonzero, as a lossy receiver: no sender ever waits for it, and when
+/// senders lap it its next receive returns `CORECAST_OVERRUN` (the message
+/// says how many numbers it missed) before it goes on from the oldest
+/// message still in the ring.
+///
+/// # Safety
+/// `channel` is NULL or a handle this library returned (of any type, open
+/// or closed); `out` is NULL or valid and aligned for writing a handle.
+#[no_mangle]
+pub unsafe extern "C" fn corecast_receiver_open_with(
+    channel: *mut corecast_channel_t,
+    start: c_int,
+    lossy: c_int,
+    out: *mut *mut corecast_receiver_t,
+) -> corecast_status {
+    let start = match start {
+        0 => Start::Next,
+        1 => Start::Latest,
+        2 => Start::Oldest,
+        _ => {
+            return handle::guarded(|| {
+                fail(CORECAST_INVALID_ARGUMENT, format!("start {start} is not a corecast_start"))
+            })
+        }
+    };
+    let options = ReceiverOptions { start, lossy: lossy != 0, ..ReceiverOptions::default() };
+    // SAFETY: `# Safety` gives `with` its handle and `put` its
+    // out-parameter.
+    unsafe {
+        handle::with(channel, |c| {
+            tri!(handle::require(out, "out"));
+            match c.receiver_with_options(options) {
+                Ok(r) => put(out, "out", handle::leak(ReceiverState::new(r))),
+                Err(e) => status::channel(e),
+            }
+        })
     }
 }
 

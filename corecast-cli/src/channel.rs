@@ -98,6 +98,10 @@ pub struct CreateArgs {
     /// room for `slots` largest messages.
     #[arg(long, value_parser = crate::args::size)]
     ring_bytes: Option<usize>,
+    /// How many of the last messages are kept for receivers that join later
+    /// and ask for them (`Start::Latest`/`Oldest`): 0 to slots - senders.
+    #[arg(long, default_value_t = 0)]
+    history: u32,
     /// Most senders attached at once.
     #[arg(long, default_value_t = ChannelConfig::default().max_senders)]
     senders: u32,
@@ -133,6 +137,7 @@ fn create(a: CreateArgs) -> Result<ExitCode> {
         slots: a.slots,
         max_message_bytes,
         ring_bytes: a.ring_bytes.map(|b| b as u64),
+        history: a.history,
         max_senders: a.senders,
         max_receivers: a.receivers,
         mode,
@@ -271,7 +276,11 @@ pub fn render(s: &ChannelStatus, rate: Option<f64>) -> String {
     );
     for m in &s.members {
         let opt = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
-        let role = if m.member.is_sender { "sender" } else { "receiver" };
+        let role = match (m.member.is_sender, m.member.lossy) {
+            (true, _) => "sender",
+            (false, true) => "lossy",
+            (false, false) => "receiver",
+        };
         let unread =
             m.unread_for.map_or("-".to_string(), |d| format!("{d:.0?}{}", if d >= late { " LATE" } else { "" }));
         let _ = writeln!(
@@ -316,6 +325,7 @@ pub fn to_json(s: &ChannelStatus) -> Value {
         .map(|m| {
             json!({
                 "role": if m.member.is_sender { "sender" } else { "receiver" },
+                "lossy": m.member.lossy,
                 "index": m.member.index,
                 "pid": m.member.pid,
                 "process": m.member.process,

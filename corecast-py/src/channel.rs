@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use corecast::{ChannelConfig, Delivery, OpenOptions};
+use corecast::{ChannelConfig, Delivery, OpenOptions, ReceiverOptions, Start};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -35,6 +35,7 @@ fn config_dict<'py>(py: Python<'py>, c: &ChannelConfig) -> PyResult<Bound<'py, P
     d.set_item("slots", c.slots)?;
     d.set_item("max_message", c.max_message_bytes)?;
     d.set_item("ring_bytes", c.ring_bytes)?;
+    d.set_item("history", c.history)?;
     d.set_item("senders", c.max_senders)?;
     d.set_item("receivers", c.max_receivers)?;
     d.set_item("mode", c.mode)?;
@@ -53,7 +54,9 @@ impl Channel {
 impl Channel {
     /// Creates a channel named `name` (and its keeper). `ring_bytes`: each
     /// sender's memory for message data (a message takes its length rounded
-    /// up to 64; default: `slots` largest messages). `deadline`: seconds
+    /// up to 64; default: `slots` largest messages). `history`: how many
+    /// of the last messages are kept for receivers that join later
+    /// (`receiver(start="latest")`). `deadline`: seconds
     /// a receiver may hold a blocked sender back before senders are told
     /// (`None`: forever). Raises `AlreadyExists` if a live channel has the
     /// name.
@@ -63,6 +66,7 @@ impl Channel {
         slots = defaults().slots,
         max_message = defaults().max_message_bytes,
         ring_bytes = None,
+        history = 0,
         senders = defaults().max_senders,
         receivers = defaults().max_receivers,
         mode = defaults().mode,
@@ -76,6 +80,7 @@ impl Channel {
         slots: u32,
         max_message: u32,
         ring_bytes: Option<u64>,
+        history: u32,
         senders: u32,
         receivers: u32,
         mode: u32,
@@ -88,6 +93,7 @@ impl Channel {
             slots,
             max_message_bytes: max_message,
             ring_bytes,
+            history,
             max_senders: senders,
             max_receivers: receivers,
             mode,
@@ -123,10 +129,26 @@ impl Channel {
         Ok(Sender::new(tx))
     }
 
-    /// Attaches a receiver: it gets every message sent from now on.
-    fn receiver(&self, py: Python<'_>) -> PyResult<Receiver> {
+    /// Attaches a receiver. `start`: `"next"` (every message sent from now
+    /// on), `"latest"` or `"oldest"` (from the last, or the oldest, of the
+    /// messages the channel's `history` keeps). `lossy`: no sender ever
+    /// waits for it; lapped, its next receive raises `Overrun` (with `lost`)
+    /// and it goes on from the oldest message still in the ring.
+    #[pyo3(signature = (*, start = "next", lossy = false))]
+    fn receiver(&self, py: Python<'_>, start: &str, lossy: bool) -> PyResult<Receiver> {
+        let start = match start {
+            "next" => Start::Next,
+            "latest" => Start::Latest,
+            "oldest" => Start::Oldest,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "start is {other:?}: use \"next\", \"latest\" or \"oldest\""
+                )))
+            }
+        };
         let chan = self.get()?;
-        let rx = py.detach(|| chan.receiver()).map_err(|e| errors::channel(py, e))?;
+        let options = ReceiverOptions { start, lossy, ..ReceiverOptions::default() };
+        let rx = py.detach(|| chan.receiver_with_options(options)).map_err(|e| errors::channel(py, e))?;
         Ok(Receiver::new(rx))
     }
 
@@ -183,6 +205,7 @@ impl Channel {
                 md.set_item("lag", m.lag)?;
                 md.set_item("unread_for", m.unread_for.map(seconds))?;
                 md.set_item("voided", m.voided)?;
+                md.set_item("lossy", m.member.lossy)?;
                 md.set_item("bytes_in_use", m.bytes_in_use)?;
                 Ok(md)
             })

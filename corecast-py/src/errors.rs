@@ -38,7 +38,7 @@ errors! {
     Excluded: "The keeper excluded this sender for breaking the protocol.",
     OwnerOnly: "Only the channel's owner (or root) may do this.",
     BufferTooSmall: "The buffer is smaller than the message (`needed`); nothing was consumed.",
-    Overrun: "Messages this receiver had not read were overwritten (`expected`).",
+    Overrun: "Messages this receiver had not read were overwritten (`lost` from `expected`).",
     Contested: "Two senders published one number (`seq`); it is passed over.",
     InvalidName: "The channel name is not valid.",
     InvalidConfig: "A channel property is out of range.",
@@ -132,7 +132,9 @@ pub(crate) fn recv(py: Python<'_>, e: RecvError) -> PyErr {
         RecvError::Timeout => raise::<Timeout>(py, s, &[]),
         RecvError::AllSendersGone => raise::<AllSendersGone>(py, s, &[]),
         RecvError::BufferTooSmall { needed } => raise::<BufferTooSmall>(py, s, &[("needed", obj(py, needed))]),
-        RecvError::Overrun { expected } => raise::<Overrun>(py, s, &[("expected", obj(py, expected))]),
+        RecvError::Overrun { expected, lost } => {
+            raise::<Overrun>(py, s, &[("expected", obj(py, expected)), ("lost", obj(py, lost))])
+        }
         RecvError::Gap { first, last } => raise::<Gap>(py, s, &[("first", obj(py, first)), ("last", obj(py, last))]),
         RecvError::Destroyed => raise::<Destroyed>(py, s, &[]),
         RecvError::Evicted => raise::<Evicted>(py, s, &[]),

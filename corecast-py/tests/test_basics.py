@@ -196,3 +196,33 @@ def test_destroy_tells_endpoints(name):
     ch.destroy()
     with pytest.raises(corecast.Destroyed):
         rx.recv(timeout=60)
+
+
+def test_history_and_lossy_receivers(name):
+    with corecast.Channel.create(name, slots=8, max_message=64, history=4) as ch:
+        assert ch.config["history"] == 4
+        tx = ch.sender()
+        for i in range(10):
+            tx.send(bytes([i]))
+        oldest = ch.receiver(start="oldest")
+        assert [oldest.recv() for _ in range(4)] == [bytes([i]) for i in range(6, 10)]
+        latest = ch.receiver(start="latest")
+        assert latest.recv() == bytes([9])
+        with pytest.raises(ValueError):
+            ch.receiver(start="first")
+        oldest.close()  # receivers the sender waits for: gone
+        latest.close()
+        lossy = ch.receiver(lossy=True)
+        assert [m["lossy"] for m in ch.inspect()["members"] if m["kind"] == "receiver"].count(True) == 1
+        for i in range(20):  # never waits for the lossy receiver
+            tx.try_send(bytes([i]))
+        with pytest.raises(corecast.Overrun) as e:
+            lossy.recv()
+        assert e.value.lost > 0 and e.value.expected == 10
+        got = []
+        while True:
+            try:
+                got.append(lossy.try_recv())
+            except corecast.WouldBlock:
+                break
+        assert e.value.lost + len(got) == 20

@@ -227,6 +227,7 @@ impl RoundPlan {
             slots,
             max_message_bytes: max_bytes,
             ring_bytes: None,
+            history: 0,
             max_senders: (n_tx + usize::from(hostile)) as u32 + rng.range(0, 2) as u32,
             max_receivers: (n_rx + n_late) as u32 + rng.range(0, 2) as u32,
             mode: 0o600,

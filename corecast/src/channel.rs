@@ -7,12 +7,13 @@ use crate::error::ChannelError;
 use crate::identity::PidsHere;
 use crate::keeper::Kind;
 use crate::layout::{
-    frame_bytes, Geometry, KIND_BROADCAST, STATE_DEAD, STATE_EVICTED, STATE_FREE, STATE_LEFT, STATE_LIVE,
+    frame_bytes, Geometry, KIND_BROADCAST, RECEIVER_LOSSY, STATE_DEAD, STATE_EVICTED, STATE_FREE, STATE_LEFT,
+    STATE_LIVE,
 };
 use crate::link::{channel_dir, check_dir, feed_path, path_of, Link};
 use crate::options::OpenOptions;
 use crate::proto::Op;
-use crate::receiver::Receiver;
+use crate::receiver::{Receiver, ReceiverOptions};
 use crate::region::{ReceiverRegion, SenderRegion};
 use crate::ring::{self, Probe};
 use crate::sender::Sender;
@@ -58,6 +59,13 @@ pub struct ChannelConfig {
     /// carry rare large messages beside many small ones: a sender waits
     /// (back-pressure) when either its slots or its bytes run out.
     pub ring_bytes: Option<u64>,
+    /// How many of the last published numbers are kept for receivers that
+    /// join later and ask for them ([`Start::Latest`], [`Start::Oldest`]):
+    /// 0 (the default) to `slots - max_senders`. With a `ring_bytes` below
+    /// `slots` largest messages, the frame area must hold `history + 1` of
+    /// them. Keeping them costs senders nothing: a ring never overwrites a
+    /// number before `slots` more were claimed.
+    pub history: u32,
     /// Most senders attached at once (1 to 64).
     pub max_senders: u32,
     /// Most receivers attached at once (1 to 64).
@@ -79,6 +87,7 @@ impl Default for ChannelConfig {
             slots: 256,
             max_message_bytes: 4096,
             ring_bytes: None,
+            history: 0,
             max_senders: 4,
             max_receivers: 16,
             mode: 0o600,
@@ -95,6 +104,8 @@ impl ChannelConfig {
             max_message: self.max_message_bytes,
             max_senders: self.max_senders,
             max_receivers: self.max_receivers,
+            history: self.history,
+            _reserved: 0,
             ring_bytes: self.ring_bytes.unwrap_or(Geometry::ring_bytes_for(self.slots, self.max_message_bytes)),
         }
     }
@@ -115,6 +126,8 @@ pub struct MemberInfo {
     /// its pidfd, Linux 6.9 and later; 0 where the kernel has none): what
     /// tells two members apart across containers.
     pub process: u64,
+    /// Receivers: no sender waits for it ([`ReceiverOptions::lossy`]).
+    pub lossy: bool,
     /// `"live"`, `"left"`, `"dead"`, `"evicted"` (a receiver a sender
     /// evicted) or `"excluded"` (a sender that corrupted its own region).
     pub state: &'static str,
@@ -282,7 +295,31 @@ impl Channel {
 
     /// Attaches a new receiver that waits with `wait`.
     pub fn receiver_with(&self, wait: WaitStrategy) -> Result<Receiver, ChannelError> {
-        Receiver::open(Link::connect(&self.link.name, &self.link.options)?, wait)
+        self.receiver_with_options(ReceiverOptions { wait, ..ReceiverOptions::default() })
+    }
+
+    /// Attaches a new receiver as `options` say: where it starts (the
+    /// channel's history), whether senders wait for it (lossy), how it waits.
+    ///
+    /// ```
+    /// use corecast::{Channel, ChannelConfig, ReceiverOptions, Start};
+    ///
+    /// let config = ChannelConfig { history: 4, ..ChannelConfig::default() };
+    /// let chan = Channel::create(&format!("doc-history-{}", std::process::id()), &config)?;
+    /// let mut tx = chan.sender()?;
+    /// for i in 0..10u8 {
+    ///     tx.send(&[i])?;
+    /// }
+    /// let latest = ReceiverOptions { start: Start::Latest, ..ReceiverOptions::default() };
+    /// let mut rx = chan.receiver_with_options(latest)?;
+    /// assert_eq!(&rx.recv_in_place()?[..], &[9]);
+    /// let oldest = ReceiverOptions { start: Start::Oldest, lossy: true, ..ReceiverOptions::default() };
+    /// let mut monitor = chan.receiver_with_options(oldest)?;
+    /// assert_eq!(&monitor.recv_in_place()?[..], &[6]); // the last 4: 6, 7, 8, 9
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn receiver_with_options(&self, options: ReceiverOptions) -> Result<Receiver, ChannelError> {
+        Receiver::open(Link::connect(&self.link.name, &self.link.options)?, options)
     }
 
     /// The channel's name.
@@ -298,6 +335,7 @@ impl Channel {
             slots: g.slots,
             max_message_bytes: g.max_message,
             ring_bytes: Some(g.ring_bytes),
+            history: g.history,
             max_senders: self.senders_side().geometry.max_senders,
             max_receivers: g.max_receivers,
             delivery: self.delivery(),
@@ -371,7 +409,8 @@ impl Channel {
                     true => senders_here.pid(index, e),
                     false => receivers_here.pid(m.geometry.max_senders as usize + index, e),
                 };
-                Some(MemberInfo { is_sender, index, pid, process: e.process.load(Ordering::Relaxed), state })
+                let lossy = !is_sender && e.kind.load(Ordering::Relaxed) == RECEIVER_LOSSY;
+                Some(MemberInfo { is_sender, index, pid, process: e.process.load(Ordering::Relaxed), state, lossy })
             })
             .collect()
     }

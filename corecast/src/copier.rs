@@ -27,6 +27,7 @@ use crate::link::{feed_name, Link};
 use crate::options::OpenOptions;
 use crate::proto::Op;
 use crate::receiver::Receiver;
+use crate::receiver::ReceiverOptions;
 use crate::sender::Sender;
 use crate::wait::WaitStrategy;
 
@@ -63,7 +64,7 @@ impl Plan {
         let options = OpenOptions::default();
         let feed =
             bind_and_start(&name, self.feed.clone(), self.geometry, self.deadline_ms, self.mode, kind, &options)?;
-        let rx = Receiver::open(Link::connect_at(&name, &self.feed, &options)?, WaitStrategy::default())?;
+        let rx = Receiver::open(Link::connect_at(&name, &self.feed, &options)?, ReceiverOptions::default())?;
         let tx = Sender::open(Link::connect(&self.name, &options)?, WaitStrategy::default())?;
         Ok((feed, rx, tx))
     }

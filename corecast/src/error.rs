@@ -194,11 +194,17 @@ pub enum RecvError {
         /// The message's length in bytes.
         needed: usize,
     },
-    /// Messages this receiver had not read were overwritten: it was evicted
-    /// or declared dead and the senders moved on without it.
+    /// Messages this receiver had not read were overwritten: it is lossy
+    /// (senders never wait for it) and they lapped it, or it was evicted or
+    /// declared dead and the senders moved on without it. A lossy receiver
+    /// goes on from the oldest message still in the ring: `lost` numbers
+    /// from `expected` were passed over (each a message, unless a sender
+    /// dropped a loan under that number).
     Overrun {
-        /// The sequence number the receiver expected.
+        /// The first number the receiver did not get.
         expected: u64,
+        /// How many numbers it did not get, from `expected` on.
+        lost: u64,
     },
     /// Messages were lost upstream of this channel, which relays another
     /// host's channel (a bridge): numbers `first..=last` of that channel
@@ -325,9 +331,11 @@ impl fmt::Display for RecvError {
                 write!(f, "messages {first}..={last} were lost upstream (reported by a bridge)")
             }
             Self::BufferTooSmall { needed } => write!(f, "the buffer is too small: the message has {needed} bytes"),
-            Self::Overrun { expected } => {
-                write!(f, "message {expected} was overwritten before this receiver read it (evicted or declared dead)")
-            }
+            Self::Overrun { expected, lost } => write!(
+                f,
+                "{lost} message(s) from number {expected} were overwritten before this receiver read them \
+                 (lossy and lapped, evicted or declared dead)"
+            ),
             Self::Destroyed => write!(f, "the channel was destroyed"),
             Self::Evicted => write!(f, "this receiver was evicted for falling behind past the channel's deadline"),
             Self::KeeperGone => write!(f, "the channel's keeper process is gone and every published message was read"),

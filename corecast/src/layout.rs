@@ -18,8 +18,9 @@ use crate::sync::{AtomicU32, AtomicU64};
 
 /// Bumped whenever any region's layout or the meaning of a shared word
 /// changes (7: a sender region is a table of slot headers and an area of
-/// frames, each message in its own frame of its own length).
-pub(crate) const LAYOUT_VERSION: u32 = 7;
+/// frames, each message in its own frame of its own length; 8: the geometry
+/// keeps a history, receivers have a kind).
+pub(crate) const LAYOUT_VERSION: u32 = 8;
 /// Alignment and padding unit for hot fields.
 pub(crate) const LINE: usize = 128;
 
@@ -44,6 +45,10 @@ pub(crate) struct Geometry {
     pub(crate) max_message: u32,
     pub(crate) max_senders: u32,
     pub(crate) max_receivers: u32,
+    /// The last `history` numbers are kept for receivers that join
+    /// (`Start::Latest`, `Start::Oldest`); at most `slots - max_senders`.
+    pub(crate) history: u32,
+    pub(crate) _reserved: u32,
     /// Bytes of each sender region's frame area, a multiple of [`FRAME`]
     /// and at least one largest frame.
     pub(crate) ring_bytes: u64,
@@ -94,6 +99,15 @@ pub enum GeometryError {
         /// The value given.
         count: u32,
     },
+    /// History: at most `slots - max_senders` numbers kept, and, in a
+    /// frame area smaller than a largest frame per slot, room for
+    /// `history + max_senders + 2` largest frames.
+    History {
+        /// The value given.
+        history: u32,
+        /// The frame area it needs (0: the frame area is not what limits it).
+        ring_bytes_needed: u64,
+    },
     /// A sender region (slot table and frame area) above 16 GiB.
     RegionTooLarge {
         /// The bytes one sender's region would need.
@@ -110,6 +124,14 @@ impl std::fmt::Display for GeometryError {
                 write!(f, "ring bytes is {bytes}: use a multiple of {FRAME} of at least {min} (the largest frame)")
             }
             Self::Members { role, count } => write!(f, "max {role} is {count}: use 1 to {MAX_MEMBERS}"),
+            Self::History { history, ring_bytes_needed: 0 } => {
+                write!(f, "history is {history}: keep at most slots - max senders numbers")
+            }
+            Self::History { history, ring_bytes_needed } => write!(
+                f,
+                "history is {history}: a frame area of {ring_bytes_needed} bytes \
+                 (history + max senders + 2 largest frames) at least"
+            ),
             Self::RegionTooLarge { bytes } => {
                 write!(f, "a sender region of this shape needs {bytes} bytes, more than {MAX_REGION_BYTES}")
             }
@@ -143,6 +165,17 @@ impl Geometry {
             if count == 0 || count > MAX_MEMBERS {
                 return Err(GeometryError::Members { role, count });
             }
+        }
+        // A packed area keeps the frames of the last `history` numbers, and
+        // as many more as senders may claim before they see a receiver
+        // join, with room for two largest frames besides: wherever those
+        // lie, one of the two free stretches holds a largest frame.
+        let packed = self.ring_bytes < Self::ring_bytes_for(self.slots, self.max_message);
+        let frames_needed = u64::from(self.history) + u64::from(self.max_senders) + 2;
+        let needs = if packed && self.history > 0 { min.saturating_mul(frames_needed) } else { 0 };
+        if self.history > self.slots.saturating_sub(self.max_senders) || self.ring_bytes < needs || self._reserved != 0
+        {
+            return Err(GeometryError::History { history: self.history, ring_bytes_needed: needs });
         }
         let bytes = (self.frames_offset() as u64).saturating_add(self.ring_bytes);
         if bytes > MAX_REGION_BYTES {
@@ -264,9 +297,11 @@ pub(crate) const KIND_FEED: u32 = 2;
 
 pub(crate) const FLAG_DESTROYED: u32 = 1;
 /// Set (before the receiver's state changes) the first time a receiver is
-/// evicted: from then on senders mark slots as being rewritten before
-/// writing them, so an overtaken (evicted) reader can tell (`ring::begin_write`).
-pub(crate) const FLAG_EVICTED_EVER: u32 = 2;
+/// evicted or a lossy receiver joins: from then on senders mark slots as
+/// being rewritten before writing them or their frames, so an overtaken
+/// reader (evicted, or lossy and lapped) can tell (`ring::begin_write`,
+/// `ring::retire`).
+pub(crate) const FLAG_OVERTAKEN_EVER: u32 = 2;
 
 /// One member slot in the membership region. Single writer: the keeper.
 #[repr(C, align(64))]
@@ -295,7 +330,14 @@ pub(crate) struct MemberEntry {
     /// kernel has none). `pid` is the keeper's view, meaningful only in the
     /// keeper's PID namespace (and 0 for a member the keeper cannot see).
     pub(crate) process: AtomicU64,
+    /// Receivers: [`RECEIVER_LOSSY`] for a receiver no sender waits for,
+    /// else 0. Set before the state turns live.
+    pub(crate) kind: AtomicU32,
 }
+
+/// A receiver senders never wait for, never count late and never evict:
+/// lapped, it learns how many messages it missed (`RecvError::Overrun`).
+pub(crate) const RECEIVER_LOSSY: u32 = 1;
 
 pub(crate) const STATE_FREE: u32 = 0;
 pub(crate) const STATE_LIVE: u32 = 1;

@@ -106,7 +106,7 @@ pub use link::channel_dir;
 #[cfg(not(loom))]
 pub use options::OpenOptions;
 #[cfg(not(loom))]
-pub use receiver::{wait_any, Message, Receiver};
+pub use receiver::{wait_any, Message, Receiver, ReceiverOptions, Start};
 #[cfg(not(loom))]
 pub use sender::{Loan, Sender};
 #[cfg(not(loom))]

@@ -276,7 +276,12 @@ impl Link {
 
     /// One request/reply exchange with the keeper.
     pub(crate) fn call(&self, op: Op, fds: &[&OwnedFd]) -> Result<(Reply, Vec<OwnedFd>), ChannelError> {
-        call_on(&self.conn, op, 0, fds).map_err(|e| self.timed_out(e))
+        self.call_with(op, 0, fds)
+    }
+
+    /// A request with an argument and descriptors.
+    pub(crate) fn call_with(&self, op: Op, arg: u64, fds: &[&OwnedFd]) -> Result<(Reply, Vec<OwnedFd>), ChannelError> {
+        call_on(&self.conn, op, arg, fds).map_err(|e| self.timed_out(e))
     }
 
     /// A request's failure, with a timeout named as such.

@@ -147,13 +147,21 @@ impl Membership {
         self.header().generation.0.load(Ordering::SeqCst)
     }
 
+    /// Whether senders wait for receiver `i`, when it is live: not when it
+    /// is lossy. Relaxed: the keeper stores the kind before the state, and
+    /// callers read it after their Acquire (or SeqCst) load of the state.
+    #[inline]
+    pub(crate) fn waited_for(&self, i: usize) -> bool {
+        self.receiver(i).kind.load(Ordering::Relaxed) != RECEIVER_LOSSY
+    }
+
     /// Whether a receiver was ever evicted. Read after the claim: a sender
     /// that saw an eviction in its room check (Acquire on the state) sees
     /// this flag, which the keeper set before the state.
     #[inline]
-    pub(crate) fn evicted_ever(&self) -> bool {
+    pub(crate) fn overtaken_ever(&self) -> bool {
         // Acquire pairs with the keeper's (SeqCst or Release) updates of the flags.
-        self.header().flags.load(Ordering::Acquire) & FLAG_EVICTED_EVER != 0
+        self.header().flags.load(Ordering::Acquire) & FLAG_OVERTAKEN_EVER != 0
     }
 
     #[inline]
@@ -432,7 +440,15 @@ mod tests {
 
     #[test]
     fn each_invalid_region_is_named_by_a_typed_corruption() {
-        let g = Geometry { slots: 4, max_message: 64, max_senders: 2, max_receivers: 2, ring_bytes: 256 };
+        let g = Geometry {
+            slots: 4,
+            max_message: 64,
+            max_senders: 2,
+            max_receivers: 2,
+            history: 0,
+            _reserved: 0,
+            ring_bytes: 256,
+        };
         let needed = ReceiverRegion::bytes() as u64;
         assert_eq!(
             ReceiverRegion::open(views(8).1).err(),

@@ -73,6 +73,10 @@ pub(crate) enum Probe {
     Gap(Frame),
     /// Not in this slot (yet).
     Absent,
+    /// Marked as being written for `seq` by the sender that claimed it
+    /// (the first write), or retired once every receiver it waits for
+    /// passed it (`retire`): what the sender's claim word tells apart.
+    Writing,
     /// The slot holds a later number `n > seq` with `n == seq (mod R)`:
     /// `seq` was overwritten here, or never lived in this region.
     Newer(u64),
@@ -111,7 +115,7 @@ pub(crate) fn probe(slot: &SlotHeader, seq: u64, b: &Bounds) -> Result<Probe, Ba
     match st & 3 {
         KIND_PUBLISHED => published_frame(slot, seq, b).map(Probe::Ready),
         KIND_VOID => Ok(Probe::Void),
-        KIND_WRITING => Ok(Probe::Absent),
+        KIND_WRITING => Ok(Probe::Writing),
         // The two bits leave only KIND_GAP.
         _ => match published_frame(slot, seq, b)? {
             f if f.len == GAP_BYTES => Ok(Probe::Gap(f)),
@@ -209,7 +213,7 @@ pub(crate) fn still_published(slot: &SlotHeader, seq: u64, frame: Frame) -> bool
 
 /// Whether a reader's copy or view of number `seq` (published with `len`
 /// bytes in `slot`) is intact, after it read the bytes: the reader half of
-/// the seqlock, [`still_published`], paid only once `evicted_ever` (the
+/// the seqlock, [`still_published`], paid only once `overtaken_ever` (the
 /// membership's flag) says a receiver was ever evicted. Only an evicted
 /// receiver can be overtaken; the keeper sets the flag before it evicts
 /// anyone, and a sender rewrites a slot that a receiver may still hold only
@@ -221,9 +225,9 @@ pub(crate) fn still_published(slot: &SlotHeader, seq: u64, frame: Frame) -> bool
 /// check is one load of a line nobody writes, not a second look at the
 /// slot's line.
 #[inline]
-pub(crate) fn read_intact(slot: &SlotHeader, seq: u64, frame: Frame, evicted_ever: impl FnOnce() -> bool) -> bool {
+pub(crate) fn read_intact(slot: &SlotHeader, seq: u64, frame: Frame, overtaken_ever: impl FnOnce() -> bool) -> bool {
     crate::sync::fence(Ordering::Acquire);
-    !evicted_ever() || still_published(slot, seq, frame)
+    !overtaken_ever() || still_published(slot, seq, frame)
 }
 
 /// Publishes number `seq` in `slot`, its payload in `frame`. The payload
@@ -549,7 +553,7 @@ mod probe_tests {
         let frame = Frame { len, at };
         match st & 3 {
             KIND_VOID => Ok(Probe::Void),
-            KIND_WRITING => Ok(Probe::Absent),
+            KIND_WRITING => Ok(Probe::Writing),
             _ if len > b.max_message => Err(BadSlot::TooLong { seq, len, max: b.max_message }),
             _ if at > b.units || end > u64::from(b.units) * 64 => Err(BadSlot::OutOfArea { seq, at, len }),
             KIND_PUBLISHED => Ok(Probe::Ready(frame)),
@@ -668,7 +672,7 @@ mod loom_model {
                         }
                         Probe::Newer(n) => panic!("{seq} overwritten by {n} before it was read"),
                         Probe::Gap(_) => panic!("{seq}: a gap report, and this model sends none"),
-                        Probe::Void | Probe::Absent => {}
+                        Probe::Void | Probe::Absent | Probe::Writing => {}
                     }
                 }
                 loom::thread::yield_now();
@@ -762,7 +766,7 @@ mod loom_model {
     /// bytes not intact, gate included.
     #[test]
     fn a_reader_that_saw_a_rewrite_sees_the_eviction_flag() {
-        const EVICTED_EVER: u32 = 2;
+        const OVERTAKEN_EVER: u32 = 2;
         const LIVE: u32 = 1;
         const EVICTED: u32 = 4;
         // Three threads: unbounded, loom takes over a minute; each fault
@@ -778,7 +782,7 @@ mod loom_model {
             let keeper = {
                 let (flags, state) = (flags.clone(), state.clone());
                 loom::thread::spawn(move || {
-                    flags.fetch_or(EVICTED_EVER, Ordering::SeqCst);
+                    flags.fetch_or(OVERTAKEN_EVER, Ordering::SeqCst);
                     state.store(EVICTED, Ordering::SeqCst);
                 })
             };
@@ -789,7 +793,7 @@ mod loom_model {
                     if state.load(Ordering::Acquire) == LIVE {
                         return;
                     }
-                    if flags.load(Ordering::Acquire) & EVICTED_EVER != 0 {
+                    if flags.load(Ordering::Acquire) & OVERTAKEN_EVER != 0 {
                         begin_write(&slot, 1);
                     }
                     payload.store(10, Ordering::Relaxed);
@@ -799,7 +803,7 @@ mod loom_model {
                 let (flags, slot, payload) = (flags.clone(), slot.clone(), payload.clone());
                 loom::thread::spawn(move || {
                     let seen = payload.load(Ordering::Relaxed);
-                    let intact = read_intact(&slot, 0, EIGHT, || flags.load(Ordering::Acquire) & EVICTED_EVER != 0);
+                    let intact = read_intact(&slot, 0, EIGHT, || flags.load(Ordering::Acquire) & OVERTAKEN_EVER != 0);
                     assert!(seen == 0 || !intact, "a rewritten message passed as intact");
                 })
             };

@@ -403,6 +403,49 @@ mod loom_model {
         }
     }
 
+    /// A lossy reader (no sender waits for it) reads message 0 while the
+    /// sender gives message 0's frame to message 1, retiring 0's slot first
+    /// (`ring::retire`). The frame's word is an atomic here so that loom
+    /// lets the reader see either message (in the channel it is plain
+    /// memory read racily by such a reader only): a reader that saw any of
+    /// message 1 finds message 0 not intact.
+    #[test]
+    fn a_lossy_reader_racing_the_reuse_of_its_frame_never_takes_torn_bytes() {
+        loom::model(|| {
+            let slots: Arc<Vec<SlotHeader>> = Arc::new(
+                (0..2)
+                    .map(|_| SlotHeader { stamp: AtomicU64::new(0), len: AtomicU32::new(0), at: AtomicU32::new(0) })
+                    .collect(),
+            );
+            let word = Arc::new(AtomicU64::new(0));
+            let mut space = Space::new(1, 2);
+            let r = space.reserve(64, |_| false).unwrap();
+            let first = space.hold(0, r, 64);
+            ring::publish(&slots[0], 0, first, KIND_PUBLISHED);
+            let sender = {
+                let (slots, word) = (slots.clone(), word.clone());
+                loom::thread::spawn(move || {
+                    // The reader is lossy: nothing waits for it.
+                    let r = space
+                        .reserve(64, |seq| {
+                            ring::retire(&slots[seq as usize], seq);
+                            true
+                        })
+                        .unwrap();
+                    let frame = space.hold(1, r, 64);
+                    word.store(1, Ordering::Relaxed);
+                    ring::publish(&slots[1], 1, frame, KIND_PUBLISHED);
+                })
+            };
+            if let Ok(Probe::Ready(frame)) = ring::probe(&slots[0], 0, &bounds()) {
+                let seen = word.load(Ordering::Relaxed);
+                let intact = ring::read_intact(&slots[0], 0, frame, || true);
+                assert!(seen == 0 || !intact, "message 1's bytes passed as message 0's");
+            }
+            sender.join().unwrap();
+        });
+    }
+
     #[test]
     fn a_frame_is_never_rewritten_while_a_receiver_may_read_it() {
         loom::model(|| {
@@ -421,7 +464,7 @@ mod loom_model {
                 let frame = loop {
                     match ring::probe(&shared.slots[seq as usize], seq, &bounds()).unwrap() {
                         Probe::Ready(f) => break f,
-                        Probe::Absent => loom::thread::yield_now(),
+                        Probe::Absent | Probe::Writing => loom::thread::yield_now(),
                         other => panic!("message {seq}: {other:?}"),
                     }
                 };

@@ -22,6 +22,7 @@ fn cfg() -> ChannelConfig {
         slots: 16,
         max_message_bytes: 64,
         ring_bytes: None,
+        history: 0,
         max_senders: 1,
         max_receivers: 4,
         mode: 0o600,

@@ -18,6 +18,7 @@ fn cfg(slots: u32) -> ChannelConfig {
         slots,
         max_message_bytes: 8,
         ring_bytes: None,
+        history: 0,
         max_senders: 2,
         max_receivers: 2,
         mode: 0o600,

@@ -45,6 +45,7 @@ fn cfg() -> ChannelConfig {
         slots: 8,
         max_message_bytes: 48,
         ring_bytes: None,
+        history: 0,
         max_senders: 1,
         max_receivers: 2,
         mode: 0o600,

@@ -21,6 +21,7 @@ fn cfg(slots: u32, senders: u32, deadline_ms: Option<u64>) -> ChannelConfig {
         slots,
         max_message_bytes: 64,
         ring_bytes: None,
+        history: 0,
         max_senders: senders,
         max_receivers: 4,
         mode: 0o600,

@@ -20,6 +20,7 @@ fn cfg(slots: u32, senders: u32, mode: u32, delivery: Delivery) -> ChannelConfig
         slots,
         max_message_bytes: 64,
         ring_bytes: None,
+        history: 0,
         max_senders: senders,
         max_receivers: 4,
         mode,

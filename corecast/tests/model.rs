@@ -96,7 +96,7 @@ proptest! {
     #[test]
     fn channel_behaves_like_the_model(ops in proptest::collection::vec(op(), 1..120)) {
         let name = format!("{}-{}", common::unique("model"), rand_suffix());
-        let cfg = ChannelConfig { slots: SLOTS as u32, max_message_bytes: MAX as u32, ring_bytes: Some(RING_BYTES), max_senders: 2, max_receivers: 8, mode: 0o600, deadline: None, delivery: Default::default() };
+        let cfg = ChannelConfig { slots: SLOTS as u32, max_message_bytes: MAX as u32, ring_bytes: Some(RING_BYTES), history: 0, max_senders: 2, max_receivers: 8, mode: 0o600, deadline: None, delivery: Default::default() };
         let chan = Channel::create(&name, &cfg).unwrap();
         let mut senders: Vec<Sender> = (0..2).map(|_| chan.sender().unwrap()).collect();
         let mut rxs: Vec<ModelRx> = Vec::new();

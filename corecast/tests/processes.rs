@@ -15,6 +15,7 @@ fn config(slots: u32, bytes: u32, senders: u32, receivers: u32) -> ChannelConfig
         slots,
         max_message_bytes: bytes,
         ring_bytes: None,
+        history: 0,
         max_senders: senders,
         max_receivers: receivers,
         mode: 0o600,

@@ -197,6 +197,7 @@ fn config(deadline: Option<Duration>) -> ChannelConfig {
         slots: 4,
         max_message_bytes: SIZE as u32,
         ring_bytes: None,
+        history: 0,
         max_senders: 1,
         max_receivers: 1,
         mode: 0o600,

@@ -22,7 +22,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use super::Keeper;
-use crate::layout::{START_PENDING, STATE_LIVE};
+use crate::layout::{RECEIVER_LOSSY, START_PENDING, STATE_LIVE};
 use crate::ring::{self, Probe};
 use crate::sync::Ordering;
 use crate::sys::futex;
@@ -104,11 +104,13 @@ impl Keeper {
     }
 
     /// Every live receiver's cursor (its start if it has not moved), as it
-    /// wrote it; receivers still joining are left out.
+    /// wrote it; receivers still joining are left out, and lossy ones: no
+    /// sender waits for them, so they bound nothing a sender may claim.
     pub(super) fn live_cursors(&self) -> Vec<u64> {
         self.receivers
             .iter()
             .enumerate()
+            .filter(|&(i, _)| self.membership.receiver(i).kind.load(Ordering::Relaxed) != RECEIVER_LOSSY)
             .filter_map(|(i, r)| {
                 let r = r.as_ref()?;
                 // Acquire pairs with the keeper's SeqCst store of the receiver's start.
@@ -251,6 +253,10 @@ impl Keeper {
         for (i, r) in self.receivers.iter().enumerate() {
             let e = self.membership.receiver(i);
             let Some(r) = r else { continue };
+            // Never late: no sender waits for it.
+            if e.kind.load(Ordering::Relaxed) == RECEIVER_LOSSY {
+                continue;
+            }
             // Acquire pairs with the keeper's SeqCst store of the receiver's start.
             let start = e.start.load(Ordering::Acquire);
             if start == START_PENDING {

@@ -8,6 +8,7 @@ use crate::corruption::{Corruption, Region};
 use crate::error::ChannelError;
 use crate::layout::*;
 use crate::proto::{self, Reply};
+use crate::receiver::Start;
 use crate::region::{ReceiverRegion, SenderRegion};
 use crate::ring;
 use crate::sync::Ordering;
@@ -74,7 +75,16 @@ impl Keeper {
     /// entry becomes visible with a pending start and the generation is
     /// bumped *before* `next` is read for its start, so any sender that
     /// claims a number past the start has seen the new receiver.
-    pub(super) fn join_receiver(&mut self, k: usize, fd: OwnedFd, wake: OwnedFd) -> (Reply, Vec<OwnedFd>) {
+    /// A receiver joins, starting at `start` (within the channel's history)
+    /// and lossy or not.
+    pub(super) fn join_receiver(
+        &mut self,
+        k: usize,
+        fd: OwnedFd,
+        wake: OwnedFd,
+        start: Start,
+        lossy: bool,
+    ) -> (Reply, Vec<OwnedFd>) {
         let Some(i) = (0..self.receivers.len()).find(|&i| self.receivers[i].is_none()) else {
             return (Reply::status(proto::FULL), Vec::new());
         };
@@ -92,6 +102,12 @@ impl Keeper {
         e.pid.store(pid, Ordering::Relaxed);
         e.uid.store(uid, Ordering::Relaxed);
         e.process.store(self.conns[k].peer.process, Ordering::Relaxed);
+        e.kind.store(if lossy { RECEIVER_LOSSY } else { 0 }, Ordering::Relaxed);
+        if lossy {
+            // Before the state: a sender that sees this receiver live (and
+            // skips it) sees the flag, and marks what it rewrites.
+            self.membership.header().flags.fetch_or(FLAG_OVERTAKEN_EVER, Ordering::SeqCst);
+        }
         e.epoch.fetch_add(1, Ordering::Relaxed);
         e.state.store(STATE_LIVE, Ordering::SeqCst);
         self.bump();
@@ -99,9 +115,19 @@ impl Keeper {
         // start: repaired first (the receiver's own start is still pending,
         // so it does not count as a bound yet).
         // (A sender racing the repair a hundred times gets its value used.)
-        let start =
+        let next =
             // SeqCst: read in the one total order of the claims of `next` (ring::try_claim), so it is never older than a claim the reader already saw.
             (0..100).find_map(|_| self.repaired_next()).unwrap_or_else(|| self.sequencer.next().load(Ordering::SeqCst));
+        // From the history: numbers claimed before `next` keep their slots
+        // until `slots` more are claimed, and senders (held by the pending
+        // start since the bump above) claim at most one each meanwhile,
+        // which the history's bound (`slots - max_senders`) leaves room for.
+        let kept = u64::from(self.membership.geometry.history).min(next);
+        let start = match start {
+            Start::Next => next,
+            Start::Latest => next - kept.min(1),
+            Start::Oldest => next - kept,
+        };
         let e = self.membership.receiver(i);
         e.start.store(start, Ordering::SeqCst);
         self.bump();
@@ -185,7 +211,7 @@ impl Keeper {
             // Already gone or replaced: nothing to do, and not an error.
             return proto::OK;
         }
-        self.membership.header().flags.fetch_or(FLAG_EVICTED_EVER, Ordering::SeqCst);
+        self.membership.header().flags.fetch_or(FLAG_OVERTAKEN_EVER, Ordering::SeqCst);
         e.state.store(STATE_EVICTED, Ordering::SeqCst);
         // Wake it wherever it waits, so it learns at once.
         if let Some(r) = self.receivers[i].take() {

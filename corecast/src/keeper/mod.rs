@@ -29,6 +29,7 @@ use crate::error::ChannelError;
 use crate::layout::*;
 use crate::link::{identity, unlink_if};
 use crate::proto::{self, Op, Reply};
+use crate::receiver::ReceiverOptions;
 use crate::region::{Membership, ReceiverRegion, SenderRegion, Sequencer};
 use crate::ring::{self};
 use crate::sync::Ordering;
@@ -301,7 +302,10 @@ impl Keeper {
             }
             Op::JoinReceiver => {
                 let wake = fds.remove(1);
-                let (reply, _) = self.join_receiver(k, fds.remove(0), wake);
+                let Some((start, lossy)) = ReceiverOptions::from_request_arg(arg) else {
+                    return (Reply::status(proto::BAD_REQUEST), Vec::new());
+                };
+                let (reply, _) = self.join_receiver(k, fds.remove(0), wake, start, lossy);
                 // Receivers map the sequencer read-only (`receiver::decide`).
                 let out =
                     if reply.status == proto::OK { dup(&self.sequencer_fd).into_iter().collect() } else { Vec::new() };

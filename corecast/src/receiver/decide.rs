@@ -58,7 +58,9 @@ impl Receiver {
         let s = self.next;
         let g = self.link.membership.geometry;
         let bounds = g.bounds();
-        if !thorough && !self.anything_shown(s) {
+        // (A lossy receiver's number may show only a retirement mark, which
+        // `anything_shown` does not count: it always looks.)
+        if !thorough && !self.lossy && !self.anything_shown(s) {
             return Ok(Some(Found::NotYet));
         }
         if !self.decidable(s) {
@@ -95,7 +97,16 @@ impl Receiver {
                     pending |= names_s;
                     continue;
                 }
-                Ok(Probe::Absent) | Err(_) => {
+                // Marked as being written, by a sender whose claim word has
+                // moved past `s` (it committed `s`, then claimed again): the
+                // mark is a retirement, `s`'s frame was given back to a
+                // later message: a lossy reader (no sender waits for it) was
+                // lapped. (For any other, what `Absent` says below.)
+                Ok(Probe::Writing) if self.lossy && named.is_some_and(|n| n > s) => {
+                    newer = true;
+                    continue;
+                }
+                Ok(Probe::Absent | Probe::Writing) | Err(_) => {
                     pending |= names_s;
                     continue;
                 }
@@ -111,8 +122,12 @@ impl Receiver {
         }
         if published.is_none() && newer {
             // Overtaken: only an evicted receiver is (its senders moved on
-            // without it); for a live one, a region's later lap is garbage.
+            // without it), or a lossy one (they never wait for it); for any
+            // other live one, a region's later lap is garbage.
             self.check_membership()?;
+            if self.lossy {
+                return Ok(Some(Found::Overtaken));
+            }
         }
         // Claimed (rule 1) yet no region shows it or claims it: a sender
         // moved `next` past it by hand. Passed over only below the keeper's
@@ -129,7 +144,9 @@ impl Receiver {
     /// older number (`s` itself in any state, a later one, or garbage).
     fn anything_shown(&self, s: u64) -> bool {
         let g = self.link.membership.geometry;
-        self.senders.mapped().any(|(_, p)| !matches!(ring::probe(p.region.slot(s), s, &g.bounds()), Ok(Probe::Absent)))
+        self.senders
+            .mapped()
+            .any(|(_, p)| !matches!(ring::probe(p.region.slot(s), s, &g.bounds()), Ok(Probe::Absent | Probe::Writing)))
     }
 
     /// Rule 1: `s` was claimed (`next` is past it, not locked) and this

@@ -62,7 +62,11 @@ impl Message<'_> {
     /// (Dropping a message whose slot changed also makes the receiver's
     /// next call fail with `Evicted`, so nothing is ever lost silently.)
     pub fn verify(&self) -> Result<(), RecvError> {
-        self.rx.verify_slot(self.slot(), self.frame).map_err(|_| RecvError::Evicted)
+        match self.rx.verify_slot(self.slot(), self.frame) {
+            Ok(()) => Ok(()),
+            Err(_) if self.rx.lossy => Err(RecvError::Overrun { expected: self.rx.next, lost: 1 }),
+            Err(_) => Err(RecvError::Evicted),
+        }
     }
 
     /// Releases the slot, as dropping the message does, and says whether
@@ -71,17 +75,28 @@ impl Message<'_> {
     /// the message then counts as not delivered.
     #[inline]
     pub fn release(mut self) -> Result<(), RecvError> {
-        let intact = self.settle();
+        let intact = self.settle(true);
         std::mem::forget(self);
         intact
     }
 
     /// Consumes the message if its slot is intact; otherwise marks the
     /// receiver evicted, leaving `next_sequence` at this message, the first
-    /// one it did not get intact.
+    /// one it did not get intact. A lossy receiver's message reused while
+    /// held is consumed as lost: reported here if `tell`, else by the next
+    /// receive.
     #[inline(always)]
-    fn settle(&mut self) -> Result<(), RecvError> {
+    fn settle(&mut self, tell: bool) -> Result<(), RecvError> {
         if !self.intact() {
+            if self.rx.lossy {
+                let seq = self.rx.next;
+                self.rx.consume();
+                if tell {
+                    return Err(RecvError::Overrun { expected: seq, lost: 1 });
+                }
+                self.rx.add_untold(seq, 1);
+                return Ok(());
+            }
             self.rx.poisoned = true;
             return Err(RecvError::Evicted);
         }
@@ -112,6 +127,6 @@ impl std::ops::Deref for Message<'_> {
 
 impl Drop for Message<'_> {
     fn drop(&mut self) {
-        let _ = self.settle();
+        let _ = self.settle(false);
     }
 }

@@ -2,6 +2,7 @@
 //! copy it out, move the cursor.
 
 mod decide;
+mod join;
 mod message;
 mod sleep;
 mod wait_any;
@@ -21,6 +22,7 @@ use crate::sync::Ordering;
 use crate::sys::{futex, map::Mapping, membarrier, memfd, wakefd};
 use crate::wait::{Crowding, WaitStrategy};
 
+pub use join::{ReceiverOptions, Start};
 pub use message::Message;
 pub use wait_any::wait_any;
 
@@ -38,6 +40,10 @@ pub struct Receiver {
     /// An in-place message changed under its borrow (we were evicted and
     /// overtaken): every later call reports it.
     poisoned: bool,
+    /// No sender waits for this receiver (`ReceiverOptions::lossy`).
+    lossy: bool,
+    /// What a lossy receiver passed over and has not reported yet.
+    untold: join::Untold,
     senders: PeerTable<SenderRegion>,
     /// Once-per-arming bookkeeping for senders' space-wait words.
     notified: Notified,
@@ -116,11 +122,15 @@ enum Found {
     Hole,
     /// A hole the keeper's floor has not passed yet.
     HoleAboveFloor,
+    /// Senders lapped this lossy receiver: the number's slot or frame holds
+    /// a later message.
+    Overtaken,
     NotYet,
 }
 
 impl Receiver {
-    pub(crate) fn open(link: Link, wait: WaitStrategy) -> Result<Receiver, ChannelError> {
+    pub(crate) fn open(link: Link, options: ReceiverOptions) -> Result<Receiver, ChannelError> {
+        let wait = options.wait;
         let g = link.membership.geometry;
         let bytes = ReceiverRegion::bytes();
         let fd = memfd::create("corecast-receiver", bytes).map_err(ChannelError::io("memfd"))?;
@@ -131,7 +141,7 @@ impl Receiver {
         armer.disarm(&region.header().sleeping.0);
         let peers_fence_seen = armer.peers_fence();
         let wake = WakeFd::new()?;
-        let (reply, mut fds) = link.call(Op::JoinReceiver, &[&fd, &wake.peer])?;
+        let (reply, mut fds) = link.call_with(Op::JoinReceiver, options.request_arg(), &[&fd, &wake.peer])?;
         match reply.status {
             proto::OK if reply.index < g.max_receivers && fds.len() == 1 => {}
             proto::FULL => {
@@ -149,6 +159,8 @@ impl Receiver {
         let mut rx = Receiver {
             epoch,
             poisoned: false,
+            lossy: options.lossy,
+            untold: join::Untold::default(),
             senders: peers::empty(g.max_senders as usize),
             notified: Notified::new(g.max_senders as usize),
             wake,
@@ -358,9 +370,17 @@ impl Receiver {
         }
         let (slot, bytes) = self.slot_and_bytes(sender, frame);
         buf[..len].copy_from_slice(bytes);
-        // Only an evicted receiver can be overtaken; if the stamp changed
-        // while we copied, the bytes may be torn: never return them.
-        self.verify_slot(slot, frame)?;
+        // Only an evicted or a lossy receiver can be overtaken; if the
+        // stamp changed while we copied, the bytes may be torn: never
+        // return them.
+        if !self.slot_intact(slot, frame) {
+            if self.lossy {
+                self.pass_overtaken();
+                return Err(self.tell_loss().unwrap_or(RecvError::WouldBlock));
+            }
+            self.check_membership()?;
+            return Err(RecvError::Overrun { expected: self.next, lost: 1 });
+        }
         self.consume();
         Ok(len)
     }
@@ -373,7 +393,7 @@ impl Receiver {
             return Ok(());
         }
         self.check_membership()?;
-        Err(RecvError::Overrun { expected: self.next })
+        Err(RecvError::Overrun { expected: self.next, lost: 1 })
     }
 
     /// Whether `slot`, the slot of `self.next`, still holds the message
@@ -382,7 +402,7 @@ impl Receiver {
     #[inline]
     pub(super) fn slot_intact(&self, slot: &SlotHeader, frame: Frame) -> bool {
         let m = &self.link.membership;
-        ring::read_intact(slot, self.next, frame, || m.evicted_ever())
+        ring::read_intact(slot, self.next, frame, || m.overtaken_ever())
     }
 
     /// Fails with `Evicted` once a sender has evicted this receiver.
@@ -449,7 +469,14 @@ impl Receiver {
     /// Moves past `self.next` and wakes senders waiting for ring space.
     #[inline(always)]
     fn consume(&mut self) {
-        self.next += 1;
+        self.consume_to(self.next + 1);
+    }
+
+    /// Moves the cursor to `to` (past `self.next`) and wakes senders
+    /// waiting for ring space.
+    #[inline(always)]
+    fn consume_to(&mut self, to: u64) {
+        self.next = to;
         ring::advance(&self.region.header().cursor.0, self.next);
         // Either a sender arming to wait for room sees this cursor, or the
         // loads below see it armed (notify's handshake).
@@ -501,7 +528,7 @@ impl Receiver {
     /// pays a store-forwarding stall per message.
     #[inline(always)]
     pub(super) fn ready_at_once(&mut self) -> Option<(usize, Frame)> {
-        if self.poisoned || self.check_membership().is_err() {
+        if self.poisoned || self.untold.lost != 0 || self.check_membership().is_err() {
             return None;
         }
         if let Some(sole) = self.sole {
@@ -541,6 +568,12 @@ impl Receiver {
                 found = self.locate(thorough)?;
             }
             let (any_live, any_ever) = states;
+            // Loss is told before anything that comes after it.
+            if self.untold.lost != 0 && !matches!(found, None | Some(Found::Hole | Found::Overtaken)) {
+                if let Some(loss) = self.tell_loss() {
+                    return Err(loss);
+                }
+            }
             match found {
                 Some(Found::Ready { sender, frame }) => {
                     self.hint = sender;
@@ -574,6 +607,10 @@ impl Receiver {
                 }
                 Some(Found::HoleAboveFloor) => {}
                 Some(Found::NotYet) => {}
+                Some(Found::Overtaken) => {
+                    self.pass_overtaken();
+                    continue;
+                }
             }
             let gen = self.link.membership.generation();
             if gen != self.generation {

@@ -55,7 +55,7 @@ impl Sender {
                 let e = m.receiver(i);
                 let unread_ms = e.unread_ms.load(Ordering::Relaxed);
                 // Acquire pairs with the keeper's (SeqCst or Release) stores of the state: the slot's fields stored before it come with it.
-                if e.state.load(Ordering::Acquire) != STATE_LIVE || unread_ms < ms {
+                if e.state.load(Ordering::Acquire) != STATE_LIVE || unread_ms < ms || !m.waited_for(i) {
                     return None;
                 }
                 // Acquire pairs with the keeper's SeqCst store of the receiver's start.
@@ -115,7 +115,10 @@ impl Sender {
             let e = m.receiver(i);
             let Some(Peer { epoch, region: r, .. }) = known else { continue };
             // Acquire pairs with the keeper's (SeqCst or Release) stores of the state: the slot's fields stored before it come with it.
-            if e.state.load(Ordering::Acquire) != STATE_LIVE || e.epoch.load(Ordering::Acquire) != *epoch {
+            if e.state.load(Ordering::Acquire) != STATE_LIVE
+                || e.epoch.load(Ordering::Acquire) != *epoch
+                || !m.waited_for(i)
+            {
                 self.room.stalls[i] = None;
                 continue;
             }

@@ -376,7 +376,7 @@ impl Sender {
                 // Only an evicted receiver can be overtaken; until one has
                 // been, the extra store would cost a cache-line transfer per
                 // message for nothing (a spinning receiver polls this line).
-                if self.link.membership.evicted_ever() {
+                if self.link.membership.overtaken_ever() {
                     ring::begin_write(self.region.slot(seq), seq);
                 }
                 Ok((seq, self.space.hold(seq, reserved, len)))
@@ -404,7 +404,10 @@ impl Sender {
         if !room.sync(link, g) {
             return Err(room.error.take().map_or(SendError::WouldBlock, SendError::from));
         }
-        space.reserve(len, |seq| frame_free(room, link, g, region, seq)).ok_or(SendError::WouldBlock)
+        // SeqCst: in the one total order of the claims of `next` (read only for a history).
+        let next = if g.history == 0 { 0 } else { self.sequencer.next().load(Ordering::SeqCst) & !ring::NEXT_LOCKED };
+        let keep_from = kept_from(next, g);
+        space.reserve(len, |seq| seq < keep_from && frame_free(room, link, g, region, seq)).ok_or(SendError::WouldBlock)
     }
 
     /// Whether a send could go ahead now, after a refusal: the ring has
@@ -649,7 +652,20 @@ fn usable(link: &Link) -> Result<(), SendError> {
 /// [`Sender::room_now`], on the sender's parts (its caller may hold others).
 fn room_now(room: &mut Room, space: &mut Frames, link: &Link, region: &SenderRegion, next: u64) -> bool {
     let g = region.geometry;
-    room.check(link, &g, next) && space.wanted_fits(|seq| frame_free(room, link, &g, region, seq))
+    let keep_from = kept_from(next & !ring::NEXT_LOCKED, &g);
+    room.check(link, &g, next) && space.wanted_fits(|seq| seq < keep_from && frame_free(room, link, &g, region, seq))
+}
+
+/// The first number whose frame the channel's history keeps: the last
+/// `history` numbers, and one more per sender (a sender may claim one
+/// number before it sees a receiver join, which the keeper's start allows
+/// for; `Geometry::check`), given `next`. Nothing, without a history.
+#[inline]
+fn kept_from(next: u64, g: &Geometry) -> u64 {
+    if g.history == 0 {
+        return u64::MAX;
+    }
+    next.saturating_sub(u64::from(g.history) + u64::from(g.max_senders))
 }
 
 /// Whether the frame of this sender's number `seq` may be written again:
@@ -660,7 +676,7 @@ fn room_now(room: &mut Room, space: &mut Frames, link: &Link, region: &SenderReg
 #[inline]
 fn frame_free(room: &mut Room, link: &Link, g: &Geometry, region: &SenderRegion, seq: u64) -> bool {
     let free = room.consumed(link, g, seq);
-    if free && link.membership.evicted_ever() {
+    if free && link.membership.overtaken_ever() {
         ring::retire(region.slot(seq), seq);
     }
     free

@@ -151,7 +151,7 @@ impl Room {
     pub(super) fn raw_reach(&self, m: &crate::region::Membership, g: &Geometry) -> Option<u64> {
         (0..g.max_receivers as usize)
             // Acquire pairs with the keeper's (SeqCst or Release) stores of the state: the slot's fields stored before it come with it.
-            .filter(|&i| m.receiver(i).state.load(Ordering::Acquire) == STATE_LIVE)
+            .filter(|&i| m.receiver(i).state.load(Ordering::Acquire) == STATE_LIVE && m.waited_for(i))
             .filter_map(|i| {
                 let e = m.receiver(i);
                 // Acquire pairs with the keeper's SeqCst store of the receiver's start.
@@ -198,7 +198,7 @@ impl Room {
         for i in 0..g.max_receivers as usize {
             let e = link.membership.receiver(i);
             // Acquire pairs with the keeper's (SeqCst or Release) stores of the state: the slot's fields stored before it come with it.
-            if e.state.load(Ordering::Acquire) != STATE_LIVE {
+            if e.state.load(Ordering::Acquire) != STATE_LIVE || !link.membership.waited_for(i) {
                 continue;
             }
             // Acquire pairs with the keeper's SeqCst store of the receiver's start.
@@ -272,7 +272,7 @@ impl Room {
             let e = m.receiver(i);
             // SeqCst: membership state, read after the lock.
             let start = e.start.load(Ordering::SeqCst);
-            if e.state.load(Ordering::SeqCst) != STATE_LIVE || start == START_PENDING {
+            if e.state.load(Ordering::SeqCst) != STATE_LIVE || start == START_PENDING || !m.waited_for(i) {
                 continue;
             }
             let cursor = match &self.receivers[i] {
@@ -327,7 +327,9 @@ impl Room {
             .iter()
             .enumerate()
             // Acquire pairs with the keeper's (SeqCst or Release) stores of the state: the slot's fields stored before it come with it.
-            .filter(|(i, r)| r.is_some() && m.receiver(*i).state.load(Ordering::Acquire) == STATE_LIVE)
+            .filter(|(i, r)| {
+                r.is_some() && m.receiver(*i).state.load(Ordering::Acquire) == STATE_LIVE && m.waited_for(*i)
+            })
             // Acquire pairs with the receiver's Release store of its cursor (ring::advance): the slots below it are done with.
             .filter_map(|(i, r)| r.as_ref().map(|p| (i, p.region.header().cursor.0.next.load(Ordering::Acquire))))
             .min_by_key(|&(_, c)| c)

@@ -9,7 +9,8 @@ pub fn unique(tag: &str) -> String {
     format!("t-{tag}-{}", std::process::id())
 }
 
-/// The bytes of message `seq` from `sender`, `len` long.
+/// The bytes of message `seq` from `sender`, `len` long (from 12 bytes on,
+/// its first eight are `seq` and the next four `sender`).
 pub fn payload(seq: u64, sender: u32, len: usize) -> Vec<u8> {
     let mut v = Vec::with_capacity(len);
     let mut x = seq.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (u64::from(sender) << 40) ^ len as u64;
