@@ -386,3 +386,45 @@ fn a_handle_of_another_type_a_count_too_large_and_a_forked_child_get_a_status() 
         }
     }
 }
+
+/// A receiver opened from the history and lossy: a start that is no
+/// `corecast_start` is refused; the history is delivered; the lossy one,
+/// lapped, gets `CORECAST_OVERRUN` and goes on.
+#[test]
+fn receivers_open_from_the_history_and_lossy() {
+    // SAFETY: the contract of the module doc, kept call by call.
+    unsafe {
+        let mut cfg = null_mut();
+        assert_eq!(corecast_config_create(&mut cfg), OK);
+        assert_eq!(corecast_config_set_slots(cfg, 4), OK);
+        assert_eq!(corecast_config_set_max_senders(cfg, 1), OK);
+        assert_eq!(corecast_config_set_history(cfg, 2), OK);
+        let name = CString::new(format!("cb-history-{}", std::process::id())).unwrap();
+        let mut chan = null_mut();
+        assert_eq!(corecast_channel_create(name.as_ptr(), cfg, &mut chan), OK);
+        let (mut tx, mut bad, mut oldest, mut lossy) = (null_mut(), null_mut(), null_mut(), null_mut());
+        assert_eq!(corecast_sender_open(chan, &mut tx), OK);
+        for i in 0..5u8 {
+            assert_eq!(corecast_sender_send(tx, [i].as_ptr().cast(), 1), OK);
+        }
+        assert_eq!(corecast_receiver_open_with(chan, 7, 0, &mut bad), corecast_status::CORECAST_INVALID_ARGUMENT);
+        assert_eq!(corecast_receiver_open_with(chan, 2, 0, &mut oldest), OK);
+        let (mut buf, mut len) = ([0u8; 8], 0usize);
+        for i in 3..5u8 {
+            assert_eq!(corecast_receiver_try_recv(oldest, buf.as_mut_ptr().cast(), buf.len(), &mut len), OK);
+            assert_eq!(&buf[..len], &[i]);
+        }
+        assert_eq!(corecast_receiver_close(oldest), OK);
+        assert_eq!(corecast_receiver_open_with(chan, 0, 1, &mut lossy), OK);
+        for i in 0..10u8 {
+            assert_eq!(corecast_sender_try_send(tx, [i].as_ptr().cast(), 1), OK, "never waits for a lossy receiver");
+        }
+        let rc = corecast_receiver_try_recv(lossy, buf.as_mut_ptr().cast(), buf.len(), &mut len);
+        assert_eq!(rc, corecast_status::CORECAST_OVERRUN);
+        assert_eq!(corecast_receiver_try_recv(lossy, buf.as_mut_ptr().cast(), buf.len(), &mut len), OK);
+        assert_eq!(corecast_receiver_close(lossy), OK);
+        assert_eq!(corecast_sender_close(tx), OK);
+        assert_eq!(corecast_config_close(cfg), OK);
+        assert_eq!(corecast_channel_close(chan), OK);
+    }
+}

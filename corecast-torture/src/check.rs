@@ -120,6 +120,10 @@ impl<'a> Judging<'a> {
         let non_equivocating = r.plan.config.delivery == corecast::Delivery::NonEquivocating;
         let forging = r.plan.hostile.as_ref().is_some_and(|h| h.mode == super::plan::Attack::Forge);
         f.non_equivocating_rounds = u64::from(non_equivocating);
+        let c = &r.plan.config;
+        f.history_rounds = u64::from(c.history > 0);
+        f.packed_rounds = u64::from(c.ring_bytes.is_some());
+        f.lossy_rounds = u64::from(r.plan.receivers.iter().chain(&r.plan.late).any(|p| p.lossy));
         f.sequencer_repairs = u64::from(r.tampered);
         f.names_cleaned = r.cleaned as u64;
         f.recreations = u64::from(r.recreated);
@@ -321,21 +325,49 @@ impl<'a> Judging<'a> {
     /// were sent after it joined.
     fn check_lost(&mut self, p: &Participant, w: Window, got: &HashSet<(u32, u64)>, ledger: &Ledger, floor: &Floors) {
         let Window { start, next, how } = w;
-        // Numbers it was told two senders published: accounted for (told),
-        // not lost.
+        // Numbers it was told two senders published, or (lossy) that it
+        // missed: accounted for (told), not lost.
         let told: HashSet<u64> = p
             .child
             .events
             .iter()
-            .filter_map(|e| if let Event::Contested { seq } = e { Some(*seq) } else { None })
+            .flat_map(|e| match e {
+                Event::Contested { seq } => *seq..*seq + 1,
+                Event::Lost { from, lost } => *from..*from + *lost,
+                _ => 0..0,
+            })
             .collect();
+        // A number told lost that it got after all: its count was wrong.
+        let miscounted =
+            p.child.events.iter().filter(|e| matches!(e, Event::Received { seq, .. } if told.contains(seq))).count()
+                as u64;
+        if miscounted > 0 {
+            self.note(format!("receiver pid {} was told it missed {miscounted} numbers it got", p.child.pid));
+        }
+        self.f.miscounted_losses += miscounted;
+        self.f.told_lost +=
+            p.child.events.iter().map(|e| if let Event::Lost { lost, .. } = e { *lost } else { 0 }).sum::<u64>();
+        // A lossy receiver told of a loss up to `lost_below`: a message no
+        // receiver numbered (a copy send nobody got) may lie in it, unless
+        // its sender's earlier messages place it at or beyond it.
+        let lost_below = p
+            .child
+            .events
+            .iter()
+            .filter_map(|e| if let Event::Lost { from, lost } = e { Some(from + lost) } else { None })
+            .max();
         let drained = how == End::AllSendersGone;
         let mut lost = 0;
         let mut first_missed = Vec::new();
         for (key, m) in &ledger.msgs {
             let owed = match m.seq {
                 Some(s) => s >= start && s < next && !told.contains(&s),
-                None => drained && (start == 0 || floor.get(key).is_some_and(|&s| s >= start)),
+                None => {
+                    let at_least = floor.get(key).copied();
+                    drained
+                        && (start == 0 || at_least.is_some_and(|s| s >= start))
+                        && lost_below.is_none_or(|below| at_least.is_some_and(|s| s >= below))
+                }
             };
             if owed && !got.contains(key) {
                 lost += 1;
@@ -346,9 +378,10 @@ impl<'a> Judging<'a> {
         }
         if lost > 0 {
             let pid = p.child.pid;
+            let told_of = lost_below.map_or(String::new(), |b| format!(", told of losses up to {b}"));
             self.note(format!(
-                "receiver pid {pid} ({how:?}, window {start}..{next}) missed {lost} messages, first (sender, \
-                 counter, number) {first_missed:?}"
+                "receiver pid {pid} ({how:?}, window {start}..{next}{told_of}) missed {lost} messages, first \
+                 (sender, counter, number) {first_missed:?}"
             ));
         }
         self.f.lost += lost;

@@ -84,6 +84,18 @@ pub struct Figures {
     pub connections_refused: u64,
     /// A re-created channel's name removed or taken by its predecessor.
     pub names_stolen: u64,
+    /// Numbers lossy receivers were told they missed (lapped).
+    pub told_lost: u64,
+    /// Numbers a lossy receiver was told it missed and got after all: a
+    /// wrong count.
+    pub miscounted_losses: u64,
+    /// Rounds with lossy receivers, with a history, with a packed frame
+    /// area (fewer bytes than a largest message per slot).
+    pub lossy_rounds: u64,
+    /// Rounds whose channel keeps a history for late joiners.
+    pub history_rounds: u64,
+    /// Rounds whose senders' frame areas are packed.
+    pub packed_rounds: u64,
 }
 
 impl Figures {
@@ -128,15 +140,21 @@ impl Figures {
             names_stolen,
             contested,
             hostile_messages,
-            connections_refused
+            connections_refused,
+            told_lost,
+            miscounted_losses,
+            lossy_rounds,
+            history_rounds,
+            packed_rounds
         );
     }
 
     /// The figures that must be zero, by name.
-    pub fn must_be_zero(&self) -> [(&'static str, u64); 12] {
+    pub fn must_be_zero(&self) -> [(&'static str, u64); 13] {
         [
             ("names stolen", self.names_stolen),
             ("lost", self.lost),
+            ("losses miscounted (lossy receivers)", self.miscounted_losses),
             ("duplicated", self.duplicated),
             ("out of order", self.out_of_order),
             ("mismatched bytes", self.mismatched),
@@ -193,6 +211,12 @@ impl Figures {
             "forgers: contested numbers told {}, forged messages on voided numbers {}; flooding users refused {} \
              connections",
             self.contested, self.hostile_messages, self.connections_refused
+        );
+        let _ = writeln!(
+            out,
+            "sizes and receivers: packed frame areas {} rounds, history {} rounds, lossy receivers {} rounds \
+             (told they missed {} numbers)",
+            self.packed_rounds, self.history_rounds, self.lossy_rounds, self.told_lost
         );
         let _ = writeln!(out, "published: {}", self.published);
         let _ = writeln!(out, "delivered: {}", self.delivered);

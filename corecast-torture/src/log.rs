@@ -67,6 +67,8 @@ pub enum Event {
     Text(String),
     /// A receiver was told two senders published `seq` (passed over).
     Contested { seq: u64 },
+    /// A lossy receiver was told it missed `lost` numbers from `from`.
+    Lost { from: u64, lost: u64 },
 }
 
 const REC: usize = 40;
@@ -96,6 +98,7 @@ impl Event {
                 [9, s.len() as u64, 0, 0, 0]
             }
             Event::Contested { seq } => [10, *seq, 0, 0, 0],
+            Event::Lost { from, lost } => [11, *from, *lost, 0, 0],
         };
         for w in r {
             out.extend_from_slice(&w.to_le_bytes());
@@ -137,6 +140,7 @@ impl Event {
                     Event::Text(s)
                 }
                 10 => Event::Contested { seq: w(1) },
+                11 => Event::Lost { from: w(1), lost: w(2) },
                 _ => Event::Text(format!("unreadable log record of kind {k}")),
             };
             at += REC;
@@ -192,6 +196,7 @@ mod tests {
             Event::End { how: End::Evicted, next: 15 },
             Event::End { how: End::KeeperGone, next: 16 },
             Event::Contested { seq: 17 },
+            Event::Lost { from: 18, lost: 40 },
         ];
         let mut buf = Vec::new();
         for e in &evs {

@@ -97,6 +97,10 @@ pub struct ReceiverPlan {
     pub slow_us: u64,
     /// Seed of its choices.
     pub seed: u64,
+    /// No sender waits for it: lapped, it is told how many it missed.
+    pub lossy: bool,
+    /// Where it starts (the channel's history, when it keeps one).
+    pub start: corecast::Start,
 }
 
 /// The hostile writer's behaviour.
@@ -193,6 +197,8 @@ fn receiver(rng: &mut Rng) -> ReceiverPlan {
         slow_p: if rng.chance(0.5) { rng.range(0, 20) as f64 / 100.0 } else { 0.0 },
         slow_us: rng.range(10, 3000),
         seed: rng.next_u64(),
+        lossy: false,
+        start: corecast::Start::Next,
     }
 }
 
@@ -214,6 +220,7 @@ impl RoundPlan {
         let n_rx = rng.range(1, 5) as usize;
         let n_late = rng.range(0, 2) as usize;
         let hostile = matches!(kind, Kind::Hostile | Kind::Sequencer);
+        let hostile_round = hostile;
         let slots = 1u32 << rng.range(1, 8);
         let max_bytes = rng.log_range(HEADER as u64 + 8, 65536) as u32;
         let deadline = match kind {
@@ -337,9 +344,32 @@ impl RoundPlan {
         // message, and senders mix every size from the payload's header to
         // the channel's limit (log-uniform: mostly small, now and then the
         // largest), so senders wait for bytes as well as for numbers.
-        if rng.chance(0.5) {
-            let frame = u64::from(max_bytes).next_multiple_of(64);
-            let bytes = rng.log_range(frame, frame * u64::from(slots)).next_multiple_of(64);
+        let packed = rng.chance(0.5);
+        // Drawn after every earlier draw as well: receivers no sender waits
+        // for (not where a hostile member writes garbage that a lossy reader
+        // would take for a lap), and a history late joiners start from.
+        let mut receivers = receivers;
+        let mut late = late;
+        let frame = u64::from(max_bytes).next_multiple_of(64);
+        let room = slots.saturating_sub(config.max_senders);
+        if rng.chance(0.5) && room > 0 {
+            config.history = rng.range(1, u64::from(room)) as u32;
+        }
+        if !hostile_round {
+            for r in receivers.iter_mut().chain(late.iter_mut()) {
+                r.lossy = rng.chance(0.3);
+            }
+        }
+        for r in late.iter_mut() {
+            r.start =
+                [corecast::Start::Next, corecast::Start::Latest, corecast::Start::Oldest][rng.range(0, 2) as usize];
+        }
+        if packed {
+            let frame_history = frame * (u64::from(config.history) + u64::from(config.max_senders) + 2);
+            let bytes = rng
+                .log_range(frame, frame * u64::from(slots))
+                .next_multiple_of(64)
+                .max(if config.history > 0 { frame_history } else { 0 });
             config.ring_bytes = Some(bytes);
             for s in &mut senders {
                 (s.min_len, s.max_len, s.mixed) = (HEADER, max_bytes as usize, true);

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use corecast::{Channel, ChannelError, RecvError};
+use corecast::{Channel, ChannelError, ReceiverOptions, RecvError};
 use corecast_process::mix::digest;
 
 use super::log::{End, Event, Log};
@@ -31,9 +31,10 @@ pub fn run(name: &str, round: u32, plan: &ReceiverPlan, log: &mut Log) -> i32 {
         }
         Err(e) => return fail(log, format!("receiver: open: {e}")),
     };
-    let mut rx = match chan.receiver() {
+    let options = ReceiverOptions { start: plan.start, lossy: plan.lossy, ..ReceiverOptions::default() };
+    let mut rx = match chan.receiver_with_options(options) {
         Ok(r) => r,
-        Err(ChannelError::KeeperGone) => return keeper_gone(log),
+        Err(ChannelError::KeeperGone | ChannelError::Destroyed(_)) => return keeper_gone(log),
         Err(e) => return fail(log, format!("receiver: attach: {e}")),
     };
     log.put(Event::Attached { role: 1, index: rx.index() as u32, start: rx.next_sequence() });
@@ -46,8 +47,10 @@ pub fn run(name: &str, round: u32, plan: &ReceiverPlan, log: &mut Log) -> i32 {
             rx.recv_in_place_timeout(BOUND).and_then(|m| {
                 let seq = m.sequence();
                 let read = (seq, payload::verify(&m, round), digest(&m), m.len());
-                // What was read in place counts only if it was intact.
-                m.verify()?;
+                // What was read in place counts only if it was intact (a
+                // lossy receiver's message lapped while held is released as
+                // lost, and told here).
+                m.release()?;
                 Ok(read)
             })
         } else {
@@ -73,6 +76,8 @@ pub fn run(name: &str, round: u32, plan: &ReceiverPlan, log: &mut Log) -> i32 {
             Err(RecvError::Contested { seq }) => log.put(Event::Contested { seq }),
             Err(RecvError::AllSendersGone) => break End::AllSendersGone,
             Err(RecvError::Evicted) => break End::Evicted,
+            // Lapped (lossy): told exactly what it missed, and goes on.
+            Err(RecvError::Overrun { expected, lost }) if plan.lossy => log.put(Event::Lost { from: expected, lost }),
             Err(RecvError::Overrun { .. }) => break End::Overrun,
             Err(RecvError::Destroyed) => break End::Destroyed,
             Err(RecvError::KeeperGone) => break End::KeeperGone,

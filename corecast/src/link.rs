@@ -368,7 +368,13 @@ const LEAVE_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 /// one the opener expects, if it said.
 fn check_keeper(name: &str, path: &std::path::Path, conn: &OwnedFd, options: &OpenOptions) -> Result<(), ChannelError> {
     let keeper_uid = sock::peer(conn).map_err(ChannelError::io("read the keeper's credentials"))?.uid;
-    let owner_uid = crate::sys::fs::lstat(path).map_err(ChannelError::io("stat the channel's name"))?.uid;
+    // A name removed after the connect (destroyed, or a dead channel's name
+    // cleaned) is a channel not found, as it would have been a moment later.
+    let owner_uid = match crate::sys::fs::lstat(path) {
+        Ok(st) => st.uid,
+        Err(rustix::io::Errno::NOENT) => return Err(ChannelError::NotFound(name.into())),
+        Err(e) => return Err(ChannelError::io("stat the channel's name")(e)),
+    };
     if let Some(expected_uid) = options.expected_owner().filter(|&u| u != owner_uid) {
         return Err(ChannelError::UnexpectedOwner { name: name.into(), expected_uid, owner_uid });
     }

@@ -587,8 +587,22 @@ impl Receiver {
                     return Err(RecvError::Contested { seq });
                 }
                 // A void or a hole: passed over (the consume's fence
-                // orders the cursor before the next look at `next`).
+                // orders the cursor before the next look at `next`). Inside
+                // a loss not told yet, it joins it: the loss told is one run
+                // of numbers.
                 None => {
+                    if self.untold.lost != 0 {
+                        self.add_untold(self.next, 1);
+                    }
+                    self.consume();
+                    continue;
+                }
+                // A lossy receiver may find a number no region shows because
+                // the region of the sender that published it went (senders
+                // and the keeper never wait for it): told as lost, as any
+                // number it passes without reading.
+                Some(Found::Hole) if self.lossy => {
+                    self.add_untold(self.next, 1);
                     self.consume();
                     continue;
                 }
