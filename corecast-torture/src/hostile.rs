@@ -62,7 +62,7 @@ pub const FORGED: [u8; 28] = *b"forged by a hostile sender!!";
 
 /// Where a sender region's parts lie (layout::SenderHeader, SlotHeader):
 /// the claim word on the header's fourth 128-byte line, then a table of
-/// 16-byte slot headers from byte 512 (a stamp, a length, the frame's first
+/// slot headers from byte 512, 64 bytes apart (a stamp, a length, the frame's first
 /// 64-byte unit), then the frame area from the next 128-byte line.
 struct Region {
     base: usize,
@@ -71,11 +71,11 @@ struct Region {
 
 impl Region {
     fn slot(&self, seq: u64) -> usize {
-        self.base + 512 + (seq % self.slots) as usize * 16
+        self.base + 512 + (seq % self.slots) as usize * 64
     }
 
     fn frames(&self) -> usize {
-        self.base + 512 + (self.slots as usize * 16).next_multiple_of(128)
+        self.base + 512 + (self.slots as usize * 64).next_multiple_of(128)
     }
 
     /// Writes `value` at `addr`, a word of this process's own writable

@@ -62,6 +62,11 @@ pub(crate) const MAX_MESSAGE_BYTES: u32 = 64 << 20;
 /// message and offsets fit a `u32` as a count of units.
 pub(crate) const FRAME: usize = 64;
 
+/// Distance between two slot headers in a sender region's table: a cache
+/// line each, so a sender stamping one number never takes the line a
+/// receiver is reading the previous one from.
+pub(crate) const SLOT_STRIDE: usize = 64;
+
 /// The bytes a frame of `len` payload bytes occupies.
 pub(crate) fn frame_bytes(len: usize) -> usize {
     len.next_multiple_of(FRAME)
@@ -195,8 +200,7 @@ impl Geometry {
     /// the table of slot headers (rounded to a hot line, so the first frame
     /// shares no line with the table).
     pub(crate) fn frames_offset(&self) -> usize {
-        std::mem::size_of::<SenderHeader>()
-            + (self.slots as usize * std::mem::size_of::<SlotHeader>()).next_multiple_of(LINE)
+        std::mem::size_of::<SenderHeader>() + (self.slots as usize * SLOT_STRIDE).next_multiple_of(LINE)
     }
 
     /// The frame area's length in [`FRAME`] units.

@@ -297,7 +297,7 @@ impl SlotArray {
         // SAFETY: `i < slots`, and the table of `slots` headers follows the
         // region's header (the length was checked when the mapping was
         // wrapped); mapped by the caller's guarantee; 16-byte aligned.
-        unsafe { &*self.base.add(std::mem::size_of::<SenderHeader>() + i * std::mem::size_of::<SlotHeader>()).cast() }
+        unsafe { &*self.base.add(std::mem::size_of::<SenderHeader>() + i * SLOT_STRIDE).cast() }
     }
 
     /// The first byte of `frame`.

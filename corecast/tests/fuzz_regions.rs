@@ -54,7 +54,7 @@ fn cfg() -> ChannelConfig {
     }
 }
 
-/// Writes over the whole region (header, slot table, frame area: 1152
+/// Writes over the whole region (header, slot table, frame area: 1536
 /// bytes in this shape), with values that are often near-valid: small
 /// numbers, stamps of nearby messages, and a slot header's second word (a
 /// length, then the frame's first unit) inside, at the edge of and past
@@ -153,7 +153,7 @@ fn forge_number_zero(claim: bool) -> Result<Vec<u8>, corecast::RecvError> {
     // SAFETY: the forger writes its own writable mapping (legitimately mapped).
     unsafe {
         // The same frame (unit 0 of the area after the 8-slot table).
-        let frames = 512 + (8 * 16usize).next_multiple_of(128);
+        let frames = 512 + (8 * 64usize).next_multiple_of(128);
         let unit = std::ptr::read_volatile((real + off + 12) as *const u32) as usize;
         std::ptr::write_volatile((forger + frames + unit * 64) as *mut [u8; 16], *b"a forged message");
         std::ptr::write_volatile((forger + off + 8) as *mut u32, 16);

@@ -198,19 +198,19 @@ fn hostile_mappings(before: &[String]) -> (&'static AtomicU64, usize) {
 
 /// Offsets in a sender region (layout::SenderHeader, SlotHeader): the
 /// claim word on the header's fourth 128-byte line, then a table of
-/// 16-byte slot headers from byte 512 (a stamp, a length, the frame's
+/// slot headers from byte 512, 64 bytes apart (a stamp, a length, the frame's
 /// first 64-byte unit), then the frame area, from the next 128-byte line.
 const CLAIM: usize = 3 * 128;
 const SLOTS: usize = 512;
 
 /// The header of the slot of `s` in a region of `slots` slots at `region`.
 fn slot_of(region: usize, slots: u64, s: u64) -> usize {
-    region + SLOTS + (s % slots) as usize * 16
+    region + SLOTS + (s % slots) as usize * 64
 }
 
 /// The start of the frame area of a region of `slots` slots.
 fn frames_of(region: usize, slots: u64) -> usize {
-    region + SLOTS + (slots as usize * 16).next_multiple_of(128)
+    region + SLOTS + (slots as usize * 64).next_multiple_of(128)
 }
 
 /// A hostile sender that, for every number another sender claims, names it

@@ -24,6 +24,7 @@ impl<'a> Message<'a> {
     #[inline]
     pub(super) fn new(rx: &'a mut Receiver, sender: usize, frame: Frame) -> Message<'a> {
         let (slot, payload) = rx.slot_of(sender, frame);
+        crate::sys::prefetch::read(payload.wrapping_add(crate::layout::frame_bytes(frame.len as usize)));
         Message { rx, slot, payload, sender, frame }
     }
 

@@ -7,6 +7,7 @@ pub(crate) mod membarrier;
 pub(crate) mod memfd;
 pub(crate) mod pidfd;
 pub(crate) mod poll;
+pub(crate) mod prefetch;
 pub(crate) mod process;
 pub(crate) mod robust;
 pub(crate) mod sock;
