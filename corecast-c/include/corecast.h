@@ -292,6 +292,15 @@ corecast_status corecast_config_set_max_message_bytes(corecast_config_t *config,
 // closed).
 corecast_status corecast_config_set_ring_bytes(corecast_config_t *config, uint64_t bytes);
 
+// How many of the last published messages are kept for receivers that
+// join later and ask for them (`corecast_receiver_open_with`): 0 (the
+// default) to slots - max senders (checked at create).
+//
+// # Safety
+// `config` is NULL or a handle this library returned (of any type, open or
+// closed).
+corecast_status corecast_config_set_history(corecast_config_t *config, uint32_t history);
+
 // Most senders attached at once, 1 to 64 (checked at create).
 //
 // # Safety
@@ -460,6 +469,21 @@ corecast_status corecast_inspection_member_progress(corecast_inspection_t *inspe
                                                     uint64_t *lag,
                                                     uint64_t *unread_ns,
                                                     uint64_t *voided);
+
+// Like `corecast_receiver_open`, starting at `start` (a `corecast_start`:
+// `CORECAST_INVALID_ARGUMENT` for any other value) and, if `lossy` is
+// nonzero, as a lossy receiver: no sender ever waits for it, and when
+// senders lap it its next receive returns `CORECAST_OVERRUN` (the message
+// says how many numbers it missed) before it goes on from the oldest
+// message still in the ring.
+//
+// # Safety
+// `channel` is NULL or a handle this library returned (of any type, open
+// or closed); `out` is NULL or valid and aligned for writing a handle.
+corecast_status corecast_receiver_open_with(corecast_channel_t *channel,
+                                            int start,
+                                            int lossy,
+                                            corecast_receiver_t **out);
 
 // Attaches a new receiver to `channel` (default wait strategy; see
 // `corecast_receiver_set_wait`) and returns it in `*out`. It receives
