@@ -60,7 +60,7 @@ pub struct ChannelConfig {
     /// (back-pressure) when either its slots or its bytes run out.
     pub ring_bytes: Option<u64>,
     /// How many of the last published numbers are kept for receivers that
-    /// join later and ask for them ([`Start::Latest`], [`Start::Oldest`]):
+    /// join later and ask for them ([`crate::Start::Latest`], [`crate::Start::Oldest`]):
     /// 0 (the default) to `slots - max_senders`. With a `ring_bytes` below
     /// `slots` largest messages, the frame area must hold `history + 1` of
     /// them. Keeping them costs senders nothing: a ring never overwrites a
