@@ -99,6 +99,20 @@ pub unsafe extern "C" fn corecast_receiver_open_with(
         }
     };
     let options = ReceiverOptions { start, lossy: lossy != 0, ..ReceiverOptions::default() };
+    // SAFETY: `# Safety` is `open_receiver`'s contract.
+    unsafe { open_receiver(channel, options, out) }
+}
+
+/// Attaches a receiver as `options` say and returns it in `*out`.
+///
+/// # Safety
+/// `channel` is NULL or a handle this library returned (of any type, open
+/// or closed); `out` is NULL or valid and aligned for writing a handle.
+unsafe fn open_receiver(
+    channel: *mut corecast_channel_t,
+    options: ReceiverOptions,
+    out: *mut *mut corecast_receiver_t,
+) -> corecast_status {
     // SAFETY: `# Safety` gives `with` its handle and `put` its
     // out-parameter.
     unsafe {
@@ -124,17 +138,8 @@ pub unsafe extern "C" fn corecast_receiver_open(
     channel: *mut corecast_channel_t,
     out: *mut *mut corecast_receiver_t,
 ) -> corecast_status {
-    // SAFETY: `# Safety` gives `with` its handle and `put` its
-    // out-parameter.
-    unsafe {
-        handle::with(channel, |c| {
-            tri!(handle::require(out, "out"));
-            match c.receiver() {
-                Ok(r) => put(out, "out", handle::leak(ReceiverState::new(r))),
-                Err(e) => status::channel(e),
-            }
-        })
-    }
+    // SAFETY: `# Safety` is `open_receiver`'s contract.
+    unsafe { open_receiver(channel, ReceiverOptions::default(), out) }
 }
 
 /// Closes the receiver (NULL: nothing to do); a borrowed message is
