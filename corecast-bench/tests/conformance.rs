@@ -54,6 +54,7 @@ conformance_tests! {
     corecast_nap => "corecast-nap",
     corecast_c => "corecast-c",
     corecast_packed => "corecast-packed",
+    corecast_history => "corecast-history",
     #[cfg(feature = "iceoryx2")]
     iceoryx2 => "iceoryx2",
     #[cfg(feature = "iceoryx2")]

@@ -125,7 +125,7 @@ fn a_size_mix_runs_over_real_mechanisms_and_corecast_reports_its_sender_region()
     let mix = SizeMix::new(vec![MixPart { bytes: 64, weight: 90 }, MixPart { bytes: 65_536, weight: 10 }]).unwrap();
     let names = vec!["corecast".to_string(), "pipe".to_string(), "corecast-packed".to_string()];
     // corecast-packed with a frame area too small for the mix's largest: skipped.
-    let small = Options { packed_ring_bytes: 4096 };
+    let small = Options { packed_ring_bytes: 4096, ..Options::default() };
     let mechs: Vec<Box<dyn Mechanism>> = names.iter().map(|n| by_name_with(n, &small).expect("registered")).collect();
     let plan = grid_with_mixes(&fanout::Fanout, &names, &[2], &[], std::slice::from_ref(&mix));
     let settings = Settings {
@@ -156,4 +156,52 @@ fn a_size_mix_runs_over_real_mechanisms_and_corecast_reports_its_sender_region()
     assert_eq!(pipe[0].sender_region_rss_bytes, None);
     let Status::Skipped(why) = &seen[2].status else { panic!("{:?}", seen[2].status) };
     assert!(why.contains("the mix's largest messages, 65536 B, are above its limit of 4080 B"), "{why}");
+}
+
+#[test]
+fn a_lossy_laggard_is_lapped_beside_the_receivers_and_history_is_recorded() {
+    use corecast_bench::mechanisms::{by_name_with, Options};
+    use corecast_bench::record::LossyLaggard;
+
+    let options = Options { history: 8, lossy_laggard: Duration::from_millis(2), ..Options::default() };
+    let names: Vec<String> = ["corecast", "corecast+laggard", "corecast-c+laggard", "corecast-history", "pipe+laggard"]
+        .map(String::from)
+        .to_vec();
+    let mechs: Vec<Box<dyn Mechanism>> = names.iter().map(|n| by_name_with(n, &options).expect("registered")).collect();
+    let mut plan = grid(&fanout::Fanout, &names, &[2], &[64]);
+    plan.extend(grid(&pingpong::Pingpong, &names[1..2], &[1], &[64]));
+    // Two phases, so the laggard meets a marker before the last.
+    let settings = Settings {
+        duration: Duration::from_millis(60),
+        repetitions: 2,
+        placement: Placement::spread(&[0]),
+        options: Default::default(),
+    };
+    let prov = Provenance::collect(vec!["test".into()]);
+    let mut seen = Vec::new();
+    run_plan(&plan, &mechs, &settings, &prov, |o, _| {
+        seen.push(o.clone());
+        Ok::<(), ()>(())
+    })
+    .unwrap();
+    let measured = |k: usize| match &seen[k].status {
+        Status::Measured(rs) => rs.clone(),
+        other => panic!("{}: {other:?}", seen[k].point.mechanism),
+    };
+    let plain = measured(0);
+    assert_eq!((plain[0].lossy_laggard, plain[0].params.get("lossy_laggard_us")), (None, None));
+    assert_eq!(plain[0].params.get("history"), Some(&0));
+    for k in [1, 2] {
+        let rs = measured(k);
+        // The laggard is not one of the N; every record of the point says it.
+        assert!(rs.iter().all(|r| r.receivers == 2 && r.params.get("lossy_laggard_us") == Some(&2000)), "{rs:?}");
+        let Some(LossyLaggard { got, lost, overruns }) = rs[0].lossy_laggard else { panic!("{rs:?}") };
+        // Sleeping 2 ms a message behind a sender of a 64-byte stream: lapped.
+        assert!(got > 0 && lost > got && overruns > 0, "{}: got {got}, lost {lost}", names[k]);
+    }
+    assert_eq!(measured(3)[0].params.get("history"), Some(&8));
+    let Status::Skipped(why) = &seen[4].status else { panic!("{:?}", seen[4].status) };
+    assert!(why.contains("no lossy receivers"), "{why}");
+    let Status::Skipped(why) = &seen[5].status else { panic!("{:?}", seen[5].status) };
+    assert!(why.contains("pingpong adds no lossy laggard"), "{why}");
 }

@@ -182,9 +182,19 @@ mod tests {
             let m = mechanisms_with(&["corecast-packed".to_string()], o).unwrap();
             (m[0].max_message_bytes(), m[0].ring_bytes(64))
         };
-        let (max, ring) = packed(&mechanisms::Options { packed_ring_bytes: 1 << 20 });
+        let (max, ring) = packed(&mechanisms::Options { packed_ring_bytes: 1 << 20, ..Default::default() });
         assert_eq!((max, ring), (Some((1 << 20) - 16), Some(1 << 20)));
         assert_eq!(packed(&mechanisms::Options::default()).1, Some(8 << 20));
+        let named = |name: &str, o: &mechanisms::Options| mechanisms_with(&[name.to_string()], o).unwrap().remove(0);
+        let o = mechanisms::Options { history: 8, lossy_laggard: Duration::from_millis(3), ..Default::default() };
+        assert_eq!((named("corecast-history", &o).history(64), named("corecast", &o).history(64)), (Some(8), Some(0)));
+        let default = mechanisms::Options::default();
+        assert_eq!(named("corecast-history", &default).history(64), Some(16));
+        let lagging = named("corecast+laggard", &o);
+        assert_eq!((lagging.name(), lagging.lossy_laggard()), ("corecast+laggard", Some(Duration::from_millis(3))));
+        assert_eq!(named("corecast+laggard", &default).lossy_laggard(), Some(Duration::from_millis(1)));
+        assert!(lagging.lossy_receivers() && !named("pipe+laggard", &o).lossy_receivers());
+        assert_eq!(named("corecast+copy+laggard", &o).lossy_laggard(), Some(Duration::from_millis(3)));
     }
 
     fn names(list: &str) -> Vec<String> {

@@ -185,6 +185,51 @@ fn bench_fanout_with_a_size_mix_beside_corecast_packed() {
 }
 
 #[test]
+fn bench_fanout_sets_each_point_beside_its_lossy_laggard_and_corecast_beside_its_history() {
+    let scratch = Scratch::new("fanout-laggard");
+    let out = scratch.out();
+    let o = corecast(&[
+        "bench",
+        "fanout",
+        "--mechanisms",
+        "corecast,corecast-history",
+        "--lossy-laggard",
+        "2ms",
+        "--history",
+        "4",
+        "--receivers",
+        "1",
+        "--sizes",
+        "64",
+        "--duration",
+        "50ms",
+        "--repetitions",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "stderr: {}", text(&o.stderr));
+    let table = text(&o.stdout);
+    assert!(table.lines().any(|l| l.starts_with("corecast+laggard ")), "table: {table}");
+    let rs: Vec<Value> = records(&out).into_iter().filter(|r| r["unit"] == "msg/s").collect();
+    let names: Vec<&str> = rs.iter().map(|r| r["mechanism"].as_str().unwrap()).collect();
+    assert_eq!(names, ["corecast", "corecast+laggard", "corecast-history", "corecast-history+laggard"]);
+    for r in &rs {
+        let lagging = r["mechanism"].as_str().unwrap().ends_with("+laggard");
+        let history = if r["mechanism"].as_str().unwrap().starts_with("corecast-history") { 4 } else { 0 };
+        assert_eq!((&r["receivers"], &r["params"]["history"]), (&1.into(), &history.into()), "{r}");
+        if !lagging {
+            assert!(r.get("lossy_laggard").is_none() && r["params"].get("lossy_laggard_us").is_none(), "{r}");
+            continue;
+        }
+        assert_eq!(r["params"]["lossy_laggard_us"], 2000, "{r}");
+        let l = &r["lossy_laggard"];
+        let (got, lost) = (l["got"].as_u64().unwrap(), l["lost"].as_u64().unwrap());
+        assert!(got > 0 && lost > 0 && l["overruns"].as_u64().unwrap() > 0, "lapped: {r}");
+    }
+}
+
+#[test]
 fn bench_pingpong_writes_percentiles_and_placement() {
     if !pipe_ready() {
         return;

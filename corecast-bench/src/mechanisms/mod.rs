@@ -49,11 +49,28 @@ pub mod zimp;
 pub struct Options {
     /// `corecast-packed`'s frame area per sender, in bytes (a multiple of 64).
     pub packed_ring_bytes: u64,
+    /// `corecast-history`'s history: how many of the last messages its
+    /// channels keep for receivers that join late.
+    pub history: u32,
+    /// How long the lossy laggard of a `<name>+laggard` mechanism sleeps
+    /// after each message it gets.
+    pub lossy_laggard: std::time::Duration,
+}
+
+impl Options {
+    /// The laggard's sleep unless told otherwise: far longer than any
+    /// mechanism here takes per message (microseconds), so it is lapped
+    /// as soon as the sender runs a ring ahead.
+    pub const DEFAULT_LOSSY_LAGGARD: std::time::Duration = std::time::Duration::from_millis(1);
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { packed_ring_bytes: corecast_channel::Corecast::DEFAULT_PACKED_RING_BYTES }
+        Options {
+            packed_ring_bytes: corecast_channel::Corecast::DEFAULT_PACKED_RING_BYTES,
+            history: corecast_channel::Corecast::DEFAULT_HISTORY,
+            lossy_laggard: Options::DEFAULT_LOSSY_LAGGARD,
+        }
     }
 }
 
@@ -91,6 +108,7 @@ pub fn all_with(options: &Options) -> Vec<Box<dyn crate::transport::Mechanism>> 
         Box::new(corecast_channel::Corecast::C_API),
         Box::new(corecast_channel::Corecast::NON_EQUIVOCATING),
         Box::new(corecast_channel::Corecast::packed(options.packed_ring_bytes)),
+        Box::new(corecast_channel::Corecast::with_history(options.history)),
         Box::new(open_mpi::Mpi::point_to_point()),
         Box::new(open_mpi::Mpi::bcast()),
         Box::new(limit::Limit::SPIN),
@@ -108,7 +126,9 @@ pub fn all_with(options: &Options) -> Vec<Box<dyn crate::transport::Mechanism>> 
 }
 
 /// Looks a mechanism up by its name; `name+copy` is `name` forced onto the
-/// copying path ([`crate::transport::Copying`]).
+/// copying path ([`crate::transport::Copying`]), `name+laggard` is `name`
+/// with a lossy laggard in its fan-out points
+/// ([`crate::transport::WithLaggard`]).
 pub fn by_name(name: &str) -> Option<Box<dyn crate::transport::Mechanism>> {
     by_name_with(name, &Options::default())
 }
@@ -117,6 +137,10 @@ pub fn by_name(name: &str) -> Option<Box<dyn crate::transport::Mechanism>> {
 pub fn by_name_with(name: &str, options: &Options) -> Option<Box<dyn crate::transport::Mechanism>> {
     if let Some(inner) = name.strip_suffix(crate::transport::COPY_SUFFIX) {
         return by_name_with(inner, options).map(|m| Box::new(crate::transport::Copying::new(m)) as Box<_>);
+    }
+    if let Some(inner) = name.strip_suffix(crate::transport::LAGGARD_SUFFIX) {
+        return by_name_with(inner, options)
+            .map(|m| Box::new(crate::transport::WithLaggard::new(m, options.lossy_laggard)) as Box<_>);
     }
     all_with(options).into_iter().find(|m| m.name() == name)
 }

@@ -48,6 +48,7 @@ pub fn base(
         path: None,
         round_values: Vec::new(),
         sender_region_rss_bytes: None,
+        lossy_laggard: None,
     }
 }
 

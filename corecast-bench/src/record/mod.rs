@@ -5,6 +5,7 @@
 pub mod assemble;
 pub mod compare;
 pub mod jsonl;
+pub mod laggard;
 pub mod machine;
 pub mod outcome;
 pub mod provenance;
@@ -15,6 +16,7 @@ pub mod summary;
 pub mod time;
 
 pub use jsonl::{RecordError, Writer};
+pub use laggard::LossyLaggard;
 pub use machine::Machine;
 pub use outcome::{Outcome, Point, Status};
 pub use provenance::Provenance;

@@ -4,6 +4,7 @@
 //! neighbour's burst) then lands on every mechanism a little instead of on
 //! whole points, and the ratios between mechanisms stay meaningful.
 
+use super::laggard::LossyLaggard;
 use super::outcome::Status;
 use super::schema::{Record, RecordKey};
 use super::summary::Summary;
@@ -21,8 +22,9 @@ use super::summary::Summary;
 ///   latencies) the median of the rounds' values;
 /// - `samples`: every round's samples in order; `min`, `max` over them and
 ///   the rounds' own extremes; `p99`: the median of the rounds' p99s;
-/// - `repetitions` and `count`: their sums; `params.rounds`: the number of
-///   rounds merged; a note saying how the value was formed;
+/// - `repetitions`, `count` and the lossy laggard's counts: their sums;
+///   `params.rounds`: the number of rounds merged; a note saying how the
+///   value was formed;
 /// - `round_values`: each round's value in round order (`None` for a round
 ///   without this record), when there was more than one round.
 pub fn merge(rounds: &[Vec<Record>]) -> Vec<Record> {
@@ -125,6 +127,7 @@ fn merge_one(group: &[&Record]) -> Record {
     out.count = group.iter().map(|r| r.count).sum();
     out.samples = samples;
     out.sender_region_rss_bytes = group.iter().filter_map(|r| r.sender_region_rss_bytes).max();
+    out.lossy_laggard = LossyLaggard::sum(group.iter().filter_map(|r| r.lossy_laggard.as_ref()));
     out.params.insert("rounds".to_string(), group.len() as u64);
     out.notes.push(if value_is_sample_median {
         format!("median of {} samples from {} rounds of the whole run", out.samples.len(), group.len())
@@ -199,6 +202,23 @@ mod tests {
             .collect();
         assert_eq!(merge(&rounds)[0].sender_region_rss_bytes, Some(8192));
         assert_eq!(merge(&[vec![throughput(&[1.0])], vec![throughput(&[2.0])]])[0].sender_region_rss_bytes, None);
+    }
+
+    #[test]
+    fn the_lossy_laggards_counts_add_up_over_the_rounds_and_do_not_split_the_point() {
+        let laggard = |got, lost| Some(LossyLaggard { got, lost, overruns: 1 });
+        let mut rounds: Vec<Vec<Record>> = [laggard(3, 100), laggard(4, 200)]
+            .into_iter()
+            .map(|l| vec![Record { lossy_laggard: l, ..throughput(&[10.0]) }])
+            .collect();
+        for r in &mut rounds {
+            r[0].params.insert("lossy_laggard_us".into(), 1000);
+        }
+        let merged = merge(&rounds);
+        assert_eq!(merged.len(), 1, "one point, whatever each round's counts");
+        assert_eq!(merged[0].lossy_laggard, Some(LossyLaggard { got: 7, lost: 300, overruns: 2 }));
+        assert_eq!(merged[0].params.get("lossy_laggard_us"), Some(&1000));
+        assert_eq!(merge(&[vec![throughput(&[1.0])], vec![throughput(&[2.0])]])[0].lossy_laggard, None);
     }
 
     #[test]

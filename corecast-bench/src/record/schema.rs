@@ -38,16 +38,21 @@
 //! (the resident shared memory of the sender regions a receiver mapped,
 //! the largest over the receivers, for mechanisms that name theirs), and
 //! `params.ring_bytes` beside `params.ring_slots`.
+//! Version 5 added `params.history` (corecast's `ChannelConfig::history`
+//! on a group's channel), and for a fan-out point with a lossy laggard
+//! (mechanism `<name>+laggard`) `params.lossy_laggard_us` (its sleep after
+//! each message) and `lossy_laggard` (what it got and missed).
 //! Older files still read (they are a subset).
 
 use serde::{Deserialize, Serialize};
 
+use super::laggard::LossyLaggard;
 use super::machine::Machine;
 use super::size_mix::SizeMix;
 use crate::host::placement::Placement;
 
 /// Version of this schema, written into every record.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// The oldest schema version this tool still reads.
 pub const OLDEST_READABLE_VERSION: u32 = 1;
@@ -264,6 +269,10 @@ pub struct Record {
     /// (corecast's `corecast-sender` memfds; fan-out, schema 4 on).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sender_region_rss_bytes: Option<u64>,
+    /// What the lossy laggard of a fan-out point got and missed (its
+    /// mechanism is `<name>+laggard`; schema 5 on), summed over the rounds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lossy_laggard: Option<LossyLaggard>,
 }
 
 /// How a point's messages moved through its mechanism.
@@ -373,6 +382,7 @@ pub(crate) mod tests {
             path: None,
             round_values: Vec::new(),
             sender_region_rss_bytes: None,
+            lossy_laggard: None,
         }
     }
 

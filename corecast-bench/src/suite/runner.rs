@@ -110,6 +110,7 @@ pub fn run_point(mechanism: Option<&dyn Mechanism>, point: &Point, settings: &Se
                     if workload.moves_in_place() && m.lends_memory() { DataPath::InPlace } else { DataPath::Copy };
                 let bytes = workload.message_bytes(point, settings);
                 let (slots, ring_bytes) = (m.ring_slots(bytes), m.ring_bytes(bytes));
+                let history = m.history(bytes);
                 for r in &mut records {
                     r.path = Some(path);
                     if let Some(n) = slots {
@@ -117,6 +118,9 @@ pub fn run_point(mechanism: Option<&dyn Mechanism>, point: &Point, settings: &Se
                     }
                     if let Some(n) = ring_bytes {
                         r.params.insert("ring_bytes".to_string(), n);
+                    }
+                    if let Some(n) = history {
+                        r.params.insert("history".to_string(), u64::from(n));
                     }
                 }
             }
@@ -138,6 +142,9 @@ fn unrunnable(
     };
     if let Availability::Unavailable(why) = m.availability() {
         return Some(format!("unavailable here: {why}"));
+    }
+    if m.lossy_laggard().is_some() && !workload.takes_lossy_laggard() {
+        return Some(format!("{} adds no lossy laggard (`+laggard`); fan-out does", workload.name()));
     }
     if let Some(why) = workload.unsuitable(m) {
         return Some(why);

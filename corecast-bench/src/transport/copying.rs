@@ -4,7 +4,7 @@
 
 use std::sync::Mutex;
 
-use super::endpoint::{Endpoint, Received};
+use super::endpoint::{Endpoint, LossyReceived, Received};
 use super::error::TransportError;
 use super::launcher::Launcher;
 use super::mechanism::{Availability, Mechanism, Prepared};
@@ -30,7 +30,7 @@ impl Copying {
 
 /// A `'static` name for a mechanism made at run time: each distinct name
 /// is leaked once, however often it is asked for.
-fn intern(name: String) -> &'static str {
+pub(super) fn intern(name: String) -> &'static str {
     static NAMES: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
     let mut names = NAMES.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     if let Some(&known) = names.iter().find(|&&n| n == name) {
@@ -94,6 +94,18 @@ impl Mechanism for Copying {
         self.inner.sender_region_memfd()
     }
 
+    fn lossy_receivers(&self) -> bool {
+        self.inner.lossy_receivers()
+    }
+
+    fn lossy_laggard(&self) -> Option<std::time::Duration> {
+        self.inner.lossy_laggard()
+    }
+
+    fn history(&self, message_bytes: usize) -> Option<u32> {
+        self.inner.history(message_bytes)
+    }
+
     /// A launched mechanism builds its endpoints in programs of its own;
     /// none of those lends memory, so they copy already.
     fn launcher(&self) -> Option<&dyn Launcher> {
@@ -140,6 +152,14 @@ impl Endpoint for CopyingEndpoint {
 
     fn peer_alive(&mut self, peer: PeerId) -> Option<bool> {
         self.0.peer_alive(peer)
+    }
+
+    fn recv_lossy(&mut self, buf: &mut [u8]) -> Result<LossyReceived, TransportError> {
+        self.0.recv_lossy(buf)
+    }
+
+    fn try_recv_any(&mut self, buf: &mut [u8]) -> Result<Option<Received>, TransportError> {
+        self.0.try_recv_any(buf)
     }
 }
 

@@ -13,6 +13,19 @@ pub struct Received {
     pub len: usize,
 }
 
+/// What [`Endpoint::recv_lossy`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LossyReceived {
+    /// A message, intact, copied into the caller's buffer.
+    Message(Received),
+    /// The group's sender lapped this receiver: `lost` messages were
+    /// overwritten before it read them, and it goes on after them.
+    Lost {
+        /// How many messages it missed.
+        lost: u64,
+    },
+}
+
 /// Writes a message's payload into the buffer it is given (exactly the
 /// message's length), for the in-place sends.
 pub type Writer<'a> = dyn FnMut(&mut [u8]) + 'a;
@@ -53,6 +66,25 @@ pub trait Endpoint {
     /// Blocks until a message from any peer arrives and copies it into `buf`,
     /// which holds at least `max_message_bytes`.
     fn recv_any(&mut self, buf: &mut [u8]) -> Result<Received, TransportError>;
+    /// Blocks until the next message of the group this process is a lossy
+    /// member of ([`Group::lossy`](super::Group::lossy)) and copies it into
+    /// `buf` (at least `max_message_bytes`), or until it is told how many
+    /// it missed. Never hands out torn bytes. The default: this endpoint is
+    /// a lossy member of nothing (a mechanism without
+    /// [`Mechanism::lossy_receivers`](super::Mechanism::lossy_receivers)).
+    fn recv_lossy(&mut self, buf: &mut [u8]) -> Result<LossyReceived, TransportError> {
+        let _ = buf;
+        Err(TransportError::Topology("this endpoint is a lossy member of no group".to_string()))
+    }
+    /// [`Endpoint::recv_any`] without waiting: `None` when no message is
+    /// ready. Only what `recv_any` reads, never a lossy membership's
+    /// messages. A mechanism with lossy receivers has it (a lossy
+    /// receiver looks for word from its sender between its messages); the
+    /// default cannot receive without waiting.
+    fn try_recv_any(&mut self, buf: &mut [u8]) -> Result<Option<Received>, TransportError> {
+        let _ = buf;
+        Err(TransportError::Topology("this endpoint cannot receive without waiting".to_string()))
+    }
     /// Whether `peer` (which this process sends to) is still alive, for
     /// mechanisms that learn of a crash from the kernel without sending:
     /// `Some(false)` once it is known dead. `None`: this mechanism cannot

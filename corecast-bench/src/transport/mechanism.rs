@@ -1,6 +1,8 @@
 //! A mechanism under test ([`Mechanism`]) and what it creates for one run
 //! before the processes are forked ([`Prepared`]).
 
+use std::time::Duration;
+
 use super::endpoint::Endpoint;
 use super::error::TransportError;
 use super::launcher::Launcher;
@@ -93,6 +95,28 @@ pub trait Mechanism: Send + Sync {
     /// holds messages by their length rather than a slot each of the
     /// largest (records carry it beside the slots). `None`: no such ring.
     fn ring_bytes(&self, message_bytes: usize) -> Option<u64> {
+        let _ = message_bytes;
+        None
+    }
+    /// Whether a group may have lossy members ([`Topology`]'s
+    /// `Group::lossy`): receivers its sender never waits for, which read
+    /// with [`Endpoint::recv_lossy`] and are told how many messages they
+    /// missed. `false` (the default): every receiver holds its sender back.
+    fn lossy_receivers(&self) -> bool {
+        false
+    }
+    /// `Some(sleep)` for a mechanism with a lossy laggard
+    /// (`<name>+laggard`, [`WithLaggard`](super::WithLaggard)): a fan-out
+    /// point over it adds one lossy receiver that sleeps `sleep` after
+    /// each message. `None` (the default): no laggard.
+    fn lossy_laggard(&self) -> Option<Duration> {
+        None
+    }
+    /// How many of the last messages the channel of a group (one sender)
+    /// keeps for receivers that join late, for messages of up to
+    /// `message_bytes` bytes, when the suite sets it (records carry it,
+    /// `params.history`). `None`: no such history, or not the suite's to set.
+    fn history(&self, message_bytes: usize) -> Option<u32> {
         let _ = message_bytes;
         None
     }

@@ -26,12 +26,14 @@
 //! One concept per file: who a process is and where it runs (`peer`), who
 //! sends to whom (`topology`), the mechanism and what it prepares
 //! (`mechanism`), one process's view (`endpoint`), outside launchers
-//! (`launcher`), the errors (`error`), the copying wrapper (`copying`) and
-//! entering a host's network namespace (`netns`).
+//! (`launcher`), the errors (`error`), the copying wrapper (`copying`), the
+//! lossy laggard's wrapper (`laggard`) and entering a host's network
+//! namespace (`netns`).
 
 mod copying;
 mod endpoint;
 mod error;
+mod laggard;
 mod launcher;
 mod mechanism;
 pub mod netns;
@@ -39,8 +41,9 @@ mod peer;
 mod topology;
 
 pub use copying::{Copying, COPY_SUFFIX};
-pub use endpoint::{recv_by_copy, Endpoint, Reader, Received, Writer};
+pub use endpoint::{recv_by_copy, Endpoint, LossyReceived, Reader, Received, Writer};
 pub use error::{RunFailure, TransportError};
+pub use laggard::{has_laggard, WithLaggard, LAGGARD_SUFFIX};
 pub use launcher::{JobRunner, LaunchOptions, Launcher};
 pub use mechanism::{Availability, Mechanism, Prepared};
 pub use peer::{NetHost, PeerId};

@@ -7,13 +7,23 @@ use serde::{Deserialize, Serialize};
 use super::error::TransportError;
 use super::peer::PeerId;
 
-/// A one-to-many group: `from` sends each message once to all of `members`.
+/// A one-to-many group: `from` sends each message once to all of `members`
+/// (and of `lossy`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Group {
     /// The only process that sends to this group.
     pub from: PeerId,
     /// The receivers, in a fixed order; never contains `from`.
     pub members: Vec<PeerId>,
+    /// Receivers `from` never waits for: each gets what it can and is told
+    /// how many messages it missed ([`Endpoint::recv_lossy`]). Only a
+    /// mechanism with [`Mechanism::lossy_receivers`] serves them; never in
+    /// `members`, never `from`.
+    ///
+    /// [`Endpoint::recv_lossy`]: super::Endpoint::recv_lossy
+    /// [`Mechanism::lossy_receivers`]: super::Mechanism::lossy_receivers
+    #[serde(default)]
+    pub lossy: Vec<PeerId>,
 }
 
 /// Who exists and who sends to whom, fixed before the processes start.
@@ -31,17 +41,39 @@ pub struct Topology {
     pub groups: Vec<Group>,
 }
 
+impl Group {
+    /// `from` sending to `members`, no lossy member.
+    pub fn new(from: PeerId, members: Vec<PeerId>) -> Group {
+        Group { from, members, lossy: Vec::new() }
+    }
+}
+
 impl Topology {
     /// One sender (process 0) and `receivers` receivers (1..=receivers) in one
     /// group (index 0), plus a link from every receiver back to the sender.
     pub fn fan_out(receivers: usize, max_message_bytes: usize) -> Topology {
+        Topology::fan_out_with_lossy(receivers, 0, max_message_bytes)
+    }
+
+    /// [`Topology::fan_out`] with `lossy` more processes
+    /// (`receivers + 1..=receivers + lossy`) in the group as lossy members
+    /// ([`Group::lossy`]), each with a link each way to the sender.
+    pub fn fan_out_with_lossy(receivers: usize, lossy: usize, max_message_bytes: usize) -> Topology {
         let members: Vec<PeerId> = (1..=receivers).collect();
+        let lossy: Vec<PeerId> = (receivers + 1..=receivers + lossy).collect();
+        let mut links: Vec<(PeerId, PeerId)> = members.iter().chain(&lossy).map(|&r| (r, 0)).collect();
+        links.extend(lossy.iter().map(|&l| (0, l)));
         Topology {
-            processes: receivers + 1,
+            processes: receivers + lossy.len() + 1,
             max_message_bytes,
-            links: members.iter().map(|&r| (r, 0)).collect(),
-            groups: vec![Group { from: 0, members }],
+            links,
+            groups: vec![Group { from: 0, members, lossy }],
         }
+    }
+
+    /// Whether some group has lossy members.
+    pub fn has_lossy(&self) -> bool {
+        self.groups.iter().any(|g| !g.lossy.is_empty())
     }
 
     /// Two processes with a link each way.
@@ -54,7 +86,7 @@ impl Topology {
     pub fn all_links(&self) -> Vec<(PeerId, PeerId)> {
         let mut all = self.links.clone();
         for g in &self.groups {
-            all.extend(g.members.iter().map(|&m| (g.from, m)));
+            all.extend(g.members.iter().chain(&g.lossy).map(|&m| (g.from, m)));
         }
         all.sort_unstable();
         all.dedup();
@@ -90,8 +122,11 @@ impl Topology {
             if g.from >= self.processes || g.members.is_empty() {
                 return bad(format!("group {i} has a bad sender or no members"));
             }
-            if g.members.iter().any(|&m| m >= self.processes || m == g.from) {
+            if g.members.iter().chain(&g.lossy).any(|&m| m >= self.processes || m == g.from) {
                 return bad(format!("group {i} has a bad member"));
+            }
+            if g.lossy.iter().any(|l| g.members.contains(l)) {
+                return bad(format!("group {i} has a member that is also lossy"));
             }
         }
         Ok(())
@@ -117,5 +152,25 @@ impl SenderGroups {
             Some(Some(m)) => Ok(m),
             _ => Err(TransportError::Topology(format!("process {} sends to no group {group}", self.me))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lossy_members_follow_the_receivers_with_a_link_each_way() {
+        let t = Topology::fan_out_with_lossy(2, 1, 64);
+        assert_eq!(t.processes, 4);
+        assert_eq!(t.groups, [Group { from: 0, members: vec![1, 2], lossy: vec![3] }]);
+        assert_eq!(t.links, [(1, 0), (2, 0), (3, 0), (0, 3)]);
+        assert!(t.has_lossy() && !Topology::fan_out(2, 64).has_lossy());
+        assert_eq!(t.all_links(), [(0, 1), (0, 2), (0, 3), (1, 0), (2, 0), (3, 0)]);
+        assert_eq!(t.senders_to(3), [0]);
+        assert!(t.validate().is_ok());
+        let mut both = t.clone();
+        both.groups[0].lossy = vec![2];
+        assert!(both.validate().unwrap_err().to_string().contains("also lossy"));
     }
 }

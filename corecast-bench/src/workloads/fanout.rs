@@ -14,11 +14,18 @@
 //! [`Mechanism::sender_region_memfd`]) and acknowledges to the sender (so no
 //! process exits while another still needs it), and the parent checks that
 //! every receiver got exactly what the sender sent in every phase.
+//!
+//! Over a mechanism with a lossy laggard (`<name>+laggard`) one more
+//! process joins the group as a lossy member and lags behind
+//! ([`super::laggard`]); it is not one of the N, and its records say its
+//! sleep (`params.lossy_laggard_us`) and what it got and missed
+//! (`lossy_laggard`).
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::laggard;
 use super::message_sizes::MessageSizes;
 use super::stream::{self, StreamSpec};
 pub use super::stream::{Dest, SentPhase, Window};
@@ -26,8 +33,8 @@ use super::{Context, Settings, Workload};
 use crate::harness::{run_job, smaps, BenchError, EncodableJob, RunOptions};
 use crate::host::placement::Placement;
 use crate::record::assemble::{base, summary_record};
-use crate::record::{Metric, Point, Provenance, Record, SizeMix, Unit};
-use crate::transport::{Endpoint, Mechanism, PeerId, Topology};
+use crate::record::{LossyLaggard, Metric, Point, Provenance, Record, SizeMix, Unit};
+use crate::transport::{has_laggard, Endpoint, Mechanism, PeerId, Topology};
 
 /// What to run.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -49,6 +56,11 @@ pub struct FanoutParams {
     /// ([`run`] sets it from the mechanism).
     #[serde(default)]
     pub sender_region_memfd: Option<String>,
+    /// A lossy laggard (process `receivers + 1`, a lossy member of the
+    /// group, not one of the N) that sleeps this long after each message
+    /// it gets.
+    #[serde(default)]
+    pub lossy_laggard: Option<Duration>,
 }
 
 impl FanoutParams {
@@ -63,6 +75,7 @@ impl FanoutParams {
             repetitions,
             warmup_messages,
             sender_region_memfd: None,
+            lossy_laggard: None,
         }
     }
 
@@ -133,6 +146,8 @@ pub struct FanoutResult {
     /// The largest resident size of the sender's region any receiver
     /// reported, when the mechanism names it.
     pub sender_region_rss_bytes: Option<u64>,
+    /// What the lossy laggard got and missed, when there was one.
+    pub laggard: Option<LossyLaggard>,
 }
 
 impl FanoutResult {
@@ -187,19 +202,24 @@ struct ReceiverReport {
 /// payload or count, is a sentence saying which process saw what.
 pub fn run(mechanism: &dyn Mechanism, p: &FanoutParams, opts: &RunOptions) -> Result<FanoutResult, BenchError> {
     p.validate()?;
-    let topo = Topology::fan_out(p.receivers, p.size);
+    let topo = Topology::fan_out_with_lossy(p.receivers, usize::from(p.lossy_laggard.is_some()), p.size);
     let memfd = mechanism.sender_region_memfd().map(str::to_string);
     let job = FanoutJob(FanoutParams { sender_region_memfd: memfd, ..p.clone() });
     let reports = run_job(mechanism, &topo, opts, &job)?;
     let sender = sent_per_phase(&reports[0])?;
     let mut windows = Vec::with_capacity(p.receivers);
     let mut rss: Option<u64> = None;
-    for (r, rep) in reports.iter().enumerate().skip(1) {
+    for (r, rep) in reports.iter().enumerate().skip(1).take(p.receivers) {
         let got = checked_receiver(mechanism.name(), rep, r, &sender)?;
         rss = rss.max(got.sender_region_rss_bytes);
         windows.push(got.windows);
     }
-    Ok(FanoutResult { size: p.size, mixed: p.size_mix.is_some(), windows, sender, sender_region_rss_bytes: rss })
+    let laggard = match reports.get(p.receivers + 1) {
+        Some(rep) if p.lossy_laggard.is_some() => Some(laggard::checked(rep, p.warmup_messages, &sender)?),
+        _ => None,
+    };
+    let mixed = p.size_mix.is_some();
+    Ok(FanoutResult { size: p.size, mixed, windows, sender, sender_region_rss_bytes: rss, laggard })
 }
 
 /// The fan-out job: process 0 streams to group 0, the others receive.
@@ -211,8 +231,11 @@ impl EncodableJob for FanoutJob {
 
     fn run(&self, me: PeerId, ep: &mut dyn Endpoint) -> Result<Vec<u8>, BenchError> {
         let p = &self.0;
-        let report =
-            if me == 0 { sender_report(ep, p, Dest::Group(0), p.receivers) } else { receiver_report(ep, p, 0) };
+        let report = match p.lossy_laggard {
+            _ if me == 0 => sender_report(ep, p, Dest::Group(0), p.receivers),
+            Some(sleep) if me == p.receivers + 1 => laggard::report(ep, &p.stream(0), 0, sleep),
+            _ => receiver_report(ep, p, 0),
+        };
         report?.map_err(|e| BenchError::Report(format!("report: {e}")))
     }
 }
@@ -249,25 +272,36 @@ impl Workload for Fanout {
         true
     }
 
+    fn takes_lossy_laggard(&self) -> bool {
+        true
+    }
+
+    fn unsuitable(&self, m: &dyn Mechanism) -> Option<String> {
+        (m.lossy_laggard().is_some() && !m.lossy_receivers()).then(|| {
+            "it has no lossy receivers (each receiver holds its sender back), so no lossy laggard can join".to_string()
+        })
+    }
+
     fn processes(&self, p: &Point, _: &Settings) -> usize {
-        p.count + 1
+        p.count + 1 + usize::from(has_laggard(&p.mechanism))
     }
 
     fn run(&self, ctx: &Context<'_>) -> Result<Vec<Record>, BenchError> {
         let m = ctx.mechanism()?;
         let (point, s) = (ctx.point, ctx.settings);
-        let p = match &point.size_mix {
+        let mut p = match &point.size_mix {
             Some(mix) => FanoutParams::mixed(point.count, mix.clone(), s.duration, s.repetitions),
             None => FanoutParams::new(point.count, point.size, s.duration, s.repetitions),
         };
+        p.lossy_laggard = m.lossy_laggard();
         let r = run(m, &p, ctx.options)?;
         Ok(records(ctx.provenance, m.name(), &p, &r, ctx.placement))
     }
 }
 
 /// The fan-out records of a point: throughput in msg/s and in B/s, the
-/// sender's and the receivers' CPU per message; each says the size mix and
-/// the sender region's resident size when there are.
+/// sender's and the receivers' CPU per message; each says the size mix,
+/// the sender region's resident size and the lossy laggard when there are.
 pub fn records(
     prov: &Provenance,
     mechanism: &str,
@@ -275,14 +309,18 @@ pub fn records(
     r: &FanoutResult,
     placement: &Placement,
 ) -> Vec<Record> {
-    let base = Record {
+    let mut base = Record {
         count: r.messages_per_receiver(),
         duration_s: p.duration.as_secs_f64(),
         warmup: p.warmup_messages,
         size_mix: p.size_mix.clone(),
         sender_region_rss_bytes: r.sender_region_rss_bytes,
+        lossy_laggard: r.laggard,
         ..base(prov, "fanout", mechanism, p.size, p.receivers, placement)
     };
+    if let Some(sleep) = p.lossy_laggard {
+        base.params.insert("lossy_laggard_us".to_string(), u64::try_from(sleep.as_micros()).unwrap_or(u64::MAX));
+    }
     let mk = |metric: Metric, unit: Unit, samples: Vec<f64>| summary_record(&base, metric, unit, samples, None);
     [
         mk(Metric::Throughput, Unit::MsgPerSec, r.slowest_msgs_per_s()),
@@ -356,7 +394,8 @@ fn parse<T: for<'de> Deserialize<'de>>(bytes: &[u8], who: &str) -> Result<T, Ben
     serde_json::from_slice(bytes).map_err(|e| BenchError::Report(format!("bad {who} report: {e}")))
 }
 
-/// The sender: the stream, then one ack from each of `receivers`.
+/// The sender: the stream, then one ack from each of `receivers`, then
+/// (with a lossy laggard) the laggard's stop and ack.
 fn send(ep: &mut dyn Endpoint, p: &FanoutParams, dest: Dest, receivers: usize) -> Result<Vec<SentPhase>, BenchError> {
     let sent = stream::send(ep, &p.stream(0), dest)?;
     let mut acked: Vec<PeerId> = Vec::with_capacity(receivers);
@@ -367,6 +406,9 @@ fn send(ep: &mut dyn Endpoint, p: &FanoutParams, dest: Dest, receivers: usize) -
             Some(who) if !acked.contains(&who) => acked.push(who),
             _ => return Err(BenchError::mismatch(format!("unexpected message from process {from:?} at the end"))),
         }
+    }
+    if p.lossy_laggard.is_some() {
+        laggard::stop(ep, receivers + 1, p.size)?;
     }
     Ok(sent)
 }
@@ -402,6 +444,7 @@ mod tests {
             windows: vec![vec![w(100, 1.0, 1000), w(50, 1.0, 500)], vec![w(100, 2.0, 3000), w(50, 0.5, 1500)]],
             sender,
             sender_region_rss_bytes: None,
+            laggard: None,
         };
         assert_eq!(r.slowest_msgs_per_s(), vec![50.0, 50.0]);
         assert_eq!(r.slowest_bytes_per_s(), vec![500.0, 500.0]);

@@ -18,6 +18,7 @@ pub mod detect;
 pub mod fanout;
 pub mod heatmap;
 pub mod jobs;
+pub mod laggard;
 pub mod logp;
 pub mod logp_stream;
 pub mod memcpy;
@@ -70,6 +71,12 @@ pub trait Workload: Sync {
     /// ([`Point::size_mix`]); the runner skips a mixed point of a workload
     /// that cannot.
     fn takes_size_mix(&self) -> bool {
+        false
+    }
+    /// Whether its points over a mechanism with a lossy laggard
+    /// ([`Mechanism::lossy_laggard`], `<name>+laggard`) add that laggard;
+    /// the runner skips such a point of a workload that does not.
+    fn takes_lossy_laggard(&self) -> bool {
         false
     }
     /// The number of processes a point runs.

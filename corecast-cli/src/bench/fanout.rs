@@ -2,6 +2,7 @@
 //! counts and sizes, and of size mixes.
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Result;
 use corecast_bench::record::SizeMix;
@@ -9,7 +10,7 @@ use corecast_bench::suite::WorkloadOptions;
 use corecast_bench::workloads::fanout::Fanout;
 
 use super::grid::{Grid, Timing};
-use super::session::run_grid_with_mixes;
+use super::session::run_grid_over;
 use crate::args;
 
 /// The sizes run when neither `--sizes` nor `--size-mix` is given.
@@ -33,6 +34,18 @@ pub struct Args {
     /// largest size is skipped. Repeat the option for several mixes.
     #[arg(long = "size-mix", value_parser = args::size_mix)]
     size_mix: Vec<SizeMix>,
+    /// Also run each mechanism with a lossy laggard (`<name>+laggard`,
+    /// beside `<name>` in every round): one more receiver, attached lossy
+    /// (its sender never waits for it), that sleeps this long after each
+    /// message it gets (e.g. `1ms`), so it is lapped again and again. It is
+    /// not one of the N receivers whose slowest rate is the figure: the
+    /// table shows what it costs them. Its records carry
+    /// `params.lossy_laggard_us` and `lossy_laggard` (messages it got and
+    /// lost, overruns). Mechanisms without lossy receivers skip the
+    /// variant. A name ending in `+laggard` in --mechanisms runs only with
+    /// the laggard (sleeping 1 ms unless this says otherwise).
+    #[arg(long, value_parser = args::duration)]
+    lossy_laggard: Option<Duration>,
     #[command(flatten)]
     timing: Timing,
     #[command(flatten)]
@@ -44,5 +57,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let timing = (a.timing.duration, a.timing.repetitions);
     let default_sizes = if a.size_mix.is_empty() { DEFAULT_SIZES.to_vec() } else { Vec::new() };
     let sizes = a.sizes.unwrap_or(default_sizes);
-    run_grid_with_mixes(&Fanout, &a.grid, &a.receivers, (&sizes, &a.size_mix), timing, WorkloadOptions::default())
+    let mechanisms = a.grid.mechanisms_with_laggard(a.lossy_laggard)?;
+    let sizes = (&sizes[..], &a.size_mix[..]);
+    run_grid_over(&Fanout, &a.grid, &mechanisms, &a.receivers, sizes, timing, WorkloadOptions::default())
 }

@@ -9,14 +9,17 @@ use corecast_bench::host::topology::{parse_cpu_list, CpuTopology};
 use corecast_bench::mechanisms::Options;
 use corecast_bench::record::time;
 use corecast_bench::suite::{Settings, WorkloadOptions};
-use corecast_bench::transport::{Mechanism, COPY_SUFFIX};
+use corecast_bench::transport::{has_laggard, Mechanism, COPY_SUFFIX, LAGGARD_SUFFIX};
 
 use crate::args;
 
 /// Which mechanisms, and where the results go.
 #[derive(clap::Args, Debug)]
 pub struct Grid {
-    /// `all` or mechanism names separated by commas.
+    /// `all` or mechanism names separated by commas. A name ending in
+    /// `+copy` is that mechanism copying (see --copy); one ending in
+    /// `+laggard` is that mechanism with a lossy laggard in its fan-out
+    /// points (see `bench fanout --lossy-laggard`).
     #[arg(long, value_delimiter = ',', default_value = "all")]
     pub mechanisms: Vec<String>,
     /// Move every message through the copying verbs (each mechanism as
@@ -36,6 +39,15 @@ pub struct Grid {
     /// above it (less the suite's 16-byte header) are skipped.
     #[arg(long, default_value = "8M", value_parser = args::ring_bytes)]
     pub ring_bytes: u64,
+    /// How many of the last messages each channel of the mechanism
+    /// `corecast-history` keeps for receivers that join late
+    /// (`ChannelConfig::history`; a channel keeps at most its slots less
+    /// its senders). `corecast-history` is `corecast` (default waits, the
+    /// same rings) with this set, where every other corecast mechanism
+    /// keeps none: name both (`--mechanisms corecast,corecast-history`) to
+    /// see what a history costs. Records carry `params.history`.
+    #[arg(long, default_value_t = corecast_bench::mechanisms::corecast_channel::Corecast::DEFAULT_HISTORY)]
+    pub history: u32,
     #[command(flatten)]
     pub common: Common,
 }
@@ -43,14 +55,42 @@ pub struct Grid {
 impl Grid {
     /// The mechanisms asked for.
     pub fn mechanisms(&self) -> Result<Vec<Box<dyn Mechanism>>> {
-        let options = Options { packed_ring_bytes: self.ring_bytes };
-        let chosen = args::mechanisms_with(&self.mechanisms, &options)?;
-        if !self.copy {
+        self.mechanisms_with_laggard(None)
+    }
+
+    /// The mechanisms asked for, each followed by its `+laggard` variant
+    /// (a lossy laggard sleeping `laggard` after each message) when
+    /// `laggard` is given; a name ending in `+laggard` gets that sleep too.
+    pub fn mechanisms_with_laggard(&self, laggard: Option<Duration>) -> Result<Vec<Box<dyn Mechanism>>> {
+        let options = Options {
+            packed_ring_bytes: self.ring_bytes,
+            history: self.history,
+            lossy_laggard: laggard.unwrap_or(Options::DEFAULT_LOSSY_LAGGARD),
+        };
+        let mut chosen = args::mechanisms_with(&self.mechanisms, &options)?;
+        if self.copy {
+            let copying = chosen.iter().map(|m| copying_name(m.name())).collect::<Vec<_>>();
+            chosen = args::mechanisms_with(&copying, &options)?;
+        }
+        if laggard.is_none() {
             return Ok(chosen);
         }
-        let copying = chosen.iter().map(|m| copying_name(m.name())).collect::<Vec<_>>();
-        args::mechanisms_with(&copying, &options)
+        args::mechanisms_with(&with_laggards(&chosen), &options)
     }
+}
+
+/// Each name followed by its `+laggard` variant (one already lagging
+/// stays as it is), so the plan puts each point with and without the
+/// laggard side by side in every round.
+fn with_laggards(mechanisms: &[Box<dyn Mechanism>]) -> Vec<String> {
+    let mut names = Vec::new();
+    for name in mechanisms.iter().map(|m| m.name()) {
+        names.push(name.to_string());
+        if !has_laggard(name) {
+            names.push(format!("{name}{LAGGARD_SUFFIX}"));
+        }
+    }
+    names
 }
 
 /// `name` forced onto the copying path.
@@ -169,5 +209,48 @@ pub fn results_dir() -> PathBuf {
     match data {
         Some(d) => d.join("corecast").join("results"),
         None => std::env::temp_dir().join("corecast-results"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Command {
+        #[command(flatten)]
+        grid: Grid,
+    }
+
+    fn grid(args: &[&str]) -> Grid {
+        Command::parse_from(std::iter::once("bench").chain(args.iter().copied())).grid
+    }
+
+    fn names(mechanisms: &[Box<dyn Mechanism>]) -> Vec<&'static str> {
+        mechanisms.iter().map(|m| m.name()).collect()
+    }
+
+    #[test]
+    fn a_lossy_laggard_puts_each_mechanism_beside_its_lagging_variant() {
+        let g = grid(&["--mechanisms", "corecast,pipe,corecast-c+laggard"]);
+        assert_eq!(names(&g.mechanisms().unwrap()), ["corecast", "pipe", "corecast-c+laggard"]);
+        let sleep = Duration::from_millis(5);
+        let lagging = g.mechanisms_with_laggard(Some(sleep)).unwrap();
+        let expected = ["corecast", "corecast+laggard", "pipe", "pipe+laggard", "corecast-c+laggard"];
+        assert_eq!(names(&lagging), expected);
+        let sleeps: Vec<_> = lagging.iter().map(|m| m.lossy_laggard()).collect();
+        assert_eq!(sleeps, [None, Some(sleep), None, Some(sleep), Some(sleep)]);
+        let copying = grid(&["--mechanisms", "corecast", "--copy"]).mechanisms_with_laggard(Some(sleep)).unwrap();
+        assert_eq!(names(&copying), ["corecast+copy", "corecast+copy+laggard"]);
+    }
+
+    #[test]
+    fn history_defaults_to_16_and_is_corecast_historys_alone() {
+        assert_eq!(grid(&[]).history, 16);
+        let g = grid(&["--mechanisms", "corecast,corecast-history,pipe", "--history", "4"]);
+        let kept: Vec<_> = g.mechanisms().unwrap().iter().map(|m| m.history(64)).collect();
+        assert_eq!(kept, [Some(0), Some(4), None]);
     }
 }

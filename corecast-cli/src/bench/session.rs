@@ -167,9 +167,22 @@ pub fn run_grid_with_mixes(
     timing: (Duration, usize),
     options: WorkloadOptions,
 ) -> Result<ExitCode> {
-    let mechs = g.mechanisms()?;
+    run_grid_over(workload, g, &g.mechanisms()?, counts, sizes, timing, options)
+}
+
+/// [`run_grid_with_mixes`] over `mechs` (made by the subcommand) rather
+/// than the mechanisms `g` names.
+pub fn run_grid_over(
+    workload: &dyn Workload,
+    g: &Grid,
+    mechs: &[Box<dyn Mechanism>],
+    counts: &[usize],
+    sizes: (&[usize], &[SizeMix]),
+    timing: (Duration, usize),
+    options: WorkloadOptions,
+) -> Result<ExitCode> {
     let (rounds, per_round) = g.common.rounds_for(timing.1);
     let settings = g.common.settings(timing.0, per_round, options)?;
-    let plan = grid_with_mixes(workload, &names(&mechs), counts, sizes.0, sizes.1);
-    execute(&plan, &mechs, &settings, rounds, &g.common.out_path(workload.name()))
+    let plan = grid_with_mixes(workload, &names(mechs), counts, sizes.0, sizes.1);
+    execute(&plan, mechs, &settings, rounds, &g.common.out_path(workload.name()))
 }

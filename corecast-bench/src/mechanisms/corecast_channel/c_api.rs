@@ -13,14 +13,14 @@ use std::time::Duration;
 use corecast::WaitStrategy;
 use corecast_c::{
     corecast_channel_close, corecast_channel_open, corecast_channel_t, corecast_last_error_message,
-    corecast_receiver_borrow, corecast_receiver_close, corecast_receiver_open, corecast_receiver_release,
-    corecast_receiver_set_wait, corecast_receiver_t, corecast_receiver_try_borrow, corecast_sender_abort,
-    corecast_sender_close, corecast_sender_commit, corecast_sender_info, corecast_sender_loan, corecast_sender_open,
-    corecast_sender_set_wait, corecast_sender_t, corecast_status, corecast_wait_any, corecast_wait_kind,
-    CORECAST_FOREVER,
+    corecast_receiver_borrow, corecast_receiver_close, corecast_receiver_info, corecast_receiver_open_with,
+    corecast_receiver_recv, corecast_receiver_release, corecast_receiver_set_wait, corecast_receiver_t,
+    corecast_receiver_try_borrow, corecast_sender_abort, corecast_sender_close, corecast_sender_commit,
+    corecast_sender_info, corecast_sender_loan, corecast_sender_open, corecast_sender_set_wait, corecast_sender_t,
+    corecast_start, corecast_status, corecast_wait_any, corecast_wait_kind, CORECAST_FOREVER,
 };
 
-use super::{Api, Taken};
+use super::{Api, LossyTaken, Taken};
 use crate::transport::TransportError;
 
 /// The C API: `corecast_sender_loan`/`_commit`,
@@ -42,7 +42,7 @@ impl Drop for CSender {
 
 impl Drop for CReceiver {
     fn drop(&mut self) {
-        // SAFETY: a handle `corecast_receiver_open` returned (see `attach`).
+        // SAFETY: a handle `corecast_receiver_open_with` returned (see `attach`).
         unsafe { corecast_receiver_close(self.0) };
     }
 }
@@ -59,13 +59,14 @@ fn check(op: &'static str, rc: corecast_status) -> Result<(), TransportError> {
     Err(TransportError::Protocol { mechanism: "corecast-c", detail: format!("{op}: status {rc}: {why}") })
 }
 
-/// Opens `name` and attaches one endpoint with `open` (`corecast_sender_open`
-/// or `corecast_receiver_open`), setting its wait with `set_wait` (the same
-/// endpoint's `_set_wait`).
+/// Opens `name` and attaches one endpoint with `open` (which calls
+/// `corecast_sender_open` or `corecast_receiver_open_with` on the channel
+/// handle and out-parameter it is given), setting its wait with `set_wait`
+/// (the same endpoint's `_set_wait`).
 fn attach<H>(
     name: &str,
     wait: WaitStrategy,
-    open: unsafe extern "C" fn(*mut corecast_channel_t, *mut *mut H) -> corecast_status,
+    open: impl FnOnce(*mut corecast_channel_t, *mut *mut H) -> corecast_status,
     set_wait: unsafe extern "C" fn(*mut H, c_int, u64, u64) -> corecast_status,
 ) -> Result<*mut H, TransportError> {
     let cname = CString::new(name).map_err(|_| TransportError::Topology(format!("channel name {name:?}")))?;
@@ -74,8 +75,7 @@ fn attach<H>(
     // out-parameter.
     check("open", unsafe { corecast_channel_open(cname.as_ptr(), &mut chan) })?;
     let mut handle = null_mut();
-    // SAFETY: `chan` is the handle just opened; a local out-parameter.
-    let attached = check("attach", unsafe { open(chan, &mut handle) });
+    let attached = check("attach", open(chan, &mut handle));
     // SAFETY: `chan` is the handle just opened, closed once here.
     unsafe { corecast_channel_close(chan) };
     attached?;
@@ -97,11 +97,18 @@ impl Api for CApi {
     type Rx = CReceiver;
 
     fn sender(name: &str, wait: WaitStrategy) -> Result<CSender, TransportError> {
-        attach(name, wait, corecast_sender_open, corecast_sender_set_wait).map(CSender)
+        // SAFETY: `attach` passes the channel handle it just opened and a
+        // local out-parameter.
+        let open = |chan, out| unsafe { corecast_sender_open(chan, out) };
+        attach(name, wait, open, corecast_sender_set_wait).map(CSender)
     }
 
-    fn receiver(name: &str, wait: WaitStrategy) -> Result<CReceiver, TransportError> {
-        attach(name, wait, corecast_receiver_open, corecast_receiver_set_wait).map(CReceiver)
+    fn receiver(name: &str, wait: WaitStrategy, lossy: bool) -> Result<CReceiver, TransportError> {
+        let start = corecast_start::CORECAST_START_NEXT as c_int;
+        // SAFETY: `attach` passes the channel handle it just opened and a
+        // local out-parameter.
+        let open = |chan, out| unsafe { corecast_receiver_open_with(chan, start, c_int::from(lossy), out) };
+        attach(name, wait, open, corecast_receiver_set_wait).map(CReceiver)
     }
 
     fn live_receivers(tx: &mut CSender) -> usize {
@@ -158,6 +165,27 @@ impl Api for CApi {
         // SAFETY: `rx.0` is a receiver handle.
         check("release", unsafe { corecast_receiver_release(rx.0) })?;
         Ok(Taken::Message)
+    }
+
+    /// The C API tells a loss by its status alone (the count is in the
+    /// message's text): the numbers missed are how far the receiver's next
+    /// number moved, as `corecast_receiver_info` reads it before and after.
+    fn recv_lossy(rx: &mut CReceiver, buf: &mut [u8]) -> Result<LossyTaken, TransportError> {
+        let next = |rx: &mut CReceiver| -> Result<u64, TransportError> {
+            let mut next = 0u64;
+            // SAFETY: `rx.0` is a receiver handle; one local out-parameter, two NULL.
+            check("info", unsafe { corecast_receiver_info(rx.0, null_mut(), &mut next, null_mut()) })?;
+            Ok(next)
+        };
+        let before = next(rx)?;
+        let mut len = 0usize;
+        // SAFETY: `rx.0` is a receiver handle; `buf` is `buf.len()` writable
+        // bytes nothing else touches during the call; a local out-parameter.
+        match unsafe { corecast_receiver_recv(rx.0, buf.as_mut_ptr().cast(), buf.len(), &mut len) } {
+            corecast_status::CORECAST_OVERRUN => Ok(LossyTaken::Lost(next(rx)?.saturating_sub(before))),
+            corecast_status::CORECAST_ALL_SENDERS_GONE => Ok(LossyTaken::AllGone),
+            rc => check("receive", rc).map(|()| LossyTaken::Message(len)),
+        }
     }
 
     fn wait_any(rxs: &mut [&mut CReceiver], timeout: Duration) -> Result<(), TransportError> {

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use corecast::{Crowding, WaitStrategy};
 
 use super::plan::Plan;
-use super::{err, Api, Taken, HEADER};
-use crate::transport::{Endpoint, PeerId, Reader, Received, TransportError, Writer};
+use super::{err, Api, LossyTaken, Taken, HEADER};
+use crate::transport::{Endpoint, LossyReceived, PeerId, Reader, Received, TransportError, Writer};
 
 /// Attaches a sender that sends nothing until all `receivers` receivers
 /// are attached.
@@ -40,6 +40,9 @@ pub(super) struct CorecastEndpoint<A: Api> {
     sole_senders: Vec<Option<PeerId>>,
     /// Per inbound channel: its senders were all gone at the last try.
     gone: Vec<bool>,
+    /// The channels this process reads as a lossy receiver, each with
+    /// its group's sender (a group's channel has one: no [`HEADER`]).
+    lossy: Vec<(A::Rx, PeerId)>,
     groups: Vec<Option<Outbound<A::Tx>>>,
     links: Vec<Option<Outbound<A::Tx>>>,
     next_rx: usize,
@@ -74,7 +77,13 @@ impl<A: Api> CorecastEndpoint<A> {
     pub(super) fn open(plan: &Plan, me: PeerId, wait: WaitStrategy, max: usize) -> Result<Self, TransportError> {
         let mut receivers = Vec::new();
         for name in &plan.inbound[me] {
-            receivers.push(A::receiver(name, wait)?);
+            receivers.push(A::receiver(name, wait, false)?);
+        }
+        let mut lossy = Vec::new();
+        for name in &plan.lossy_inbound[me] {
+            let from = plan.sole_sender.get(name).copied();
+            let from = from.ok_or_else(|| err("attach lossy receiver", format!("{name} has several senders")))?;
+            lossy.push((A::receiver(name, wait, true)?, from));
         }
         let sole_senders = plan.inbound[me].iter().map(|name| plan.sole_sender.get(name).copied()).collect();
         let outbound = |name: &String, receivers| -> Result<Outbound<A::Tx>, TransportError> {
@@ -98,6 +107,7 @@ impl<A: Api> CorecastEndpoint<A> {
             receivers,
             sole_senders,
             gone,
+            lossy,
             groups,
             links,
             next_rx: 0,
@@ -198,6 +208,46 @@ impl<A: Api> Endpoint for CorecastEndpoint<A> {
     /// keeper's membership record says whether it is alive (R7).
     fn peer_alive(&mut self, peer: PeerId) -> Option<bool> {
         self.links.get_mut(peer).and_then(Option::as_mut).map(|out| A::live_receivers(&mut out.tx) > 0)
+    }
+
+    fn recv_lossy(&mut self, buf: &mut [u8]) -> Result<LossyReceived, TransportError> {
+        let me = self.me;
+        let [(rx, from)] = &mut self.lossy[..] else {
+            let n = self.lossy.len();
+            return Err(TransportError::Topology(format!("process {me} reads {n} channels lossily, not one")));
+        };
+        loop {
+            match A::recv_lossy(rx, buf)? {
+                LossyTaken::Message(len) => return Ok(LossyReceived::Message(Received { from: *from, len })),
+                LossyTaken::Lost(lost) => return Ok(LossyReceived::Lost { lost }),
+                // Not attached yet, or gone: the workload decides when to
+                // stop (as `take` waits).
+                LossyTaken::AllGone => std::thread::sleep(Duration::from_micros(100)),
+            }
+        }
+    }
+
+    fn try_recv_any(&mut self, buf: &mut [u8]) -> Result<Option<Received>, TransportError> {
+        let n = self.receivers.len();
+        let (mut got, mut too_long) = (None, None);
+        for _ in 0..n {
+            let k = self.next_rx;
+            self.next_rx = (k + 1) % n;
+            let mut read = |from, msg: &[u8]| match buf.get_mut(..msg.len()) {
+                Some(dst) => {
+                    dst.copy_from_slice(msg);
+                    got = Some(Received { from, len: msg.len() });
+                }
+                None => too_long = Some(msg.len()),
+            };
+            if self.take(k, &mut read, false)? {
+                break;
+            }
+        }
+        if let Some(len) = too_long {
+            return Err(err("receive", format!("a {len}-byte message for a {}-byte buffer", buf.len())));
+        }
+        Ok(got)
     }
 
     fn recv_with(&mut self, _max_len: usize, read: &mut Reader<'_>) -> Result<(), TransportError> {

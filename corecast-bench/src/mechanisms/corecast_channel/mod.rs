@@ -17,11 +17,19 @@
 //! message, so none is missed.
 //!
 //! Two ways in, the same channels: the Rust API ([`Native`]: `corecast`,
-//! `corecast-spin`, `corecast-sleep`, `corecast-nap`, and `corecast-packed`,
+//! `corecast-spin`, `corecast-sleep`, `corecast-nap`, `corecast-packed`,
 //! whose senders' messages are packed by length into a frame area of a
-//! set size, `ChannelConfig::ring_bytes`) and the C API ([`CApi`]:
-//! `corecast-c`, calling the very functions a C program calls), so the
-//! tables show what the C boundary costs.
+//! set size, `ChannelConfig::ring_bytes`, and `corecast-history`, whose
+//! channels keep their last messages for receivers that join late,
+//! `ChannelConfig::history`) and the C API ([`CApi`]: `corecast-c`, calling
+//! the very functions a C program calls), so the tables show what the C
+//! boundary costs.
+//!
+//! A group's lossy members (`Group::lossy`) are lossy receivers of its
+//! channel: counted among the receivers its sender waits to see attached
+//! before its first message, never waited for after. Each reads by copy
+//! (a lossy receiver's copy is checked after it is made, so it never sees
+//! torn bytes) and is told how many numbers it missed.
 
 #[cfg(feature = "zenoh")]
 mod bridged;
@@ -51,6 +59,16 @@ pub enum Taken {
     AllGone,
 }
 
+/// What one receive of a lossy receiver found.
+pub enum LossyTaken {
+    /// A message of this many bytes, copied out intact.
+    Message(usize),
+    /// Senders lapped it: this many numbers were passed over.
+    Lost(u64),
+    /// Every sender attached so far is gone.
+    AllGone,
+}
+
 /// The operations the mechanism needs from one API into corecast.
 pub trait Api: 'static {
     /// A sender on one channel.
@@ -59,8 +77,9 @@ pub trait Api: 'static {
     type Rx;
     /// Opens channel `name` and attaches a sender waiting by `wait`.
     fn sender(name: &str, wait: WaitStrategy) -> Result<Self::Tx, TransportError>;
-    /// Opens channel `name` and attaches a receiver waiting by `wait`.
-    fn receiver(name: &str, wait: WaitStrategy) -> Result<Self::Rx, TransportError>;
+    /// Opens channel `name` and attaches a receiver waiting by `wait`,
+    /// lossy (no sender waits for it) if `lossy`.
+    fn receiver(name: &str, wait: WaitStrategy, lossy: bool) -> Result<Self::Rx, TransportError>;
     /// Receivers attached and live now.
     fn live_receivers(tx: &mut Self::Tx) -> usize;
     /// Loans a slot, lets `write` fill its first `len` bytes, commits them.
@@ -68,6 +87,9 @@ pub trait Api: 'static {
     /// Borrows the next message (waiting for one if `block`) and hands it
     /// to `read` where it lies.
     fn take(rx: &mut Self::Rx, block: bool, read: &mut dyn FnMut(&[u8])) -> Result<Taken, TransportError>;
+    /// Copies the next message of a lossy receiver into `buf`, waiting for
+    /// one, or says how many it missed; never torn bytes.
+    fn recv_lossy(rx: &mut Self::Rx, buf: &mut [u8]) -> Result<LossyTaken, TransportError>;
     /// Sleeps until one of `rxs` may have a message, or `timeout`.
     fn wait_any(rxs: &mut [&mut Self::Rx], timeout: Duration) -> Result<(), TransportError>;
 }
@@ -96,6 +118,10 @@ pub struct Corecast<A> {
     /// packed in it by their length, with slots for the smallest frame;
     /// `None`: the library's default (slots x the largest message).
     ring_bytes: Option<u64>,
+    /// `ChannelConfig::history`: how many of the last messages each
+    /// channel keeps for receivers that join late (at most what its ring
+    /// allows: `slots` less its senders).
+    history: u32,
     api: PhantomData<fn() -> A>,
 }
 
@@ -109,6 +135,7 @@ impl Corecast<Native> {
         bridged: false,
         bridge_latency: false,
         ring_bytes: None,
+        history: 0,
         api: PhantomData,
     };
     /// Busy-polling endpoints.
@@ -120,6 +147,7 @@ impl Corecast<Native> {
         bridged: false,
         bridge_latency: false,
         ring_bytes: None,
+        history: 0,
         api: PhantomData,
     };
     /// Endpoints that sleep on a futex at once.
@@ -131,6 +159,7 @@ impl Corecast<Native> {
         bridged: false,
         bridge_latency: false,
         ring_bytes: None,
+        history: 0,
         api: PhantomData,
     };
     /// Endpoints that poll and nap, never sleeping on a futex: the
@@ -143,6 +172,7 @@ impl Corecast<Native> {
         bridged: false,
         bridge_latency: false,
         ring_bytes: None,
+        history: 0,
         api: PhantomData,
     };
     /// Non-equivocating channels (a trusted copier between senders and
@@ -155,6 +185,7 @@ impl Corecast<Native> {
         bridged: false,
         bridge_latency: false,
         ring_bytes: None,
+        history: 0,
         api: PhantomData,
     };
 }
@@ -178,7 +209,29 @@ impl Corecast<Native> {
             bridged: false,
             bridge_latency: false,
             ring_bytes: Some(ring_bytes),
+            history: 0,
             api: PhantomData,
+        }
+    }
+}
+
+impl Corecast<Native> {
+    /// The history `corecast-history` keeps unless told otherwise.
+    pub const DEFAULT_HISTORY: u32 = 16;
+
+    /// Default waits, each channel keeping the last `history` messages for
+    /// receivers that join late (`ChannelConfig::history`; a channel whose
+    /// ring is shorter keeps what it can: `slots` less its senders). The
+    /// suite's receivers all join before the first message, so this shows
+    /// what keeping a history costs the senders and receivers of a
+    /// running channel.
+    pub const fn with_history(history: u32) -> Corecast<Native> {
+        Corecast {
+            name: "corecast-history",
+            describe: "corecast channels, default waiting, each keeping the last --history (default 16) messages \
+                       for receivers that join late",
+            history,
+            ..Corecast::ADAPTIVE
         }
     }
 }
@@ -197,6 +250,7 @@ impl Corecast<Native> {
         bridged: true,
         bridge_latency: false,
         ring_bytes: None,
+        history: 0,
         api: PhantomData,
     };
     /// The same with bridges in latency mode (`--latency`: each message
@@ -210,6 +264,7 @@ impl Corecast<Native> {
         bridged: true,
         bridge_latency: true,
         ring_bytes: None,
+        history: 0,
         api: PhantomData,
     };
 }
@@ -224,6 +279,7 @@ impl Corecast<CApi> {
         bridged: false,
         bridge_latency: false,
         ring_bytes: None,
+        history: 0,
         api: PhantomData,
     };
 }
@@ -286,6 +342,15 @@ impl<A: Api> Mechanism for Corecast<A> {
         Some(SENDER_MEMFD)
     }
 
+    /// A lossy receiver reads the channel of its host; bridges carry none.
+    fn lossy_receivers(&self) -> bool {
+        !self.bridged
+    }
+
+    fn history(&self, message_bytes: usize) -> Option<u32> {
+        Some(history_within(self.history, self.geometry(message_bytes).0, 1))
+    }
+
     fn needs_hosts(&self) -> bool {
         self.bridged
     }
@@ -314,10 +379,18 @@ impl<A: Api> Mechanism for Corecast<A> {
                 self.name
             )));
         }
+        if topology.has_lossy() && !self.lossy_receivers() {
+            return Err(TransportError::Topology(format!(
+                "{}: lossy receivers are not carried across hosts",
+                self.name
+            )));
+        }
         let config = self.config(topology);
         let mut channels = Vec::new();
         for c in &plan.channels {
-            let config = ChannelConfig { max_senders: c.senders as u32, max_receivers: c.receivers as u32, ..config };
+            let (max_senders, max_receivers) = (c.senders as u32, c.receivers as u32);
+            let history = history_within(self.history, config.slots, max_senders);
+            let config = ChannelConfig { max_senders, max_receivers, history, ..config };
             channels.push(Channel::create(&c.name, &config).map_err(|e| err("create", e))?);
         }
         #[cfg(feature = "zenoh")]
@@ -366,6 +439,12 @@ impl<A> Corecast<A> {
             ..ChannelConfig::default()
         }
     }
+}
+
+/// The history a channel of `slots` slots and `senders` senders keeps when
+/// `wanted` is asked for: at most `slots - senders` (the library's bound).
+fn history_within(wanted: u32, slots: u32, senders: u32) -> u32 {
+    wanted.min(slots.saturating_sub(senders))
 }
 
 /// Each process's host as an index (1-based, in order of first

@@ -2,9 +2,9 @@
 
 use std::time::Duration;
 
-use corecast::{Channel, Receiver, RecvError, Sender, WaitStrategy};
+use corecast::{Channel, Receiver, ReceiverOptions, RecvError, Sender, WaitStrategy};
 
-use super::{err, Api, Taken};
+use super::{err, Api, LossyTaken, Taken};
 use crate::transport::TransportError;
 
 /// The Rust API: `Sender::loan`/`Loan::commit`, `Receiver::recv_in_place`.
@@ -23,8 +23,9 @@ impl Api for Native {
         open(name)?.sender_with(wait).map_err(|e| err("attach sender", e))
     }
 
-    fn receiver(name: &str, wait: WaitStrategy) -> Result<Receiver, TransportError> {
-        open(name)?.receiver_with(wait).map_err(|e| err("attach receiver", e))
+    fn receiver(name: &str, wait: WaitStrategy, lossy: bool) -> Result<Receiver, TransportError> {
+        let options = ReceiverOptions { lossy, wait, ..ReceiverOptions::default() };
+        open(name)?.receiver_with_options(options).map_err(|e| err("attach receiver", e))
     }
 
     fn live_receivers(tx: &mut Sender) -> usize {
@@ -46,6 +47,15 @@ impl Api for Native {
             }
             Err(RecvError::WouldBlock) => Ok(Taken::Empty),
             Err(RecvError::AllSendersGone) => Ok(Taken::AllGone),
+            Err(e) => Err(err("receive", e)),
+        }
+    }
+
+    fn recv_lossy(rx: &mut Receiver, buf: &mut [u8]) -> Result<LossyTaken, TransportError> {
+        match rx.recv(buf) {
+            Ok(len) => Ok(LossyTaken::Message(len)),
+            Err(RecvError::Overrun { lost, .. }) => Ok(LossyTaken::Lost(lost)),
+            Err(RecvError::AllSendersGone) => Ok(LossyTaken::AllGone),
             Err(e) => Err(err("receive", e)),
         }
     }

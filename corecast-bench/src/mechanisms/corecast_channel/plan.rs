@@ -65,6 +65,9 @@ pub struct Plan {
     pub links: BTreeMap<(PeerId, PeerId), String>,
     /// Channels each process receives from.
     pub inbound: Vec<Vec<String>>,
+    /// Channels each process receives from as a lossy receiver (it is a
+    /// lossy member of their group), apart from `inbound`.
+    pub lossy_inbound: Vec<Vec<String>>,
     /// Channels whose every message comes from one process (a group's,
     /// and a destination's with one peer linking to it), by name: their
     /// messages need not say who sent them.
@@ -79,7 +82,11 @@ pub struct Plan {
 /// one); channels are named from `base`, Zenoh keys from `key_base`.
 pub fn build(base: &str, key_base: &str, t: &Topology, host_of: &[usize]) -> Plan {
     let host = |p: PeerId| host_of.get(p).copied().unwrap_or(0);
-    let mut plan = Plan { inbound: vec![Vec::new(); t.processes], ..Plan::default() };
+    let mut plan = Plan {
+        inbound: vec![Vec::new(); t.processes],
+        lossy_inbound: vec![Vec::new(); t.processes],
+        ..Plan::default()
+    };
     for (g, group) in t.groups.iter().enumerate() {
         let home = host(group.from);
         let name = format!("{base}-g{g}");
@@ -88,11 +95,14 @@ pub fn build(base: &str, key_base: &str, t: &Topology, host_of: &[usize]) -> Pla
         for &m in group.members.iter().filter(|&&m| host(m) != home) {
             remote.entry(host(m)).or_default().push(m);
         }
-        let receivers = local.len() + usize::from(!remote.is_empty());
+        // Lossy members read the group's own channel (no bridge carries
+        // them: the mechanism refuses them across hosts).
+        let receivers = local.len() + group.lossy.len() + usize::from(!remote.is_empty());
         plan.channels.push(ChannelPlan { name: name.clone(), senders: 1, receivers });
         plan.groups.push((name.clone(), group.from, receivers));
         plan.sole_sender.insert(name.clone(), group.from);
         local.iter().for_each(|&m| plan.inbound[m].push(name.clone()));
+        group.lossy.iter().for_each(|&m| plan.lossy_inbound[m].push(name.clone()));
         if remote.is_empty() {
             continue;
         }
@@ -168,6 +178,18 @@ mod tests {
         assert!((1..=3).all(|r| p.inbound[r] == ["b-g0"] && p.links[&(r, 0)] == "b-to0"));
         // The group's messages come from its sender alone; the replies from three peers.
         assert_eq!(p.sole_sender, BTreeMap::from([("b-g0".to_string(), 0)]));
+    }
+
+    #[test]
+    fn a_lossy_member_reads_the_group_channel_apart_and_has_a_link_each_way() {
+        let p = build("b", "k", &Topology::fan_out_with_lossy(2, 1, 64), &[]);
+        // The sender waits for all three to attach.
+        assert_eq!(p.groups, [("b-g0".to_string(), 0, 3)]);
+        assert_eq!(p.channels[0], ChannelPlan { name: "b-g0".into(), senders: 1, receivers: 3 });
+        assert!(p.inbound[3] == ["b-to3"] && p.lossy_inbound[3] == ["b-g0"]);
+        assert!((1..=2).all(|r| p.inbound[r] == ["b-g0"] && p.lossy_inbound[r].is_empty()));
+        assert_eq!((p.links[&(0, 3)].as_str(), p.links[&(3, 0)].as_str()), ("b-to3", "b-to0"));
+        assert_eq!(p.sole_sender.get("b-to3"), Some(&0));
     }
 
     #[test]

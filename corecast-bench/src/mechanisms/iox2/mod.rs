@@ -315,7 +315,7 @@ mod tests {
             processes: 2,
             max_message_bytes: 64,
             links: vec![(0, 1), (1, 0)],
-            groups: vec![crate::transport::Group { from: 0, members: vec![1] }],
+            groups: vec![crate::transport::Group::new(0, vec![1])],
         };
         let n = 300u64;
         let body = move |me: PeerId, ep: &mut dyn Endpoint| -> Result<Vec<u8>, crate::harness::BenchError> {

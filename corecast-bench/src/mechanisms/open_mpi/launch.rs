@@ -296,7 +296,7 @@ mod tests {
         t.links.push((0, 1));
         assert!(check_bcast_topology(&t).unwrap_err().contains("process 1"));
         let mut t = Topology::fan_out(2, 64);
-        t.groups.push(Group { from: 2, members: vec![1] });
+        t.groups.push(Group::new(2, vec![1]));
         assert!(check_bcast_topology(&t).is_err());
     }
 }

@@ -77,8 +77,7 @@ impl PaxosParams {
         if self.kill_after.is_some() {
             links.extend([(TICKER, LEADER), (LEADER, TICKER)]);
         }
-        let groups =
-            vec![Group { from: PRIMARY, members: learners.clone() }, Group { from: BACKUP, members: learners }];
+        let groups = vec![Group::new(PRIMARY, learners.clone()), Group::new(BACKUP, learners)];
         Topology { processes: self.processes(), max_message_bytes: self.size, links, groups }
     }
 }
