@@ -12,7 +12,7 @@ use corecast_bench::harness::RunOptions;
 use corecast_bench::host::placement::Placement;
 use corecast_bench::record::{DataPath, Metric, Provenance, Unit};
 use corecast_bench::suite::grid;
-use corecast_bench::suite::{run_plan, Ending, Settings, Status};
+use corecast_bench::suite::{run_plan, Ending, Outcome, Point, Settings, Status};
 use corecast_bench::transport::Mechanism;
 use corecast_bench::workloads::{fanout, pingpong};
 use support::seqpacket::Seqpacket;
@@ -134,13 +134,7 @@ fn a_size_mix_runs_over_real_mechanisms_and_corecast_reports_its_sender_region()
         placement: Placement::spread(&[0]),
         options: Default::default(),
     };
-    let prov = Provenance::collect(vec!["test".into()]);
-    let mut seen = Vec::new();
-    run_plan(&plan, &mechs, &settings, &prov, |o, _| {
-        seen.push(o.clone());
-        Ok::<(), ()>(())
-    })
-    .unwrap();
+    let seen = outcomes(&plan, &mechs, &settings);
     for o in &seen[..2] {
         let Status::Measured(rs) = &o.status else { panic!("{}: {:?}", o.point.mechanism, o.status) };
         assert_eq!(rs.len(), 4, "{rs:?}");
@@ -177,13 +171,7 @@ fn a_lossy_laggard_is_lapped_beside_the_receivers_and_history_is_recorded() {
         placement: Placement::spread(&[0]),
         options: Default::default(),
     };
-    let prov = Provenance::collect(vec!["test".into()]);
-    let mut seen = Vec::new();
-    run_plan(&plan, &mechs, &settings, &prov, |o, _| {
-        seen.push(o.clone());
-        Ok::<(), ()>(())
-    })
-    .unwrap();
+    let seen = outcomes(&plan, &mechs, &settings);
     let measured = |k: usize| match &seen[k].status {
         Status::Measured(rs) => rs.clone(),
         other => panic!("{}: {other:?}", seen[k].point.mechanism),
@@ -204,4 +192,16 @@ fn a_lossy_laggard_is_lapped_beside_the_receivers_and_history_is_recorded() {
     assert!(why.contains("no lossy receivers"), "{why}");
     let Status::Skipped(why) = &seen[5].status else { panic!("{:?}", seen[5].status) };
     assert!(why.contains("pingpong adds no lossy laggard"), "{why}");
+}
+
+/// Every outcome of running `plan` over `mechs`, in the order they came.
+fn outcomes(plan: &[Point], mechs: &[Box<dyn Mechanism>], settings: &Settings) -> Vec<Outcome> {
+    let prov = Provenance::collect(vec!["test".into()]);
+    let mut seen = Vec::new();
+    run_plan(plan, mechs, settings, &prov, |o, _| {
+        seen.push(o.clone());
+        Ok::<(), ()>(())
+    })
+    .unwrap();
+    seen
 }

@@ -114,3 +114,24 @@ impl Receiver {
         (lost > 0).then_some(RecvError::Overrun { expected: from, lost })
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// What a member sends in its join request is untrusted: every option
+    /// round-trips, and any other value (an unknown start, a bit beyond the
+    /// lossy flag) is refused.
+    #[test]
+    fn a_join_request_carries_its_options_and_nothing_else() {
+        for start in [Start::Next, Start::Latest, Start::Oldest] {
+            for lossy in [false, true] {
+                let o = ReceiverOptions { start, lossy, ..ReceiverOptions::default() };
+                assert_eq!(ReceiverOptions::from_request_arg(o.request_arg()), Some((start, lossy)));
+            }
+        }
+        for bad in [3, 0xff, 1 << 9, 1 << 63, u64::MAX] {
+            assert_eq!(ReceiverOptions::from_request_arg(bad), None, "{bad:#x}");
+        }
+    }
+}
