@@ -333,33 +333,7 @@ fn a_published_frame_no_region_holds_is_passed_over_and_its_sender_excluded() {
         let mut rx = chan.receiver().unwrap();
         let mut tx = chan.sender().unwrap();
         tx.send(&payload(0, 0, 64)).unwrap();
-        let mut hostile = fork({
-            let name = name.clone();
-            move |out| {
-                let before = memory_map();
-                let chan = Channel::open(&name).unwrap();
-                let mut tx = chan.sender().unwrap();
-                let (_, region) = hostile_mappings(&before);
-                // A number it won, published by hand with a frame no region
-                // holds (the loan is never committed nor dropped).
-                let mut loan = tx.loan(4).unwrap();
-                let s = loan.sequence();
-                loan.as_mut_slice()[..4].copy_from_slice(b"evil");
-                let slot = slot_of(region, 32, s);
-                // SAFETY: the sender writes its own region.
-                unsafe {
-                    std::ptr::write_volatile((slot + 8) as *mut u32, bad_len);
-                    std::ptr::write_volatile((slot + 12) as *mut u32, bad_at);
-                    std::ptr::write_volatile(slot as *mut u64, ((s + 1) << 2) | 1);
-                }
-                std::mem::forget(loan);
-                use std::io::Write;
-                writeln!(out, "{s}").unwrap();
-                loop {
-                    std::thread::sleep(Duration::from_secs(1));
-                }
-            }
-        });
+        let mut hostile = publish_bad_frame(&name, bad_len, bad_at);
         let bad: u64 = hostile.read_line().parse().unwrap();
         let mut buf = [0u8; 64];
         let n = rx.recv_timeout(&mut buf, GUARD).unwrap();
@@ -379,6 +353,83 @@ fn a_published_frame_no_region_holds_is_passed_over_and_its_sender_excluded() {
         }
         hostile.kill(libc::SIGKILL);
         let _ = hostile.wait(GUARD);
+    }
+}
+
+/// A hostile member of channel `name` (32 slots) that wins a number and
+/// publishes it by hand with a frame of `len` bytes at unit `at`, then
+/// lingers with the loan neither committed nor dropped; it prints the
+/// number.
+fn publish_bad_frame(name: &str, len: u32, at: u32) -> common::Child {
+    let name = name.to_owned();
+    fork(move |out| {
+        let before = memory_map();
+        let chan = Channel::open(&name).unwrap();
+        let mut tx = chan.sender().unwrap();
+        let (_, region) = hostile_mappings(&before);
+        let mut loan = tx.loan(4).unwrap();
+        let s = loan.sequence();
+        loan.as_mut_slice()[..4].copy_from_slice(b"evil");
+        let slot = slot_of(region, 32, s);
+        // SAFETY: the sender writes its own region.
+        unsafe {
+            std::ptr::write_volatile((slot + 8) as *mut u32, len);
+            std::ptr::write_volatile((slot + 12) as *mut u32, at);
+            std::ptr::write_volatile(slot as *mut u64, ((s + 1) << 2) | 1);
+        }
+        std::mem::forget(loan);
+        use std::io::Write;
+        writeln!(out, "{s}").unwrap();
+        loop {
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    })
+}
+
+/// The same attack on a channel without a deadline, where the honest
+/// sender publishes everything and leaves before any receiver reaches the
+/// bad number (so nothing it does wakes them later), with the hostile
+/// member still there or already dead: every honest message is delivered,
+/// then `AllSendersGone`; the bad number never ends the stream early.
+#[test]
+fn a_bad_frame_before_the_honest_sender_leaves_loses_none_of_its_messages() {
+    for hostile_dies in [false, true] {
+        let name = unique(&format!("bad-len-gone-{hostile_dies}"));
+        let chan =
+            Channel::create(&name, &ChannelConfig { deadline: None, ..cfg(32, 2, 0o600, Delivery::Direct) }).unwrap();
+        let mut rx = chan.receiver().unwrap();
+        let mut hostile = publish_bad_frame(&name, u32::MAX, 0);
+        let bad: u64 = hostile.read_line().parse().unwrap();
+        let mut tx = chan.sender().unwrap();
+        for k in 0..20 {
+            tx.send_timeout(&payload(k, 0, 64), GUARD).unwrap();
+        }
+        drop(tx);
+        let lingering = if hostile_dies {
+            hostile.kill(libc::SIGKILL);
+            let _ = hostile.wait(GUARD);
+            None
+        } else {
+            Some(hostile)
+        };
+        if hostile_dies {
+            wait_until("the keeper sees both senders gone", GUARD, || {
+                chan.members().iter().all(|m| !m.is_sender || m.state != "live")
+            });
+        }
+        for k in 0..20 {
+            let msg =
+                rx.recv_in_place_timeout(GUARD).unwrap_or_else(|e| panic!("dies {hostile_dies}, message {k}: {e}"));
+            assert_eq!(&msg[..], &payload(k, 0, 64)[..]);
+            assert!(msg.sequence() > bad);
+        }
+        match lingering {
+            None => assert!(matches!(rx.recv_in_place_timeout(GUARD).map(|m| m.len()), Err(RecvError::AllSendersGone))),
+            Some(mut hostile) => {
+                hostile.kill(libc::SIGKILL);
+                let _ = hostile.wait(GUARD);
+            }
+        }
     }
 }
 

@@ -107,10 +107,16 @@ impl Keeper {
     /// wrote it; receivers still joining are left out, and lossy ones: no
     /// sender waits for them, so they bound nothing a sender may claim.
     pub(super) fn live_cursors(&self) -> Vec<u64> {
+        self.cursors(false)
+    }
+
+    /// Every receiver's cursor as [`Keeper::live_cursors`], lossy ones
+    /// too if `lossy`.
+    pub(super) fn cursors(&self, lossy: bool) -> Vec<u64> {
         self.receivers
             .iter()
             .enumerate()
-            .filter(|&(i, _)| self.membership.receiver(i).kind.load(Ordering::Relaxed) != RECEIVER_LOSSY)
+            .filter(|&(i, _)| lossy || self.membership.receiver(i).kind.load(Ordering::Relaxed) != RECEIVER_LOSSY)
             .filter_map(|(i, r)| {
                 let r = r.as_ref()?;
                 // Acquire pairs with the keeper's SeqCst store of the receiver's start.

@@ -80,10 +80,12 @@ impl Keeper {
 
     /// Excludes every sender whose region no longer validates: a header
     /// its sender rewrote, or a slot that fails validation at a number a
-    /// live receiver is about to read (honest senders never write either).
+    /// receiver, lossy or not, is about to read (honest senders never
+    /// write either; a receiver lying about its cursor only moves where
+    /// the keeper looks).
     pub(super) fn exclude_corrupt_senders(&mut self) {
         let g = self.membership.geometry;
-        let cursors = self.live_cursors();
+        let cursors = self.cursors(true);
         for j in 0..self.senders.len() {
             let Some(s) = &self.senders[j] else { continue };
             let corrupt = s.region.check_header().is_err()

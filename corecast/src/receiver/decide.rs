@@ -67,7 +67,7 @@ impl Receiver {
             return Ok(Some(Found::NotYet));
         }
         let (mut published, mut contested, mut pending, mut newer) = (None, false, false, false);
-        let mut voided = false;
+        let (mut voided, mut suspect) = (false, false);
         for (j, peer) in self.senders.mapped() {
             let region = &peer.region;
             // SeqCst, and before the slot: pairs with the claimer's SeqCst
@@ -106,8 +106,13 @@ impl Receiver {
                     newer = true;
                     continue;
                 }
-                Ok(Probe::Absent | Probe::Writing) | Err(_) => {
+                Ok(Probe::Absent | Probe::Writing) => {
                     pending |= names_s;
+                    continue;
+                }
+                Err(_) => {
+                    pending |= names_s;
+                    suspect |= names_s;
                     continue;
                 }
             };
@@ -118,7 +123,7 @@ impl Receiver {
             return Ok(Some(Found::Contested));
         }
         if pending {
-            return Ok(Some(Found::NotYet));
+            return Ok(Some(if suspect { Found::Suspect } else { Found::NotYet }));
         }
         if published.is_none() && newer {
             // Overtaken: only an evicted receiver is (its senders moved on

@@ -122,6 +122,9 @@ enum Found {
     Hole,
     /// A hole the keeper's floor has not passed yet.
     HoleAboveFloor,
+    /// Not decided yet, and a region that claims the number shows a slot
+    /// that fails validation: the keeper will exclude its sender.
+    Suspect,
     /// Senders lapped this lossy receiver: the number's slot or frame holds
     /// a later message.
     Overtaken,
@@ -551,7 +554,7 @@ impl Receiver {
 
     /// [`Receiver::ready`] for every case.
     #[inline(never)]
-    fn ready_sorted(&mut self, thorough: bool) -> Result<(usize, Frame), RecvError> {
+    fn ready_sorted(&mut self, mut thorough: bool) -> Result<(usize, Frame), RecvError> {
         if self.poisoned {
             return Err(RecvError::Evicted);
         }
@@ -614,12 +617,15 @@ impl Receiver {
                 // The keeper looks at once and raises its floor; asked
                 // once per number (a keeper that will not vouch for it
                 // leaves the receiver waiting, as for any number).
-                Some(Found::HoleAboveFloor) if self.audit_asked_at != Some(self.next) => {
+                // Likewise for a number whose claimant's slot fails
+                // validation: the keeper excludes that sender at once
+                // instead of at its next periodic look.
+                Some(Found::HoleAboveFloor | Found::Suspect) if self.audit_asked_at != Some(self.next) => {
                     self.audit_asked_at = Some(self.next);
                     self.link.call_arg(Op::AuditNow, self.next)?;
                     continue;
                 }
-                Some(Found::HoleAboveFloor) => {}
+                Some(Found::HoleAboveFloor | Found::Suspect) => {}
                 Some(Found::NotYet) => {}
                 Some(Found::Overtaken) => {
                     self.pass_overtaken();
@@ -639,6 +645,15 @@ impl Receiver {
             }
             if self.link.membership.destroyed() {
                 return Err(RecvError::Destroyed);
+            }
+            // Before an ending, a thorough look: a quick one sees only
+            // slots, and a number no mapped region shows (a hole, or the
+            // number of a sender excluded meanwhile) may still be passed
+            // over to messages published after it.
+            let ending = (!any_live && any_ever) || !self.link.membership.keeper_alive();
+            if ending && !thorough {
+                thorough = true;
+                continue;
             }
             if !any_live && any_ever {
                 return Err(RecvError::AllSendersGone);

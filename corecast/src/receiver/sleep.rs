@@ -161,7 +161,9 @@ impl Receiver {
     pub(super) fn still_idle(&mut self, values: &[u32]) -> bool {
         // The values are those of `sleep_words`: the generation, the keeper's word, the doorbells.
         let generation = &self.link.membership.header().generation.0;
-        matches!(self.locate(true), Ok(Some(Found::NotYet)))
+        // A suspect number waits for the keeper's exclusion, which bumps
+        // the generation this sleep watches.
+        matches!(self.locate(true), Ok(Some(Found::NotYet | Found::Suspect)))
             && notify::generation_unchanged(generation, self.generation, values[0])
             // Its death is told once: a waiter that read it dead must not sleep on it.
             && !robust::owner_died(values[1])
