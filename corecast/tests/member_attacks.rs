@@ -425,7 +425,7 @@ fn a_bad_frame_before_the_honest_sender_leaves_loses_none_of_its_messages() {
         }
         match lingering {
             None => assert!(matches!(rx.recv_in_place_timeout(GUARD).map(|m| m.len()), Err(RecvError::AllSendersGone))),
-            Some(mut hostile) => {
+            Some(hostile) => {
                 hostile.kill(libc::SIGKILL);
                 let _ = hostile.wait(GUARD);
             }
