@@ -35,7 +35,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut events: Vec<epoll::Event> = Vec::with_capacity(2);
     while !(done[0] && done[1]) {
         events.clear();
-        epoll::wait(&ep, rustix::buffer::spare_capacity(&mut events), None)?;
+        // Interrupted waits (a signal, or a wake fd's io_uring completing
+        // on this thread) are waited again, as in any event loop.
+        match epoll::wait(&ep, rustix::buffer::spare_capacity(&mut events), None) {
+            Err(rustix::io::Errno::INTR) => continue,
+            other => other?,
+        };
         for event in &events {
             let k = event.data.u64() as usize;
             loop {

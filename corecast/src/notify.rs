@@ -17,6 +17,13 @@
 //! The two fences forbid the one bad outcome: the waiter's re-check missing
 //! the progress while the peer's read misses the arming.
 //!
+//! A receiver waiting through its wake fd (`receiver::fd`) takes the same
+//! steps, except that its "sleep" is an asynchronous futex wait submitted to
+//! its own io_uring with the values read before arming: the peer's one
+//! futex wake completes it, and the ring polls readable. So a publish wakes
+//! sleeping and fd-waiting receivers alike with one system call (the
+//! socket kind of wake fd, where io_uring is refused, gets a byte instead).
+//!
 //! A sender publishes far more often than a receiver arms, so the sender's
 //! fence is the one that costs (a publish's fence waits for the stamp's
 //! cache line to reach the sender, about a tenth of a 64-byte message's
@@ -36,8 +43,8 @@
 //! too, and only at the generation its last look was made under
 //! ([`generation_unchanged`]). The loom model at the end of this file runs
 //! both handshakes of a channel (a receiver asleep for a message, a sender
-//! asleep for room) and a receiver's wait through a keeper's bump over
-//! every interleaving (to a bound).
+//! asleep for room), a receiver waiting through its ring, and a receiver's
+//! wait through a keeper's bump over every interleaving (to a bound).
 
 #[cfg(not(loom))]
 use std::os::fd::OwnedFd;
@@ -178,11 +185,21 @@ mod loom_model {
     use loom::sync::{Arc, Condvar, Mutex};
 
     /// The kernel's futex table: one lock for every word, as one hash
-    /// bucket would hold them.
+    /// bucket would hold them; and one receiver's io_uring (`sys::uring`),
+    /// whose asynchronous futex wait the same lock guards.
     #[derive(Default)]
     struct Kernel {
-        lock: Mutex<()>,
+        lock: Mutex<RingState>,
         woken: Condvar,
+    }
+
+    /// The ring: a futex wait pending in it, and completions queued (it
+    /// polls readable while there are any).
+    #[derive(Default)]
+    struct RingState {
+        /// The words of the pending wait (their addresses).
+        waiting: Option<Vec<usize>>,
+        queued: u32,
     }
 
     impl Kernel {
@@ -196,10 +213,45 @@ mod loom_model {
             }
         }
 
-        /// `FUTEX_WAKE` of every sleeper.
-        fn wake_all(&self) {
-            let _held = self.lock.lock().unwrap();
+        /// `FUTEX_WAKE` of every sleeper on `word` (the model wakes every
+        /// sleeper: each checks its words again), and of the ring's
+        /// pending wait if it is on `word`.
+        fn wake_all(&self, word: &AtomicU32) {
+            let mut ring = self.lock.lock().unwrap();
+            if ring.waiting.as_ref().is_some_and(|w| w.contains(&(word as *const AtomicU32 as usize))) {
+                ring.waiting = None;
+                ring.queued += 1;
+            }
             self.woken.notify_all();
+        }
+
+        /// `FutexRing::wait_any`: a wait registered while every word holds
+        /// its value, completed at once if one does not; nothing if a wait
+        /// is pending already.
+        fn ring_wait(&self, words: &[(&AtomicU32, u32)]) {
+            let mut ring = self.lock.lock().unwrap();
+            if ring.waiting.is_some() {
+                return;
+            }
+            if words.iter().all(|(word, value)| word.load(Ordering::SeqCst) == *value) {
+                ring.waiting = Some(words.iter().map(|(w, _)| *w as *const AtomicU32 as usize).collect());
+            } else {
+                ring.queued += 1;
+            }
+        }
+
+        /// An event loop's `epoll_wait` on the ring: returns once it is
+        /// readable.
+        fn ring_readable(&self) {
+            let mut ring = self.lock.lock().unwrap();
+            while ring.queued == 0 {
+                ring = self.woken.wait(ring).unwrap();
+            }
+        }
+
+        /// `FutexRing::drain`.
+        fn ring_drain(&self) {
+            self.lock.lock().unwrap().queued = 0;
         }
     }
 
@@ -348,7 +400,7 @@ mod loom_model {
             if me.notified().take(0, word) == Some(Arm::FUTEX) {
                 // Release pairs with the sleeper's load of the doorbell.
                 self.doorbell.fetch_add(1, Ordering::Release);
-                self.kernel.wake_all();
+                self.kernel.wake_all(&self.doorbell);
             }
         }
 
@@ -386,6 +438,38 @@ mod loom_model {
             self.consume(s, me);
         }
 
+        /// A receiver in an event loop waiting through its ring
+        /// (`receiver::fd`): a receive disarms and drains, looks; finding
+        /// nothing it reads the futex values, arms, looks again, and waits
+        /// in the ring; the loop tries once more before it polls (so a wait
+        /// may still be pending at the next arming), then polls the ring.
+        fn recv_through_ring(&self, s: u64, me: &mut Side) {
+            let mut armed = false;
+            loop {
+                if armed {
+                    me.armer.disarm(&self.sleeping);
+                    self.kernel.ring_drain();
+                }
+                if self.ready(s) {
+                    break;
+                }
+                let value = self.bell();
+                armed = true;
+                if !self.arm_idle(s, me) {
+                    break;
+                }
+                self.kernel.ring_wait(&[(&self.doorbell, value)]);
+                if self.ready(s) {
+                    break;
+                }
+                self.kernel.ring_readable();
+            }
+            if armed {
+                me.armer.disarm(&self.sleeping);
+            }
+            self.consume(s, me);
+        }
+
         /// `Receiver::settle_peers_fence` to asking for fences: the request
         /// in the disarmed word, then the barrier that makes the sender see
         /// it.
@@ -400,7 +484,7 @@ mod loom_model {
             ring::advance(&self.cursor, s + 1);
             progress_made();
             if me.notified().take(0, self.space_waiting.load(Ordering::Relaxed)) == Some(Arm::FUTEX) {
-                self.kernel.wake_all();
+                self.kernel.wake_all(&self.cursor.wake);
             }
         }
     }
@@ -467,6 +551,30 @@ mod loom_model {
     #[test]
     fn a_receiver_that_starts_asking_for_fences_is_woken_by_the_sender_that_fences_for_it() {
         one_channel(2, 2, 4, Side::asymmetric, Some(1));
+    }
+
+    /// A receiver waiting through its ring (its wake fd) is woken by the
+    /// sender's one futex wake, as a sleeping one is; with fences on
+    /// every publish, and with the sender relying on barriers.
+    #[test]
+    fn a_receiver_waiting_through_its_ring_is_woken_by_every_publish_it_waits_for() {
+        for side in [Side::default as fn() -> Side, Side::asymmetric] {
+            model(4, move || {
+                let chan = Channel::new(2, &Arc::new(Kernel::default()));
+                let tx = {
+                    let chan = chan.clone();
+                    loom::thread::spawn(move || {
+                        let mut me = side();
+                        (0..3).for_each(|s| chan.send(s, &mut me));
+                        chan.barrier.switch(true);
+                    })
+                };
+                let mut me = side();
+                (0..3).for_each(|s| chan.recv_through_ring(s, &mut me));
+                tx.join().unwrap();
+                assert_eq!(chan.cursor.next.load(Ordering::Relaxed), 3);
+            });
+        }
     }
 
     /// `wait_any` (`receiver::wait_any`): one receiver asleep on two
@@ -538,7 +646,7 @@ mod loom_model {
                     // `Keeper`: the state, then `bump`.
                     m.sender_state.store(STATE_DEAD, Ordering::SeqCst);
                     m.generation.fetch_add(1, Ordering::SeqCst);
-                    m.kernel.wake_all();
+                    m.kernel.wake_all(&m.generation);
                 })
             };
             let mut armer = Armer::default();

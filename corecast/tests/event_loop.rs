@@ -56,10 +56,16 @@ fn wait_readable(fd: BorrowedFd<'_>, how: &Waiter, epfd: i32) {
     // SAFETY: plain system calls on valid fds and stack-allocated arguments.
     let n = unsafe {
         match how {
-            Waiter::EpollLevel | Waiter::EpollEdge => {
+            // As every event loop does, a wait interrupted (`EINTR`: a
+            // signal, or the io_uring wake fd's completion work running on
+            // the thread that armed it) is waited again.
+            Waiter::EpollLevel | Waiter::EpollEdge => loop {
                 let mut ev = libc::epoll_event { events: 0, u64: 0 };
-                libc::epoll_wait(epfd, &mut ev, 1, 60_000)
-            }
+                let n = libc::epoll_wait(epfd, &mut ev, 1, 60_000);
+                if n >= 0 || *libc::__errno_location() != libc::EINTR {
+                    break n;
+                }
+            },
             Waiter::Poll => {
                 let mut p = libc::pollfd { fd: raw, events: libc::POLLIN, revents: 0 };
                 libc::poll(&mut p, 1, 60_000)

@@ -2,6 +2,7 @@
 //! copy it out, move the cursor.
 
 mod decide;
+mod fd;
 mod join;
 mod message;
 mod sleep;
@@ -57,6 +58,8 @@ pub struct Receiver {
     /// The caller asked for the wake fd: running dry arms it.
     fd_mode: bool,
     fd_armed: bool,
+    /// What makes the wake fd readable, chosen at the first `wake_fd`.
+    fd_wait: fd::FdWait,
     /// The sender region that held the last message: tried first.
     hint: usize,
     generation: u32,
@@ -172,6 +175,7 @@ impl Receiver {
             last_armed: None,
             fd_mode: false,
             fd_armed: false,
+            fd_wait: fd::FdWait::Unchosen,
             generation: link.membership.generation(),
             link,
             region,
@@ -316,54 +320,6 @@ impl Receiver {
     pub fn recv_in_place_timeout(&mut self, timeout: Duration) -> Result<Message<'_>, RecvError> {
         let (sender, frame) = self.wait_ready(Some(Instant::now() + timeout))?;
         Ok(Message::new(self, sender, frame))
-    }
-
-    /// A file descriptor for event loops (R9). Call it before waiting: it
-    /// becomes readable as soon as a message is ready (at once if one is
-    /// already) or the channel's state changes (all senders gone, destroyed,
-    /// evicted). After it fires, receive until [`RecvError::WouldBlock`];
-    /// from then on every `WouldBlock` re-arms it. Works with epoll (level-
-    /// or edge-triggered), poll and select; see [`wait_any`] to wait on
-    /// several receivers at once.
-    pub fn wake_fd(&mut self) -> std::os::fd::BorrowedFd<'_> {
-        use std::os::fd::AsFd;
-        self.fd_mode = true;
-        self.settle_peers_fence();
-        if !self.fd_armed {
-            // A failed barrier makes the fd readable (a spurious wake, never
-            // a lost one); the receive that follows reports the failure.
-            let armed = self.arm(Arm::EVENT_FD);
-            self.fd_armed = true;
-            if armed.is_err() || !matches!(self.ready(), Err(RecvError::WouldBlock)) {
-                wakefd::signal(&self.wake.peer);
-            }
-        }
-        self.wake.owner.as_fd()
-    }
-
-    /// Whether a non-blocking receive would not fail with `WouldBlock`; in
-    /// fd mode, arms the wake fd when it would.
-    pub fn poll_ready(&mut self) -> bool {
-        !matches!(self.ready_armed(), Err(RecvError::WouldBlock))
-    }
-
-    /// `ready`, arming the wake fd when nothing is ready in fd mode.
-    fn ready_armed(&mut self) -> Result<(usize, Frame), RecvError> {
-        if self.fd_armed {
-            self.fd_armed = false;
-            self.armer.disarm(&self.region.header().sleeping.0);
-            wakefd::drain(&self.wake.owner);
-        }
-        match self.ready() {
-            Err(RecvError::WouldBlock) if self.fd_mode => {
-                self.fd_armed = true;
-                self.arm(Arm::EVENT_FD)?;
-                // Re-check after arming: pairs with `Sender::publish` (a new
-                // message) and `Keeper::bump` (senders gone, destroyed).
-                self.ready()
-            }
-            other => other,
-        }
     }
 
     fn copy_out(&mut self, sender: usize, frame: Frame, buf: &mut [u8]) -> Result<usize, RecvError> {
@@ -762,6 +718,17 @@ impl Drop for Receiver {
     fn drop(&mut self) {
         self.link.leave();
     }
+}
+
+/// [`Receiver::sleep_words`] of a receiver's link and sender regions (for
+/// callers that hold another field mutably).
+fn sleep_words_of<'a>(
+    link: &'a Link,
+    senders: &'a PeerTable<SenderRegion>,
+) -> impl Iterator<Item = &'a crate::sync::AtomicU32> + Clone {
+    let m = &link.membership;
+    let doorbells = senders.iter().flatten().map(|s| &s.region.header().doorbell.0);
+    [&m.header().generation.0, m.keeper_word()].into_iter().chain(doorbells)
 }
 
 /// [`Receiver::barrier_for_senders`] for several receivers that armed: one

@@ -109,9 +109,7 @@ impl Receiver {
     /// generation first, the keeper's robust word (its death), then every
     /// sender's doorbell.
     pub(super) fn sleep_words(&self) -> impl Iterator<Item = &crate::sync::AtomicU32> {
-        let m = &self.link.membership;
-        let doorbells = self.senders.iter().flatten().map(|s| &s.region.header().doorbell.0);
-        [&m.header().generation.0, m.keeper_word()].into_iter().chain(doorbells)
+        super::sleep_words_of(&self.link, &self.senders)
     }
 
     /// Replaces `values` with the current values of [`Receiver::sleep_words`].

@@ -1,6 +1,5 @@
 //! Waiting on several receivers at once.
 
-use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
 use super::Receiver;
@@ -87,7 +86,7 @@ fn wait_any_fds(receivers: &mut [&mut Receiver], deadline: Option<Instant>) -> R
                 _ => return Ok(None),
             },
         };
-        let fds: Vec<_> = receivers.iter().map(|rx| rx.wake.owner.as_fd()).collect();
+        let fds: Vec<_> = receivers.iter().map(|rx| rx.fd()).collect();
         crate::sys::poll::readable(&fds, left, &mut ready)
             .map_err(|e| RecvError::Io { op: "poll", source: e.into() })?;
     }

@@ -53,10 +53,7 @@ pub(crate) fn wait_any<'a>(
     let mut spilled = Vec::new();
     let mut n = 0;
     for (w, v) in [first, second].into_iter().chain(words) {
-        let mut x = futex::Wait::new();
-        x.val = u64::from(v);
-        x.uaddr = futex::WaitPtr::new((w as *const AtomicU32).cast_mut().cast());
-        x.flags = futex::WaitFlags::SIZE_U32;
+        let x = wait_entry(w, v);
         if n < INLINE_WAITS {
             inline[n] = x;
         } else {
@@ -77,6 +74,16 @@ pub(crate) fn wait_any<'a>(
         Err(Errno::TIMEDOUT) => Ok(Woken::TimedOut),
         Err(e) => Err(e),
     }
+}
+
+/// The `futex_waitv` entry of a wait while `word == expected` (a shared
+/// futex: its waker is another process).
+pub(crate) fn wait_entry(word: &AtomicU32, expected: u32) -> futex::Wait {
+    let mut x = futex::Wait::new();
+    x.val = u64::from(expected);
+    x.uaddr = futex::WaitPtr::new((word as *const AtomicU32).cast_mut().cast());
+    x.flags = futex::WaitFlags::SIZE_U32;
+    x
 }
 
 /// Wakes every process sleeping on `word`; returns how many were woken.

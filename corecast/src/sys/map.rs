@@ -28,13 +28,19 @@ impl Mapping {
     /// keeper, or any fork of the user's) does not inherit it, so a writable
     /// mapping never leaks into a process that was not its writer.
     pub(crate) fn new(fd: impl AsFd, len: usize, writable: bool) -> Result<Mapping, Errno> {
+        Mapping::at(fd, 0, len, writable)
+    }
+
+    /// [`Mapping::new`] of `len` bytes from `offset` (a multiple of the page
+    /// size, or one of the offsets a kernel object's `mmap` defines).
+    pub(crate) fn at(fd: impl AsFd, offset: u64, len: usize, writable: bool) -> Result<Mapping, Errno> {
         if len == 0 {
             return Err(Errno::INVAL);
         }
         let prot = if writable { ProtFlags::READ | ProtFlags::WRITE } else { ProtFlags::READ };
         // SAFETY: a fresh mapping at an address the kernel chooses aliases no
         // Rust object; its lifetime is tied to the returned Mapping.
-        let ptr = unsafe { rustix::mm::mmap(std::ptr::null_mut(), len, prot, MapFlags::SHARED, fd, 0)? };
+        let ptr = unsafe { rustix::mm::mmap(std::ptr::null_mut(), len, prot, MapFlags::SHARED, fd, offset)? };
         // SAFETY: ptr/len describe the mapping just created.
         if let Err(e) = unsafe { rustix::mm::madvise(ptr, len, Advice::LinuxDontFork) } {
             // SAFETY: unmapping the range we just mapped and never exposed.

@@ -11,6 +11,7 @@ pub(crate) mod prefetch;
 pub(crate) mod process;
 pub(crate) mod robust;
 pub(crate) mod sock;
+pub(crate) mod uring;
 pub(crate) mod wakefd;
 
 /// Retries a system call interrupted by a signal (`EINTR`): the one place
