@@ -68,19 +68,27 @@ impl Receiver {
         }
         let (mut published, mut contested, mut pending, mut newer) = (None, false, false, false);
         let (mut voided, mut suspect) = (false, false);
-        for (j, peer) in self.senders.mapped() {
-            let region = &peer.region;
+        for &(j, ref slots) in &self.regions {
+            // SAFETY: `regions` is rebuilt whenever the mapped regions
+            // change, so each region is mapped.
+            let (header, slot) = unsafe { (slots.header(), slots.slot(s)) };
             // SeqCst, and before the slot: pairs with the claimer's SeqCst
             // claim stores (ring::try_claim) after this receiver's SeqCst
             // load of `next`; and a sender publishes a number before it
             // names a later one, so a word naming a later number means the
             // slot read next shows this one settled if it ever will.
-            let word = region.header().claim.0.load(Ordering::SeqCst);
-            let named = ring::named(word);
-            let names_s = named == Some(s);
+            let word = header.claim.0.load(Ordering::SeqCst);
+            let Some(named) = ring::named(word).filter(|&n| n >= s) else {
+                // Its last claim is older than `s`: it neither publishes
+                // `s` with its claim behind it nor is pending for it (an
+                // honest sender shows nothing past its claim, and a
+                // region showing garbage is the keeper's to exclude).
+                continue;
+            };
+            let names_s = named == s;
             // Rule 3: its claim word stands behind what its slot shows.
-            let proves_s = named.is_some_and(|n| n >= s && n - s < u64::from(g.slots));
-            let this = match ring::probe(region.slot(s), s, &bounds) {
+            let proves_s = named - s < u64::from(g.slots);
+            let this = match ring::probe(slot, s, &bounds) {
                 Ok(Probe::Ready(frame)) if proves_s => Found::Ready { sender: j, frame },
                 Ok(Probe::Gap(frame)) if proves_s && self.may_report_gaps(j) => Found::Gap { sender: j, frame },
                 // A void with its claim behind it (a dropped loan, a claim
@@ -102,7 +110,7 @@ impl Receiver {
                 // mark is a retirement, `s`'s frame was given back to a
                 // later message: a lossy reader (no sender waits for it) was
                 // lapped. (For any other, what `Absent` says below.)
-                Ok(Probe::Writing) if self.lossy && named.is_some_and(|n| n > s) => {
+                Ok(Probe::Writing) if self.lossy && named > s => {
                     newer = true;
                     continue;
                 }
@@ -148,10 +156,12 @@ impl Receiver {
     /// Whether some mapped region's slot for `s` holds anything but an
     /// older number (`s` itself in any state, a later one, or garbage).
     fn anything_shown(&self, s: u64) -> bool {
-        let g = self.link.membership.geometry;
-        self.senders
-            .mapped()
-            .any(|(_, p)| !matches!(ring::probe(p.region.slot(s), s, &g.bounds()), Ok(Probe::Absent | Probe::Writing)))
+        self.regions.iter().any(|(_, slots)| {
+            // SAFETY: `regions` is rebuilt whenever the mapped regions
+            // change, so each region is mapped.
+            let slot = unsafe { slots.slot(s) };
+            !matches!(ring::probe(slot, s, &slots.bounds), Ok(Probe::Absent | Probe::Writing))
+        })
     }
 
     /// Rule 1: `s` was claimed (`next` is past it, not locked) and this

@@ -77,6 +77,10 @@ pub struct Receiver {
     /// this, without the table of regions. Rebuilt by every refresh, the
     /// only place the mapped regions change.
     sole: Option<SoleSender>,
+    /// Every mapped sender region as (index, slots), in index order: what
+    /// the per-message loops over several regions walk instead of the
+    /// table. Rebuilt with `sole`.
+    regions: Vec<(usize, SlotArray)>,
     /// The values of the futex words a sleep waits on, kept between
     /// sleeps so that sleeping allocates nothing.
     sleep_values: Vec<u32>,
@@ -187,6 +191,7 @@ impl Receiver {
             sequencer,
             exclusive: g.exclusive_sender(),
             sole: None,
+            regions: Vec::with_capacity(g.max_senders as usize),
             sleep_values: Vec::with_capacity(2 + g.max_senders as usize),
             holes_untold: 0,
             holes_told_at: None,
@@ -457,7 +462,10 @@ impl Receiver {
             // so its region is mapped.
             Some(sole) => look(sole.index, unsafe { sole.slots.header() }.space_waiting.0.load(Ordering::Relaxed)),
             None => {
-                senders.mapped().for_each(|(j, s)| look(j, s.region.header().space_waiting.0.load(Ordering::Relaxed)))
+                for &(j, slots) in &self.regions {
+                    // SAFETY: `regions` is rebuilt with `sole`.
+                    look(j, unsafe { slots.header() }.space_waiting.0.load(Ordering::Relaxed));
+                }
             }
         }
         if wake_futex {
@@ -710,6 +718,8 @@ impl Receiver {
             let p = self.senders[index].as_ref()?;
             Some(SoleSender { index, slots: p.region.slot_array() })
         });
+        self.regions.clear();
+        self.regions.extend(self.senders.mapped().map(|(j, p)| (j, p.region.slot_array())));
         refreshed
     }
 }

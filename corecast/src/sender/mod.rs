@@ -2,6 +2,7 @@
 
 mod late;
 mod loan;
+mod others;
 mod receivers;
 mod room;
 
@@ -12,7 +13,6 @@ use crate::error::{ChannelError, SendError};
 use crate::layout::{Arm, Geometry, STATE_LIVE};
 use crate::link::Link;
 use crate::notify::{self, Armer, Notified, WakeFd};
-use crate::peers;
 use crate::proto::{self, Op};
 use crate::region::{SenderRegion, Sequencer};
 use crate::ring::{self, Claim, Frame};
@@ -108,7 +108,7 @@ impl Sender {
             cursors: Vec::with_capacity(g.max_receivers as usize),
             claimed_up_to: 0,
             me: reply.index as usize,
-            senders: peers::empty(if g.max_senders == 1 { 0 } else { g.max_senders as usize }),
+            senders: others::OtherSenders::empty(if g.max_senders == 1 { 0 } else { g.max_senders as usize }),
             rewound: None,
             wake_values: Vec::with_capacity(g.max_receivers as usize),
         };

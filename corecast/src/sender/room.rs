@@ -4,14 +4,13 @@
 
 use std::time::Instant;
 
+use super::others::OtherSenders;
 use super::receivers::Receivers;
 use crate::error::ChannelError;
 use crate::layout::{Geometry, START_PENDING, STATE_LIVE};
 use crate::link::Link;
 use crate::notify::Notified;
-use crate::peers::{self, PeerTable};
-use crate::proto::Op;
-use crate::region::SenderRegion;
+
 use crate::ring;
 use crate::sync::{AtomicU64, Ordering};
 
@@ -49,7 +48,7 @@ pub(super) struct Room {
     /// The other senders' regions, for their claim words (see `check`);
     /// empty in a channel with one sender, and `None` at this sender's own
     /// index.
-    pub(super) senders: PeerTable<SenderRegion>,
+    pub(super) senders: OtherSenders,
     /// Set by `check` when `next` offered a number already claimed: one
     /// past the highest number known to be claimed.
     pub(super) rewound: Option<u64>,
@@ -84,9 +83,27 @@ impl Room {
         if !self.sync(link, g) {
             return false;
         }
+        let known = link.membership.floor().max(self.claimed_up_to);
+        // The other senders' claims, weighed one by one only when one
+        // proves a number at or past `s` taken (rare).
+        let known = if self.senders.any_naming_from(s) { self.weigh_claims(link, g, s, known) } else { known };
+        if self.tampered.is_some() {
+            self.tampered = None;
+        }
+        if s < known {
+            return self.rewound_below(s, known);
+        }
+        self.has_room(link, g, s)
+    }
+
+    /// One past the highest number some other sender's claim word proves
+    /// taken, at least `known`: a claim word beyond any honest reach (the
+    /// slowest receiver's own cursor plus the ring) is a hostile sender's,
+    /// and ignored, as is an excluded sender's.
+    #[cold]
+    #[inline(never)]
+    fn weigh_claims(&self, link: &Link, g: &Geometry, s: u64, mut known: u64) -> u64 {
         let m = &link.membership;
-        let mut known = m.floor().max(self.claimed_up_to);
-        // Computed only when a claim word says more than `s` (rare).
         let mut reach = None;
         for (j, r) in self.senders.mapped().map(|(j, p)| (j, &p.region)) {
             // Acquire pairs with the sender's SeqCst stores of its claim.
@@ -100,13 +117,7 @@ impl Room {
                 known = known.max(c);
             }
         }
-        if self.tampered.is_some() {
-            self.tampered = None;
-        }
-        if s < known {
-            return self.rewound_below(s, known);
-        }
-        self.has_room(link, g, s)
+        known
     }
 
     #[cold]
@@ -307,18 +318,7 @@ impl Room {
         if g.max_senders == 1 {
             return Ok(());
         }
-        let me = self.me;
-        // A region failing validation is a sender the keeper excludes; its
-        // claim word is no evidence of anything.
-        peers::refresh(
-            link,
-            Op::FetchSenders,
-            &mut self.senders,
-            g.sender_region_bytes(),
-            |j| j != me,
-            |map| Ok(SenderRegion::open(map, *g).ok()),
-            |_| {},
-        )
+        self.senders.refresh(link, g, self.me)
     }
 
     /// Index of the live receiver with the lowest cursor.
