@@ -32,20 +32,21 @@ fi
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 
-echo "== cargo clippy (all targets, warnings are errors; with and without MPI)"
+echo "== cargo clippy (all targets, warnings are errors; without features, then with MPI and tokio)"
 cargo clippy --workspace --all-targets -- -D warnings
-cargo clippy --workspace --all-targets --features corecast-bench/mpi,corecast-cli/mpi -- -D warnings
+cargo clippy --workspace --all-targets --features corecast-bench/mpi,corecast-cli/mpi,corecast/tokio -- -D warnings
 
-echo "== cargo test"
-cargo test --workspace
+echo "== cargo test (the library with its tokio endpoints: tests/tokio.rs)"
+cargo test --workspace --features corecast/tokio
 
 echo "== documentation builds without a warning"
-RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --lib
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --lib --features corecast/tokio
 
 echo "== the library's examples run (README lists them)"
 for example in fanout zero_copy crash epoll; do
   timeout 300 cargo run -q -p corecast --example "$example"
 done
+timeout 300 cargo run -q -p corecast --features tokio --example tokio_channels
 
 echo "== the Python binding: installed into a fresh virtual environment, tested with pytest"
 bash scripts/test-python.sh

@@ -22,6 +22,9 @@
 //! writable mapping it was not given); a forked child opens the channel by
 //! name again.
 //!
+//! With the `tokio` feature, the `aio` module has async endpoints that await the
+//! wake fds in a tokio runtime.
+//!
 //! ```
 //! use corecast::{Channel, ChannelConfig};
 //!
@@ -60,6 +63,8 @@ mod sync;
 
 #[cfg(not(loom))]
 mod access;
+#[cfg(all(feature = "tokio", not(loom)))]
+pub mod aio;
 #[cfg(not(loom))]
 mod channel;
 #[cfg(not(loom))]
