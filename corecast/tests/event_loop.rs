@@ -210,3 +210,34 @@ fn wait_any_over_three_channels() {
         assert_eq!(c.wait(GUARD).0, Exit::Code(0));
     }
 }
+
+/// A look that only asks whether a receive would block keeps what it
+/// found: a gap report found by `poll_ready` (fd mode) or by `wait_any` is
+/// the next receive's result, then the message after it.
+#[test]
+fn a_report_found_by_a_readiness_look_is_the_next_receive() {
+    for via_wait_any in [false, true] {
+        let chan = Channel::create(
+            &unique(&format!("ev-kept-{via_wait_any}")),
+            &ChannelConfig { max_message_bytes: 64, ..cfg(16) },
+        )
+        .unwrap();
+        let mut rx = chan.receiver().unwrap();
+        let mut tx = chan.sender().unwrap();
+        tx.send_gap(5, 7).unwrap();
+        tx.send(b"x").unwrap();
+        if via_wait_any {
+            assert_eq!(corecast::wait_any(&mut [&mut rx], Some(GUARD)).unwrap(), Some(0));
+        } else {
+            rx.wake_fd();
+            assert!(rx.poll_ready());
+        }
+        let mut buf = [0u8; 8];
+        match rx.try_recv(&mut buf) {
+            Err(RecvError::Gap { first: 5, last: 7 }) => {}
+            other => panic!("wait_any {via_wait_any}: the gap report was lost: {other:?}"),
+        }
+        assert_eq!(rx.try_recv(&mut buf).unwrap(), 1);
+        assert_eq!(&buf[..1], b"x");
+    }
+}

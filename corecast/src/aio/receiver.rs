@@ -70,16 +70,21 @@ impl AsyncReceiver {
     ///
     /// # Cancel safety
     ///
-    /// Cancel safe: it waits with [`Receiver::poll_ready`], which takes no
-    /// message, and borrows the message only after the last `.await`; a
-    /// future dropped before it completes has received nothing.
+    /// Cancel safe: the look that finds the message takes nothing (the
+    /// slot is released when the [`Message`] is dropped), and the message
+    /// is borrowed only after the last `.await`; a future dropped before
+    /// it completes has received nothing.
     pub async fn recv_in_place(&mut self) -> Result<Message<'_>, RecvError> {
-        // The message borrows the receiver, so a loop cannot retry after
-        // it: wait until a receive cannot block, then take it once.
-        while !self.rx.poll_ready() {
-            self.wait().await?;
-        }
-        self.rx.try_recv_in_place()
+        // Found first, borrowed after: a message borrows the receiver, so
+        // the loop that waits must hold none.
+        let (sender, frame) = loop {
+            match self.rx.ready_armed() {
+                Err(RecvError::WouldBlock) => self.wait().await?,
+                Ok(found) => break found,
+                Err(e) => return Err(e),
+            }
+        };
+        Ok(Message::new(&mut self.rx, sender, frame))
     }
 
     /// Waits until the wake fd fires: a message may be ready, or the

@@ -49,25 +49,26 @@ impl AsyncSender {
     }
 
     /// Borrows a frame of `len` bytes to write a message in place, as
-    /// [`Sender::try_loan`], once the wake fd says a send may succeed.
-    ///
-    /// The loan borrows the sender, so this cannot retry after a failed
-    /// attempt (the library has no claim-free check of room to wait on):
-    /// it waits for the fd, then makes one attempt. When the fd fired
-    /// without room for this sender (another receiver than the slowest
-    /// moved, another sender took the room, or it fired before this call
-    /// and nobody waited on it) that attempt fails with
-    /// [`SendError::WouldBlock`]: call it again. [`AsyncSender::send`]
-    /// has no such limit.
+    /// [`Sender::try_loan`], waiting while the ring (or its frame area)
+    /// has no room.
     ///
     /// # Cancel safety
     ///
-    /// Cancel safe: the number and frame are claimed only after the last
-    /// `.await`, so a future dropped before it completes holds no slot.
-    /// (A [`Loan`] dropped uncommitted publishes a void, as always.)
+    /// Cancel safe: the number and frame are claimed by the one attempt
+    /// that succeeds, with no `.await` between it and the loan's making,
+    /// so a future dropped before it completes holds no slot. (A [`Loan`]
+    /// dropped uncommitted publishes a void, as always.)
     pub async fn loan(&mut self, len: usize) -> Result<Loan<'_>, SendError> {
-        self.wait().await?;
-        self.tx.try_loan(len)
+        // Claimed first, lent after: a loan borrows the sender, so the loop
+        // that waits must hold none.
+        let (seq, frame) = loop {
+            match self.tx.try_claim_for_loan(len) {
+                Err(SendError::WouldBlock) => self.wait().await?,
+                Ok(claim) => break claim,
+                Err(e) => return Err(e),
+            }
+        };
+        Ok(Loan::new(&mut self.tx, seq, frame))
     }
 
     /// Waits until the wake fd fires: a send may succeed, or the channel's

@@ -61,17 +61,24 @@ impl Receiver {
         }
         self.settle_peers_fence();
         // A failed arming makes the fd readable (a spurious wake, never a
-        // lost one); the receive that follows reports the failure.
-        if !self.fd_armed && !matches!(self.arm_fd_and_look(), Err(RecvError::WouldBlock)) {
-            self.make_fd_readable();
+        // lost one); the receive that follows reports the failure, and any
+        // report the look found.
+        if !self.fd_armed {
+            let found = self.arm_fd_and_look();
+            if self.keep_report(found) {
+                self.make_fd_readable();
+            }
         }
         self.fd()
     }
 
     /// Whether a non-blocking receive would not fail with `WouldBlock`; in
     /// fd mode, arms the wake fd when it would.
+    /// A report it finds (a gap, a contested number, a loss) is the next
+    /// receive's result.
     pub fn poll_ready(&mut self) -> bool {
-        !matches!(self.ready_armed(), Err(RecvError::WouldBlock))
+        let found = self.ready_armed();
+        self.keep_report(found)
     }
 
     /// Which kind the wake fd is: `"io_uring"`, `"socket"`, or `None`
@@ -85,7 +92,7 @@ impl Receiver {
     }
 
     /// `ready`, arming the wake fd when nothing is ready in fd mode.
-    pub(super) fn ready_armed(&mut self) -> Result<(usize, Frame), RecvError> {
+    pub(crate) fn ready_armed(&mut self) -> Result<(usize, Frame), RecvError> {
         if self.fd_armed {
             self.disarm_fd();
         }

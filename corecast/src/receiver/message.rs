@@ -22,7 +22,7 @@ pub struct Message<'a> {
 impl<'a> Message<'a> {
     /// The message in `frame` from `sender` that `rx` holds next.
     #[inline]
-    pub(super) fn new(rx: &'a mut Receiver, sender: usize, frame: Frame) -> Message<'a> {
+    pub(crate) fn new(rx: &'a mut Receiver, sender: usize, frame: Frame) -> Message<'a> {
         let (slot, payload) = rx.slot_of(sender, frame);
         crate::sys::prefetch::read(payload.wrapping_add(crate::layout::frame_bytes(frame.len as usize)));
         Message { rx, slot, payload, sender, frame }

@@ -93,6 +93,10 @@ pub struct Receiver {
     audit_asked_at: Option<u64>,
     /// Polls that found nothing at once, counted for `THOROUGH_EVERY`.
     polls: u32,
+    /// A report (a gap, a contested number, a loss) that a look which
+    /// only asked whether a receive would block found: the next receive
+    /// returns it.
+    kept: Option<RecvError>,
 }
 
 /// Every this many polls that find nothing, one looks thoroughly (see
@@ -197,6 +201,7 @@ impl Receiver {
             holes_told_at: None,
             audit_asked_at: None,
             polls: 0,
+            kept: None,
         };
         rx.refresh()?;
         Ok(rx)
@@ -473,6 +478,19 @@ impl Receiver {
         }
     }
 
+    /// Whether `found` (a look) says a receive would not block; a one-off
+    /// report in it is kept for the next receive, which returns it.
+    fn keep_report(&mut self, found: Result<(usize, Frame), RecvError>) -> bool {
+        match found {
+            Err(RecvError::WouldBlock) => false,
+            Err(report @ (RecvError::Gap { .. } | RecvError::Contested { .. } | RecvError::Overrun { .. })) => {
+                self.kept = Some(report);
+                true
+            }
+            _ => true,
+        }
+    }
+
     /// Finds the next message, skipping voids; `WouldBlock` when none is ready.
     #[inline(always)]
     fn ready(&mut self) -> Result<(usize, Frame), RecvError> {
@@ -495,7 +513,7 @@ impl Receiver {
     /// pays a store-forwarding stall per message.
     #[inline(always)]
     pub(super) fn ready_at_once(&mut self) -> Option<(usize, Frame)> {
-        if self.poisoned || self.untold.lost != 0 || self.check_membership().is_err() {
+        if self.poisoned || self.untold.lost != 0 || self.kept.is_some() || self.check_membership().is_err() {
             return None;
         }
         if let Some(sole) = self.sole {
@@ -519,6 +537,9 @@ impl Receiver {
     /// [`Receiver::ready`] for every case.
     #[inline(never)]
     fn ready_sorted(&mut self, mut thorough: bool) -> Result<(usize, Frame), RecvError> {
+        if let Some(report) = self.kept.take() {
+            return Err(report);
+        }
         if self.poisoned {
             return Err(RecvError::Evicted);
         }

@@ -39,7 +39,10 @@ pub fn wait_any(receivers: &mut [&mut Receiver], timeout: Option<Duration>) -> R
     // time: a wait allocates nothing once its receivers have slept before.
     let mut values: Vec<Vec<u32>> = Vec::with_capacity(receivers.len());
     loop {
-        if let Some(i) = receivers.iter_mut().position(|rx| !matches!(rx.ready(), Err(RecvError::WouldBlock))) {
+        if let Some(i) = receivers.iter_mut().position(|rx| {
+            let found = rx.ready();
+            rx.keep_report(found)
+        }) {
             return Ok(Some(i));
         }
         let Some(budget) = sleep_budget(deadline) else { return Ok(None) };

@@ -17,7 +17,7 @@ pub struct Loan<'a> {
 
 impl<'a> Loan<'a> {
     /// The loan of `frame` for `seq`, both of which `sender` holds.
-    pub(super) fn new(sender: &'a mut Sender, seq: u64, frame: Frame) -> Loan<'a> {
+    pub(crate) fn new(sender: &'a mut Sender, seq: u64, frame: Frame) -> Loan<'a> {
         Loan { sender, seq, frame }
     }
 }

@@ -302,9 +302,16 @@ impl Sender {
     /// there is no room (or [`SendError::ReceiversLate`], as [`Sender::try_send`]).
     #[inline]
     pub fn try_loan(&mut self, len: usize) -> Result<Loan<'_>, SendError> {
-        let claim = self.try_claim_armed(len);
-        let (seq, frame) = self.name_late_if_full(claim)?;
+        let (seq, frame) = self.try_claim_for_loan(len)?;
         Ok(Loan::new(self, seq, frame))
+    }
+
+    /// [`Sender::try_loan`]'s claim, for a caller that makes the loan
+    /// itself (`Loan::new`) at once: a claim not made a loan is never
+    /// published.
+    pub(crate) fn try_claim_for_loan(&mut self, len: usize) -> Result<(u64, Frame), SendError> {
+        let claim = self.try_claim_armed(len);
+        self.name_late_if_full(claim)
     }
 
     /// A file descriptor for event loops (R9). Call it before waiting: it
