@@ -5,6 +5,7 @@ mod loan;
 mod others;
 mod receivers;
 mod room;
+mod words;
 
 use std::time::{Duration, Instant};
 

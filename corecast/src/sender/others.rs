@@ -8,8 +8,8 @@
 //! more sends the check through the table.
 
 use std::ops::Deref;
-use std::ptr::NonNull;
 
+use super::words::Words;
 use crate::error::ChannelError;
 use crate::layout::Geometry;
 use crate::link::Link;
@@ -25,20 +25,13 @@ use crate::sync::{AtomicU64, Ordering};
 pub(super) struct OtherSenders {
     table: PeerTable<SenderRegion>,
     /// The claim word of each mapped region of `table`, in its mapping.
-    claim_words: Vec<NonNull<AtomicU64>>,
+    claim_words: Words<AtomicU64>,
 }
-
-// SAFETY: the pointers address atomics in mappings that `table` owns
-// (`Mapping` is `Send` and `Sync`); sharing or moving them is sharing or
-// moving references to those atomics.
-unsafe impl Send for OtherSenders {}
-// SAFETY: as for `Send`: only shared references to atomics are handed out.
-unsafe impl Sync for OtherSenders {}
 
 impl OtherSenders {
     /// No region mapped, room for `capacity`.
     pub(super) fn empty(capacity: usize) -> OtherSenders {
-        OtherSenders { table: peers::empty(capacity), claim_words: Vec::new() }
+        OtherSenders { table: peers::empty(capacity), claim_words: Words::new() }
     }
 
     /// Maps the senders the keeper lists, but `me` (read-only); a region
@@ -57,7 +50,7 @@ impl OtherSenders {
             |map| Ok(SenderRegion::open(map, *g).ok()),
             |_| {},
         );
-        self.claim_words.extend(self.table.mapped().map(|(_, p)| NonNull::from(&p.region.header().claim.0)));
+        self.claim_words.extend(self.table.mapped().map(|(_, p)| &p.region.header().claim.0));
         r
     }
 
@@ -68,11 +61,7 @@ impl OtherSenders {
     #[inline(always)]
     pub(super) fn any_naming_from(&self, s: u64) -> bool {
         let mut highest = 0;
-        for word in &self.claim_words {
-            // SAFETY: each pointer is into the mapping of a region of
-            // `table`, which keeps it mapped until `refresh` replaces the
-            // table, and `refresh` rebuilds this list from the new one.
-            let word = unsafe { word.as_ref() };
+        for word in self.claim_words.iter() {
             // Acquire, as the table's loads of the same words (`Room::check`).
             highest = highest.max(word.load(Ordering::Acquire));
         }

@@ -7,8 +7,8 @@
 //! sends the publish through the table.
 
 use std::ops::Deref;
-use std::ptr::NonNull;
 
+use super::words::Words;
 use crate::error::ChannelError;
 use crate::layout::Arm;
 use crate::link::Link;
@@ -24,20 +24,13 @@ use crate::sync::{AtomicU32, Ordering};
 pub(super) struct Receivers {
     table: PeerTable<ReceiverRegion>,
     /// The arm word of each mapped receiver of `table`, in its mapping.
-    arm_words: Vec<NonNull<AtomicU32>>,
+    arm_words: Words<AtomicU32>,
 }
-
-// SAFETY: the pointers address atomics in mappings that `table` owns
-// (`Mapping` is `Send` and `Sync`); sharing or moving them is sharing or
-// moving references to those atomics.
-unsafe impl Send for Receivers {}
-// SAFETY: as for `Send`: only shared references to atomics are handed out.
-unsafe impl Sync for Receivers {}
 
 impl Receivers {
     /// No receiver mapped, room for `capacity`.
     pub(super) fn empty(capacity: usize) -> Receivers {
-        Receivers { table: peers::empty(capacity), arm_words: Vec::new() }
+        Receivers { table: peers::empty(capacity), arm_words: Words::new() }
     }
 
     /// Maps the receivers the keeper lists (`notified` forgets each one
@@ -55,7 +48,7 @@ impl Receivers {
             |map| ReceiverRegion::open(map).map(Some).map_err(ChannelError::Corrupt),
             |i| notified.forget(i),
         );
-        self.arm_words.extend(self.table.mapped().map(|(_, p)| NonNull::from(&p.region.header().sleeping.0)));
+        self.arm_words.extend(self.table.mapped().map(|(_, p)| &p.region.header().sleeping.0));
         r
     }
 
@@ -65,11 +58,7 @@ impl Receivers {
     #[inline(always)]
     pub(super) fn any_arm_word_set(&self) -> bool {
         let mut any = 0;
-        for word in &self.arm_words {
-            // SAFETY: each pointer is into the mapping of a receiver of
-            // `table`, which keeps it mapped until `refresh` replaces the
-            // table, and `refresh` rebuilds this list from the new one.
-            let word = unsafe { word.as_ref() };
+        for word in self.arm_words.iter() {
             // Relaxed: the read of the publish handshake, ordered as the
             // table's loads of the same words are (see `Sender::publish`).
             any |= word.load(Ordering::Relaxed);
