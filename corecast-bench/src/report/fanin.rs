@@ -194,14 +194,22 @@ mod tests {
         r.params.insert("senders_per_channel".into(), if shared { s as u64 } else { 1 });
         let mut cpu = r.clone();
         (cpu.metric, cpu.unit, cpu.value) = (Metric::SenderCpu, Unit::NanosPerMsg, 10.0 * s as f64);
-        let p = Point { workload: "fanin", mechanism: mech.into(), count: 1, size: 64, size_mix: None, senders: Some(s) };
+        let p =
+            Point { workload: "fanin", mechanism: mech.into(), count: 1, size: 64, size_mix: None, senders: Some(s) };
         Outcome { point: p, status: Status::Measured(vec![r, cpu]) }
     }
 
     #[test]
     fn a_column_per_sender_count_the_channel_marker_and_the_ceiling() {
         let skipped = |s| Outcome {
-            point: Point { workload: "fanin", mechanism: "mpi".into(), count: 1, size: 64, size_mix: None, senders: Some(s) },
+            point: Point {
+                workload: "fanin",
+                mechanism: "mpi".into(),
+                count: 1,
+                size: 64,
+                size_mix: None,
+                senders: Some(s),
+            },
             status: Status::Skipped("unavailable here".into()),
         };
         let t = render(&[
@@ -210,14 +218,14 @@ mod tests {
             point(CEILING, 1, 8e6, false),
             skipped(1),
             point("corecast", 4, 2e6, true),
-            point("pipe", 4, 5e5, false),
+            point("pipe", 4, 1e6, false),
             point(CEILING, 4, 4e6, false),
             skipped(4),
         ]);
         assert!(t.contains("S=1") && t.contains("S=4") && t.contains("R=1 64 B"), "{t}");
         assert!(t.lines().any(|l| l.starts_with("corecast") && l.contains("shared")), "{t}");
         assert!(t.lines().any(|l| l.starts_with("pipe") && l.contains("S×1")), "{t}");
-        assert!(t.lines().any(|l| l.starts_with("pipe") && l.contains("0.125x")), "{t}");
+        assert!(t.lines().any(|l| l.starts_with("pipe") && l.contains("0.25x")), "{t}");
         assert!(t.lines().any(|l| l.starts_with("pipe") && l.contains("40.0")), "{t}");
         assert_eq!(t.matches("mpi: unavailable here").count(), 1, "{t}");
         assert!(!t.lines().any(|l| l.starts_with("mpi ")), "{t}");

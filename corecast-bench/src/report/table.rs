@@ -363,7 +363,8 @@ mod tests {
     }
 
     fn other(mech: &str, n: usize, status: Status) -> Outcome {
-        let point = Point { workload: "fanout", mechanism: mech.into(), count: n, size: 64, size_mix: None, senders: None };
+        let point =
+            Point { workload: "fanout", mechanism: mech.into(), count: n, size: 64, size_mix: None, senders: None };
         Outcome { point, status }
     }
 

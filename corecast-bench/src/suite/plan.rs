@@ -55,7 +55,14 @@ pub fn grid_with_senders(
             for &s in senders {
                 for m in &names {
                     let mechanism = m.clone();
-                    v.push(Point { workload: workload.name(), mechanism, count, size, size_mix: None, senders: Some(s) });
+                    v.push(Point {
+                        workload: workload.name(),
+                        mechanism,
+                        count,
+                        size,
+                        size_mix: None,
+                        senders: Some(s),
+                    });
                 }
             }
         }

@@ -150,9 +150,12 @@ impl Topology {
                 return bad(format!("group {i} has a member that is also lossy"));
             }
             if let Some(k) = g.channel_of {
-                let same = self.groups.get(k).is_some_and(|o| k < i && o.channel_of.is_none() && o.members == g.members);
+                let same =
+                    self.groups.get(k).is_some_and(|o| k < i && o.channel_of.is_none() && o.members == g.members);
                 if !same || !g.lossy.is_empty() {
-                    return bad(format!("group {i} shares the channel of group {k}, an earlier group with other members"));
+                    return bad(format!(
+                        "group {i} shares the channel of group {k}, an earlier group with other members"
+                    ));
                 }
             }
         }

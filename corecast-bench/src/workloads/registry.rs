@@ -1,8 +1,8 @@
 //! Every workload, by name: adding one is a new file and one line here.
 
 use super::{
-    bandwidth, contend, detect, fanin, fanout, format_point_size, heatmap, logp, overhead, paxos, pi, pingpong, snapshot,
-    wordcount, Workload,
+    bandwidth, contend, detect, fanin, fanout, format_point_size, heatmap, logp, overhead, paxos, pi, pingpong,
+    snapshot, wordcount, Workload,
 };
 use crate::record::Point;
 
