@@ -135,6 +135,30 @@ fn bench_fanout_writes_sane_records() {
 }
 
 #[test]
+fn bench_fanin_tables_msgs_per_s_against_senders_with_the_channel_marker() {
+    if !pipe_ready() {
+        return;
+    }
+    let scratch = Scratch::new("fanin");
+    let out = scratch.out();
+    let args = ["--senders", "1,2", "--receivers", "2", "--sizes", "64", "--duration", "5ms", "--repetitions", "1"];
+    let mut full = vec!["bench", "fanin", "--mechanisms", "corecast,pipe", "--out", out.to_str().unwrap()];
+    full.extend(args);
+    let o = corecast(&full);
+    assert!(o.status.success(), "stderr: {}", text(&o.stderr));
+    let table = text(&o.stdout);
+    assert!(table.contains("S=1") && table.contains("S=2") && table.contains("R=2 64 B"), "table: {table}");
+    assert!(table.lines().any(|l| l.starts_with("corecast") && l.contains("shared")), "table: {table}");
+    assert!(table.lines().any(|l| l.starts_with("pipe") && l.contains("S×1")), "table: {table}");
+    assert!(table.contains("sender CPU per message"), "table: {table}");
+    let rs = records(&out);
+    assert_eq!(rs.len(), 16, "four points of four records");
+    assert!(rs.iter().all(|r| r["workload"] == "fanin" && r["receivers"] == 2), "{rs:?}");
+    let senders: Vec<u64> = rs.iter().map(|r| r["senders"].as_u64().unwrap()).collect();
+    assert_eq!(senders.iter().filter(|&&s| s == 2).count(), 8);
+}
+
+#[test]
 fn bench_fanout_with_a_size_mix_beside_corecast_packed() {
     if !pipe_ready() {
         return;

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::mechanisms::fd_stream;
 use crate::mechanisms::fragment::{self, Reassembly, FRAG_HEADER_BYTES};
 use crate::transport::{
-    Availability, Endpoint, Mechanism, PeerId, Prepared, Received, SenderGroups, Topology, TransportError,
+    Availability, Endpoint, FanIn, Mechanism, PeerId, Prepared, Received, SenderGroups, Topology, TransportError,
 };
 
 /// POSIX message queues, one per receiver.
@@ -103,6 +103,11 @@ impl Mechanism for PosixMq {
 
     fn describe(&self) -> &'static str {
         "POSIX message queue per receiver, msgsize_max-sized fragments with a sender header"
+    }
+
+    /// Every sender writes into the receiver's one queue.
+    fn fan_in(&self) -> FanIn {
+        FanIn::QueuePerReceiver
     }
 
     fn availability(&self) -> Availability {

@@ -29,7 +29,7 @@ use super::leftovers::left_by_the_dead;
 use crate::mechanisms::fd_stream;
 use crate::mechanisms::fragment::{self, Reassembly, FRAG_HEADER_BYTES};
 use crate::transport::{
-    Availability, Endpoint, Mechanism, PeerId, Prepared, Received, SenderGroups, Topology, TransportError,
+    Availability, Endpoint, FanIn, Mechanism, PeerId, Prepared, Received, SenderGroups, Topology, TransportError,
 };
 
 /// System V message queues, one per receiver.
@@ -124,6 +124,11 @@ impl Mechanism for SysvMq {
 
     fn describe(&self) -> &'static str {
         "System V message queue per receiver, mtype = sender + 1, msgmax-sized fragments"
+    }
+
+    /// Every sender writes into the receiver's one queue.
+    fn fan_in(&self) -> FanIn {
+        FanIn::QueuePerReceiver
     }
 
     fn availability(&self) -> Availability {

@@ -24,6 +24,7 @@ pub fn base(
         size,
         size_mix: None,
         receivers,
+        senders: None,
         metric: Metric::Throughput,
         value: 0.0,
         unit: Unit::MsgPerSec,

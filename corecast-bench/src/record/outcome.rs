@@ -20,6 +20,9 @@ pub struct Point {
     /// The sizes the messages are drawn from, when they are not all
     /// `size` bytes (fan-out only).
     pub size_mix: Option<super::size_mix::SizeMix>,
+    /// Senders into the same receivers (fan-in only; `count` is then the
+    /// receivers).
+    pub senders: Option<usize>,
 }
 
 /// What happened to one point.

@@ -42,6 +42,11 @@
 //! on a group's channel), and for a fan-out point with a lossy laggard
 //! (mechanism `<name>+laggard`) `params.lossy_laggard_us` (its sleep after
 //! each message) and `lossy_laggard` (what it got and missed).
+//! Version 6 added the `fanin` workload (S senders into the same R
+//! receivers) and `senders` (its S; `receivers` is its R), which is part
+//! of a record's key; it writes fan-out's four records, `sender_cpu` the
+//! mean over the senders, and `params.senders_per_channel` (S where the
+//! senders share a channel or a receiver's queue, 1 where each has its own).
 //! Older files still read (they are a subset).
 
 use serde::{Deserialize, Serialize};
@@ -52,7 +57,7 @@ use super::size_mix::SizeMix;
 use crate::host::placement::Placement;
 
 /// Version of this schema, written into every record.
-pub const SCHEMA_VERSION: u32 = 5;
+pub const SCHEMA_VERSION: u32 = 6;
 
 /// The oldest schema version this tool still reads.
 pub const OLDEST_READABLE_VERSION: u32 = 1;
@@ -202,6 +207,9 @@ pub struct Record {
     /// Number of receivers (1 for ping-pong; macro-benchmarks: their count
     /// parameter, see the module doc).
     pub receivers: usize,
+    /// Number of senders into the same receivers (fan-in, schema 6 on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub senders: Option<usize>,
     /// What is measured.
     pub metric: Metric,
     /// The reported figure: the median.
@@ -298,8 +306,8 @@ impl DataPath {
 }
 
 /// What identifies a record's point and metric across runs: workload,
-/// mechanism, size, receivers, metric, unit, size mix.
-pub type RecordKey = (String, String, usize, usize, Metric, Unit, Option<SizeMix>);
+/// mechanism, size, receivers, metric, unit, size mix, senders.
+pub type RecordKey = (String, String, usize, usize, Metric, Unit, Option<SizeMix>, Option<usize>);
 
 impl Record {
     /// The identity of the point and metric, for matching records across runs.
@@ -312,6 +320,7 @@ impl Record {
             self.metric,
             self.unit,
             self.size_mix.clone(),
+            self.senders,
         )
     }
 }
@@ -358,6 +367,7 @@ pub(crate) mod tests {
             size: 64,
             size_mix: None,
             receivers: 2,
+            senders: None,
             metric: Metric::Throughput,
             value: 2.0,
             unit: Unit::MsgPerSec,

@@ -91,7 +91,14 @@ mod tests {
             r.params.insert("ring_bytes".to_string(), ring);
         }
         Outcome {
-            point: Point { workload: "fanout", mechanism: mech.into(), count: n, size: 64, size_mix: None },
+            point: Point {
+                workload: "fanout",
+                mechanism: mech.into(),
+                count: n,
+                size: 64,
+                size_mix: None,
+                senders: None,
+            },
             status: Status::Measured(vec![r]),
         }
     }

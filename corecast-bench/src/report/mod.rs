@@ -1,5 +1,6 @@
 //! Reports for humans.
 
+pub mod fanin;
 pub mod format;
 pub mod html;
 pub mod memory;

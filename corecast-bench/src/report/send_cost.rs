@@ -86,7 +86,14 @@ mod tests {
         r.unit = Unit::NanosPerMsg;
         r.value = ns;
         Outcome {
-            point: Point { workload: "fanout", mechanism: mech.into(), count: n, size: 64, size_mix: None },
+            point: Point {
+                workload: "fanout",
+                mechanism: mech.into(),
+                count: n,
+                size: 64,
+                size_mix: None,
+                senders: None,
+            },
             status: Status::Measured(vec![r]),
         }
     }

@@ -40,14 +40,17 @@ fn higher_is_better(w: &str) -> bool {
 /// Renders the table of `outcomes` (in the order they ran); workloads with
 /// a table of their own (LogP, bandwidth) get it ([`super::metric_table`]).
 pub fn render(outcomes: &[Outcome]) -> String {
-    let (pair, main): (Vec<Outcome>, Vec<Outcome>) = outcomes
-        .iter()
-        .cloned()
-        .partition(|o| matches!(workload(o.point.workload).map(|w| w.table()), Some(Table::Metrics { .. })));
-    let mut out = if main.is_empty() && !pair.is_empty() { String::new() } else { render_main(&main) };
+    let table = |o: &Outcome| workload(o.point.workload).map(|w| w.table());
+    let (by_senders, rest): (Vec<Outcome>, Vec<Outcome>) =
+        outcomes.iter().cloned().partition(|o| matches!(table(o), Some(Table::BySenders)));
+    let (pair, main): (Vec<Outcome>, Vec<Outcome>) =
+        rest.into_iter().partition(|o| matches!(table(o), Some(Table::Metrics { .. })));
+    let own = pair.len() + by_senders.len();
+    let mut out = if main.is_empty() && own > 0 { String::new() } else { render_main(&main) };
     out.push_str(&super::send_cost::render(&main));
     out.push_str(&super::memory::render(&main));
     out.push_str(&super::metric_table::render(&pair));
+    out.push_str(&super::fanin::render(&by_senders));
     out
 }
 
@@ -355,12 +358,13 @@ mod tests {
         let mut bytes = r.clone();
         bytes.unit = Unit::BytesPerSec;
         bytes.value = value * 64.0;
-        let point = Point { workload: w, mechanism: mech.into(), count: n, size: 64, size_mix: None };
+        let point = Point { workload: w, mechanism: mech.into(), count: n, size: 64, size_mix: None, senders: None };
         Outcome { point, status: Status::Measured(vec![r, bytes]) }
     }
 
     fn other(mech: &str, n: usize, status: Status) -> Outcome {
-        let point = Point { workload: "fanout", mechanism: mech.into(), count: n, size: 64, size_mix: None };
+        let point =
+            Point { workload: "fanout", mechanism: mech.into(), count: n, size: 64, size_mix: None, senders: None };
         Outcome { point, status }
     }
 

@@ -6,5 +6,5 @@ pub mod runner;
 
 pub use crate::record::{Outcome, Point, Status};
 pub use crate::workloads::{Settings, WorkloadOptions};
-pub use plan::{grid, grid_with_mixes};
+pub use plan::{grid, grid_with_mixes, grid_with_senders};
 pub use runner::{run_plan, Ending, Progress};

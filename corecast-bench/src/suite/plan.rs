@@ -31,7 +31,39 @@ pub fn grid_with_mixes(
         for &(size, mix) in &shapes {
             for m in &names {
                 let size_mix = mix.cloned();
-                v.push(Point { workload: workload.name(), mechanism: m.clone(), count, size, size_mix });
+                v.push(Point { workload: workload.name(), mechanism: m.clone(), count, size, size_mix, senders: None });
+            }
+        }
+    }
+    v
+}
+
+/// The points of a fan-in `workload`: for every receiver count and size,
+/// every sender count, each for every mechanism (so a table of one
+/// receiver count and size fills in the order it is read).
+pub fn grid_with_senders(
+    workload: &dyn Workload,
+    mechanisms: &[String],
+    receivers: &[usize],
+    senders: &[usize],
+    sizes: &[usize],
+) -> Vec<Point> {
+    let names = workload.with_references(mechanisms);
+    let mut v = Vec::new();
+    for &count in receivers {
+        for &size in sizes {
+            for &s in senders {
+                for m in &names {
+                    let mechanism = m.clone();
+                    v.push(Point {
+                        workload: workload.name(),
+                        mechanism,
+                        count,
+                        size,
+                        size_mix: None,
+                        senders: Some(s),
+                    });
+                }
             }
         }
     }

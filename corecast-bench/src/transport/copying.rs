@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use super::endpoint::{Endpoint, LossyReceived, Received};
 use super::error::TransportError;
 use super::launcher::Launcher;
-use super::mechanism::{Availability, Mechanism, Prepared};
+use super::mechanism::{Availability, FanIn, Mechanism, Prepared};
 use super::peer::{NetHost, PeerId};
 use super::topology::Topology;
 
@@ -64,6 +64,10 @@ impl Mechanism for Copying {
 
     fn cannot_serve(&self, topology: &Topology) -> Option<String> {
         self.inner.cannot_serve(topology)
+    }
+
+    fn fan_in(&self) -> FanIn {
+        self.inner.fan_in()
     }
 
     fn prepare(&self, topology: &Topology) -> Result<Box<dyn Prepared>, TransportError> {

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use super::error::TransportError;
 use super::launcher::Launcher;
-use super::mechanism::{Availability, Mechanism, Prepared};
+use super::mechanism::{Availability, FanIn, Mechanism, Prepared};
 use super::peer::NetHost;
 use super::topology::Topology;
 
@@ -62,6 +62,10 @@ impl Mechanism for WithLaggard {
 
     fn cannot_serve(&self, topology: &Topology) -> Option<String> {
         self.inner.cannot_serve(topology)
+    }
+
+    fn fan_in(&self) -> FanIn {
+        self.inner.fan_in()
     }
 
     fn prepare(&self, topology: &Topology) -> Result<Box<dyn Prepared>, TransportError> {

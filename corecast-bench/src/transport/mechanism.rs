@@ -18,6 +18,30 @@ pub enum Availability {
     Unavailable(String),
 }
 
+/// How a mechanism carries several senders' messages to the same
+/// receivers (the fan-in workload; [`Group::channel_of`](super::Group::channel_of)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FanIn {
+    /// One channel that every sender writes and every receiver reads.
+    OneChannel,
+    /// One queue per receiver that every sender writes into; a sender
+    /// writes each message once per receiver.
+    QueuePerReceiver,
+    /// A channel per sender (per link or per group): S×1, each receiver
+    /// waits on S channels.
+    ChannelPerSender,
+}
+
+impl FanIn {
+    /// How records and tables say it: how many senders share a channel.
+    pub fn senders_per_channel(self, senders: usize) -> usize {
+        match self {
+            FanIn::OneChannel | FanIn::QueuePerReceiver => senders,
+            FanIn::ChannelPerSender => 1,
+        }
+    }
+}
+
 /// An IPC mechanism under test. Implementations are stateless descriptions;
 /// state lives in [`Prepared`] and [`Endpoint`].
 pub trait Mechanism: Send + Sync {
@@ -46,6 +70,12 @@ pub trait Mechanism: Send + Sync {
     fn cannot_serve(&self, topology: &Topology) -> Option<String> {
         let _ = topology;
         None
+    }
+    /// How it carries several senders' messages to the same receivers;
+    /// the default, a channel per sender, is what a mechanism that ignores
+    /// [`Group::channel_of`](super::Group::channel_of) does.
+    fn fan_in(&self) -> FanIn {
+        FanIn::ChannelPerSender
     }
     /// Creates whatever the processes of `topology` need, in the parent,
     /// before they are forked.

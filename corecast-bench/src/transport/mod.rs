@@ -45,6 +45,6 @@ pub use endpoint::{recv_by_copy, Endpoint, LossyReceived, Reader, Received, Writ
 pub use error::{RunFailure, TransportError};
 pub use laggard::{has_laggard, WithLaggard, LAGGARD_SUFFIX};
 pub use launcher::{JobRunner, LaunchOptions, Launcher};
-pub use mechanism::{Availability, Mechanism, Prepared};
+pub use mechanism::{Availability, FanIn, Mechanism, Prepared};
 pub use peer::{NetHost, PeerId};
 pub use topology::{Group, SenderGroups, Topology};

@@ -24,6 +24,13 @@ pub struct Group {
     /// [`Mechanism::lossy_receivers`]: super::Mechanism::lossy_receivers
     #[serde(default)]
     pub lossy: Vec<PeerId>,
+    /// `Some(k)`: this group has the same members as group `k`, and a
+    /// mechanism whose channel takes several senders
+    /// ([`FanIn::OneChannel`](super::FanIn::OneChannel)) carries both on
+    /// group `k`'s channel; any other serves it as a group of its own,
+    /// which delivers the same messages.
+    #[serde(default)]
+    pub channel_of: Option<usize>,
 }
 
 /// Who exists and who sends to whom, fixed before the processes start.
@@ -44,7 +51,7 @@ pub struct Topology {
 impl Group {
     /// `from` sending to `members`, no lossy member.
     pub fn new(from: PeerId, members: Vec<PeerId>) -> Group {
-        Group { from, members, lossy: Vec::new() }
+        Group { from, members, lossy: Vec::new(), channel_of: None }
     }
 }
 
@@ -67,8 +74,22 @@ impl Topology {
             processes: receivers + lossy.len() + 1,
             max_message_bytes,
             links,
-            groups: vec![Group { from: 0, members, lossy }],
+            groups: vec![Group { from: 0, members, lossy, channel_of: None }],
         }
+    }
+
+    /// Fan-in: `senders` processes (`0..senders`) each send to the same
+    /// `receivers` receivers (`senders..senders + receivers`), sender `s`
+    /// through group `s`; every group after the first names the first's
+    /// channel ([`Group::channel_of`]). A link from every receiver back to
+    /// every sender carries the acknowledgements at the end.
+    pub fn fan_in(senders: usize, receivers: usize, max_message_bytes: usize) -> Topology {
+        let members: Vec<PeerId> = (senders..senders + receivers).collect();
+        let groups = (0..senders)
+            .map(|s| Group { channel_of: (s > 0).then_some(0), ..Group::new(s, members.clone()) })
+            .collect();
+        let links = members.iter().flat_map(|&r| (0..senders).map(move |s| (r, s))).collect();
+        Topology { processes: senders + receivers, max_message_bytes, links, groups }
     }
 
     /// Whether some group has lossy members.
@@ -128,6 +149,15 @@ impl Topology {
             if g.lossy.iter().any(|l| g.members.contains(l)) {
                 return bad(format!("group {i} has a member that is also lossy"));
             }
+            if let Some(k) = g.channel_of {
+                let same =
+                    self.groups.get(k).is_some_and(|o| k < i && o.channel_of.is_none() && o.members == g.members);
+                if !same || !g.lossy.is_empty() {
+                    return bad(format!(
+                        "group {i} shares the channel of group {k}, an earlier group with other members"
+                    ));
+                }
+            }
         }
         Ok(())
     }
@@ -163,7 +193,7 @@ mod tests {
     fn lossy_members_follow_the_receivers_with_a_link_each_way() {
         let t = Topology::fan_out_with_lossy(2, 1, 64);
         assert_eq!(t.processes, 4);
-        assert_eq!(t.groups, [Group { from: 0, members: vec![1, 2], lossy: vec![3] }]);
+        assert_eq!(t.groups, [Group { from: 0, members: vec![1, 2], lossy: vec![3], channel_of: None }]);
         assert_eq!(t.links, [(1, 0), (2, 0), (3, 0), (0, 3)]);
         assert!(t.has_lossy() && !Topology::fan_out(2, 64).has_lossy());
         assert_eq!(t.all_links(), [(0, 1), (0, 2), (0, 3), (1, 0), (2, 0), (3, 0)]);
@@ -172,5 +202,19 @@ mod tests {
         let mut both = t.clone();
         both.groups[0].lossy = vec![2];
         assert!(both.validate().unwrap_err().to_string().contains("also lossy"));
+    }
+
+    #[test]
+    fn fan_in_senders_share_the_first_groups_channel_and_every_receiver_acks_every_sender() {
+        let t = Topology::fan_in(3, 2, 64);
+        assert_eq!(t.processes, 5);
+        let shape: Vec<_> = t.groups.iter().map(|g| (g.from, g.members.clone(), g.channel_of)).collect();
+        assert_eq!(shape, [(0, vec![3, 4], None), (1, vec![3, 4], Some(0)), (2, vec![3, 4], Some(0))]);
+        assert_eq!(t.links.len(), 6);
+        assert_eq!(t.senders_to(3), [0, 1, 2]);
+        assert!(t.validate().is_ok());
+        let mut wrong = t.clone();
+        wrong.groups[1].members = vec![3];
+        assert!(wrong.validate().unwrap_err().to_string().contains("other members"));
     }
 }

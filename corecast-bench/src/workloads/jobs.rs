@@ -5,7 +5,7 @@
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
-use super::{bandwidth, conformance, fanout, logp, paxos, pi, pingpong, plain, snapshot};
+use super::{bandwidth, conformance, fanin, fanout, logp, paxos, pi, pingpong, plain, snapshot};
 use crate::harness::{BenchError, EncodableJob, Job};
 use crate::transport::{Endpoint, PeerId};
 
@@ -18,6 +18,7 @@ fn decoder<J: Job + DeserializeOwned + 'static>(v: serde_json::Value) -> Result<
 /// Every job kind a launched process can run.
 const DECODERS: &[(&str, Decoder)] = &[
     (fanout::FanoutJob::KIND, decoder::<fanout::FanoutJob>),
+    (fanin::FaninJob::KIND, decoder::<fanin::FaninJob>),
     (bandwidth::Bidirectional::KIND, decoder::<bandwidth::Bidirectional>),
     (pingpong::PingpongJob::KIND, decoder::<pingpong::PingpongJob>),
     (logp::SenderSweep::KIND, decoder::<logp::SenderSweep>),

@@ -15,6 +15,8 @@ pub mod conformance;
 pub mod contend;
 pub mod corpus;
 pub mod detect;
+pub mod fanin;
+pub mod fanin_receive;
 pub mod fanout;
 pub mod heatmap;
 pub mod jobs;
@@ -129,6 +131,9 @@ pub enum Table {
         /// The legend line.
         legend: &'static str,
     },
+    /// Tables of its own, one per receiver count and size, a column per
+    /// sender count ([`crate::record::Point::senders`]): fan-in's.
+    BySenders,
 }
 
 /// Everything a point's run needs.

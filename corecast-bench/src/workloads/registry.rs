@@ -1,14 +1,15 @@
 //! Every workload, by name: adding one is a new file and one line here.
 
 use super::{
-    bandwidth, contend, detect, fanout, format_point_size, heatmap, logp, overhead, paxos, pi, pingpong, snapshot,
-    wordcount, Workload,
+    bandwidth, contend, detect, fanin, fanout, format_point_size, heatmap, logp, overhead, paxos, pi, pingpong,
+    snapshot, wordcount, Workload,
 };
 use crate::record::Point;
 
 /// Every workload, in the order tables show them.
 pub static ALL: &[&dyn Workload] = &[
     &fanout::Fanout,
+    &fanin::Fanin,
     &pingpong::Pingpong,
     &detect::Detect,
     &paxos::Paxos,

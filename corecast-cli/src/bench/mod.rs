@@ -3,6 +3,7 @@
 mod bandwidth;
 mod contend;
 mod detect;
+mod fanin;
 mod fanout;
 mod grid;
 mod heatmap;
@@ -32,6 +33,10 @@ pub enum Bench {
     /// receiver (fixed sizes or a size mix), and for corecast's modes the
     /// sender region's resident memory in the receivers.
     Fanout(fanout::Args),
+    /// S senders into the same R receivers: messages/s of the slowest
+    /// receiver and the senders' CPU per message against S, each
+    /// mechanism's senders sharing one channel or with one each (S×1).
+    Fanin(fanin::Args),
     /// Two processes: RTT/2 median, p99 and max.
     Pingpong(pingpong::Args),
     /// How fast corecast notices a sender crash, a receiver crash and a
@@ -67,6 +72,7 @@ pub fn run(b: Bench) -> anyhow::Result<ExitCode> {
     match b {
         Bench::Quick(a) => quick::run(a),
         Bench::Fanout(a) => fanout::run(a),
+        Bench::Fanin(a) => fanin::run(a),
         Bench::Pingpong(a) => pingpong::run(a),
         Bench::Detect(a) => detect::run(a),
         Bench::Paxos(a) => paxos::run(a),

@@ -44,7 +44,7 @@ use std::time::Duration;
 
 use corecast::{Channel, ChannelConfig, Delivery, WaitStrategy};
 
-use crate::transport::{Endpoint, Mechanism, NetHost, PeerId, Prepared, Topology, TransportError};
+use crate::transport::{Endpoint, FanIn, Mechanism, NetHost, PeerId, Prepared, Topology, TransportError};
 
 pub use c_api::CApi;
 pub use native::Native;
@@ -353,6 +353,16 @@ impl<A: Api> Mechanism for Corecast<A> {
 
     fn needs_hosts(&self) -> bool {
         self.bridged
+    }
+
+    /// A channel takes several senders; a bridged run keeps a channel per
+    /// sender (each host's senders reach the others through their bridges).
+    fn fan_in(&self) -> FanIn {
+        if self.bridged {
+            FanIn::ChannelPerSender
+        } else {
+            FanIn::OneChannel
+        }
     }
 
     fn prepare(&self, topology: &Topology) -> Result<Box<dyn Prepared>, TransportError> {

@@ -89,6 +89,10 @@ pub fn build(base: &str, key_base: &str, t: &Topology, host_of: &[usize]) -> Pla
     };
     for (g, group) in t.groups.iter().enumerate() {
         let home = host(group.from);
+        if let Some(shared) = shared_channel(&plan, t, g, &host) {
+            share(&mut plan, shared, group.from);
+            continue;
+        }
         let name = format!("{base}-g{g}");
         let local: Vec<PeerId> = group.members.iter().copied().filter(|&m| host(m) == home).collect();
         let mut remote: BTreeMap<usize, Vec<PeerId>> = BTreeMap::new();
@@ -162,6 +166,30 @@ pub fn build(base: &str, key_base: &str, t: &Topology, host_of: &[usize]) -> Pla
     plan
 }
 
+/// The plan index of the channel group `g` is carried on when it names
+/// an earlier group's ([`crate::transport::Group::channel_of`]) and every
+/// process of both is on one host (across hosts each group keeps its own
+/// channel and bridges).
+fn shared_channel(plan: &Plan, t: &Topology, g: usize, host: &impl Fn(PeerId) -> usize) -> Option<usize> {
+    let k = t.groups[g].channel_of?;
+    let first = &t.groups[k];
+    let home = host(first.from);
+    let local = |p: &PeerId| host(*p) == home;
+    let one_host = local(&t.groups[g].from) && first.members.iter().all(local);
+    let name = &plan.groups.get(k)?.0;
+    one_host.then(|| plan.channels.iter().position(|c| &c.name == name)).flatten()
+}
+
+/// Adds `from` as one more sender of channel `c`: its messages then name
+/// their sender.
+fn share(plan: &mut Plan, c: usize, from: PeerId) {
+    let channel = &mut plan.channels[c];
+    channel.senders += 1;
+    let (name, receivers) = (channel.name.clone(), channel.receivers);
+    plan.sole_sender.remove(&name);
+    plan.groups.push((name, from, receivers));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -178,6 +206,18 @@ mod tests {
         assert!((1..=3).all(|r| p.inbound[r] == ["b-g0"] && p.links[&(r, 0)] == "b-to0"));
         // The group's messages come from its sender alone; the replies from three peers.
         assert_eq!(p.sole_sender, BTreeMap::from([("b-g0".to_string(), 0)]));
+    }
+
+    #[test]
+    fn fan_in_groups_share_one_channel_whose_messages_name_their_sender() {
+        let p = build("b", "k", &Topology::fan_in(3, 2, 64), &[]);
+        assert_eq!(p.channels[0], ChannelPlan { name: "b-g0".into(), senders: 3, receivers: 2 });
+        assert_eq!(p.groups, [("b-g0".to_string(), 0, 2), ("b-g0".to_string(), 1, 2), ("b-g0".to_string(), 2, 2)]);
+        assert!((3..5).all(|r| p.inbound[r] == ["b-g0"]));
+        assert!(!p.sole_sender.contains_key("b-g0"));
+        // Across hosts each sender keeps a channel of its own.
+        let apart = build("b", "k", &Topology::fan_in(2, 1, 64), &[1, 2, 1]);
+        assert_eq!(apart.groups.iter().filter(|g| g.0 == "b-g0").count(), 1);
     }
 
     #[test]
