@@ -52,6 +52,7 @@ conformance_tests! {
     corecast_spin => "corecast-spin",
     corecast_sleep => "corecast-sleep",
     corecast_nap => "corecast-nap",
+    corecast_async => "corecast-async",
     corecast_c => "corecast-c",
     corecast_packed => "corecast-packed",
     corecast_history => "corecast-history",

@@ -105,6 +105,7 @@ pub fn all_with(options: &Options) -> Vec<Box<dyn crate::transport::Mechanism>> 
         Box::new(corecast_channel::Corecast::SPIN),
         Box::new(corecast_channel::Corecast::SLEEP),
         Box::new(corecast_channel::Corecast::NAP),
+        Box::new(corecast_channel::Corecast::ASYNC),
         Box::new(corecast_channel::Corecast::C_API),
         Box::new(corecast_channel::Corecast::NON_EQUIVOCATING),
         Box::new(corecast_channel::Corecast::packed(options.packed_ring_bytes)),

@@ -93,17 +93,22 @@ fn attach<H>(
 }
 
 impl Api for CApi {
+    type Process = ();
     type Tx = CSender;
     type Rx = CReceiver;
 
-    fn sender(name: &str, wait: WaitStrategy) -> Result<CSender, TransportError> {
+    fn process() -> Result<(), TransportError> {
+        Ok(())
+    }
+
+    fn sender(_: &(), name: &str, wait: WaitStrategy) -> Result<CSender, TransportError> {
         // SAFETY: `attach` passes the channel handle it just opened and a
         // local out-parameter.
         let open = |chan, out| unsafe { corecast_sender_open(chan, out) };
         attach(name, wait, open, corecast_sender_set_wait).map(CSender)
     }
 
-    fn receiver(name: &str, wait: WaitStrategy, lossy: bool) -> Result<CReceiver, TransportError> {
+    fn receiver(_: &(), name: &str, wait: WaitStrategy, lossy: bool) -> Result<CReceiver, TransportError> {
         let start = corecast_start::CORECAST_START_NEXT as c_int;
         // SAFETY: `attach` passes the channel handle it just opened and a
         // local out-parameter.
@@ -188,15 +193,19 @@ impl Api for CApi {
         }
     }
 
-    fn wait_any(rxs: &mut [&mut CReceiver], timeout: Duration) -> Result<(), TransportError> {
+    fn wait_any(
+        rxs: &mut [&mut CReceiver],
+        timeout: Duration,
+        _read: &mut dyn FnMut(usize, &[u8]),
+    ) -> Result<bool, TransportError> {
         let handles: Vec<*mut corecast_receiver_t> = rxs.iter().map(|rx| rx.0).collect();
         let timeout_ns = u64::try_from(timeout.as_nanos()).unwrap_or(CORECAST_FOREVER - 1);
         let mut ready = 0usize;
         // SAFETY: `handles` holds `handles.len()` receiver handles and
         // outlives the call; a local out-parameter.
         match unsafe { corecast_wait_any(handles.as_ptr(), handles.len(), timeout_ns, &mut ready) } {
-            corecast_status::CORECAST_TIMEOUT => Ok(()),
-            rc => check("wait any", rc),
+            corecast_status::CORECAST_TIMEOUT => Ok(false),
+            rc => check("wait any", rc).map(|()| false),
         }
     }
 }

@@ -12,8 +12,13 @@ use crate::transport::{Endpoint, LossyReceived, PeerId, Reader, Received, Transp
 
 /// Attaches a sender that sends nothing until all `receivers` receivers
 /// are attached.
-fn attach_sender<A: Api>(name: &str, receivers: usize, wait: WaitStrategy) -> Result<A::Tx, TransportError> {
-    let mut tx = A::sender(name, wait)?;
+fn attach_sender<A: Api>(
+    process: &A::Process,
+    name: &str,
+    receivers: usize,
+    wait: WaitStrategy,
+) -> Result<A::Tx, TransportError> {
+    let mut tx = A::sender(process, name, wait)?;
     let t0 = Instant::now();
     while A::live_receivers(&mut tx) < receivers {
         if t0.elapsed() > Duration::from_secs(60) {
@@ -71,24 +76,44 @@ fn send_on<A: Api>(
     })
 }
 
+/// Hands `msg`, as it lies in an inbound channel whose sole sender is
+/// `sole` (or `None`: several, each message with its [`HEADER`]), to
+/// `read` with its sender and payload; a malformed one is an error.
+fn deliver(sole: Option<PeerId>, max: usize, msg: &[u8], read: &mut Reader<'_>) -> Result<(), TransportError> {
+    match sole {
+        Some(from) if msg.len() <= max => read(from, msg),
+        Some(_) => return Err(err("receive", format!("malformed {}-byte message", msg.len()))),
+        None => {
+            let from = msg.get(..HEADER).map(|h| corecast_process::le::u64_at(h, 0) as usize);
+            match from {
+                Some(from) if msg.len() - HEADER <= max => read(from, &msg[HEADER..]),
+                _ => return Err(err("receive", format!("malformed {}-byte message", msg.len()))),
+            }
+        }
+    }
+    Ok(())
+}
+
 impl<A: Api> CorecastEndpoint<A> {
     /// Opens process `me`'s side of `plan`: attaches its receivers, then
     /// its senders, each waiting until its channel's receivers are there.
     pub(super) fn open(plan: &Plan, me: PeerId, wait: WaitStrategy, max: usize) -> Result<Self, TransportError> {
+        // The endpoints hold what they need of it (tokio's: the runtime).
+        let process = A::process()?;
         let mut receivers = Vec::new();
         for name in &plan.inbound[me] {
-            receivers.push(A::receiver(name, wait, false)?);
+            receivers.push(A::receiver(&process, name, wait, false)?);
         }
         let mut lossy = Vec::new();
         for name in &plan.lossy_inbound[me] {
             let from = plan.sole_sender.get(name).copied();
             let from = from.ok_or_else(|| err("attach lossy receiver", format!("{name} has several senders")))?;
-            lossy.push((A::receiver(name, wait, true)?, from));
+            lossy.push((A::receiver(&process, name, wait, true)?, from));
         }
         let sole_senders = plan.inbound[me].iter().map(|name| plan.sole_sender.get(name).copied()).collect();
         let outbound = |name: &String, receivers| -> Result<Outbound<A::Tx>, TransportError> {
             let tagged = !plan.sole_sender.contains_key(name);
-            Ok(Outbound { tx: attach_sender::<A>(name, receivers, wait)?, tagged })
+            Ok(Outbound { tx: attach_sender::<A>(&process, name, receivers, wait)?, tagged })
         };
         let mut groups = Vec::new();
         for (name, from, n) in &plan.groups {
@@ -143,23 +168,10 @@ impl<A: Api> CorecastEndpoint<A> {
     /// Takes one message from inbound channel `k`, if there is one, and
     /// hands it to `read` in the slot it lies in. `Ok(false)`: nothing yet.
     fn take(&mut self, k: usize, read: &mut Reader<'_>, block: bool) -> Result<bool, TransportError> {
-        let max = self.max;
-        let mut malformed = None;
-        let sole = self.sole_senders[k];
-        let taken = A::take(&mut self.receivers[k], block, &mut |msg| match sole {
-            Some(from) if msg.len() <= max => read(from, msg),
-            Some(_) => malformed = Some(msg.len()),
-            None => {
-                let from = msg.get(..HEADER).map(|h| corecast_process::le::u64_at(h, 0) as usize);
-                match from {
-                    Some(from) if msg.len() - HEADER <= max => read(from, &msg[HEADER..]),
-                    _ => malformed = Some(msg.len()),
-                }
-            }
-        })?;
-        if let Some(len) = malformed {
-            return Err(err("receive", format!("malformed {len}-byte message")));
-        }
+        let (max, sole) = (self.max, self.sole_senders[k]);
+        let mut malformed = Ok(());
+        let taken = A::take(&mut self.receivers[k], block, &mut |msg| malformed = deliver(sole, max, msg, read))?;
+        malformed?;
         match taken {
             Taken::Message => Ok(true),
             Taken::Empty => Ok(false),
@@ -282,15 +294,29 @@ impl<A: Api> Endpoint for CorecastEndpoint<A> {
                         // the wait at once: leave it out; it is tried
                         // again above after every wake or timeout.
                         let gone = &self.gone;
-                        let mut live: Vec<&mut A::Rx> =
-                            self.receivers.iter_mut().enumerate().filter(|(k, _)| !gone[*k]).map(|(_, r)| r).collect();
+                        let (ks, mut live): (Vec<usize>, Vec<&mut A::Rx>) =
+                            self.receivers.iter_mut().enumerate().filter(|(k, _)| !gone[*k]).unzip();
+                        // The inbound channel a waiting receive took a
+                        // message from, if the API's wait is one.
+                        let mut took = None;
                         if live.is_empty() {
                             std::thread::sleep(Duration::from_millis(1));
                         } else {
-                            A::wait_any(&mut live, Duration::from_millis(100))?;
+                            let (sole_senders, max) = (&self.sole_senders, self.max);
+                            let mut delivered = Ok(());
+                            A::wait_any(&mut live, Duration::from_millis(100), &mut |i, msg| {
+                                took = Some(ks[i]);
+                                delivered = deliver(sole_senders[ks[i]], max, msg, read);
+                            })?;
+                            delivered?;
                         }
                         self.gone.iter_mut().for_each(|g| *g = false);
                         backoff.reset();
+                        if let Some(k) = took {
+                            self.next_rx = (k + 1) % n;
+                            backoff.record(&mut self.crowding);
+                            return Ok(());
+                        }
                     }
                 }
             }

@@ -16,14 +16,16 @@
 //! waits until every receiver of its channel has attached before its first
 //! message, so none is missed.
 //!
-//! Two ways in, the same channels: the Rust API ([`Native`]: `corecast`,
+//! Three ways in, the same channels: the Rust API ([`Native`]: `corecast`,
 //! `corecast-spin`, `corecast-sleep`, `corecast-nap`, `corecast-packed`,
 //! whose senders' messages are packed by length into a frame area of a
 //! set size, `ChannelConfig::ring_bytes`, and `corecast-history`, whose
 //! channels keep their last messages for receivers that join late,
-//! `ChannelConfig::history`) and the C API ([`CApi`]: `corecast-c`, calling
-//! the very functions a C program calls), so the tables show what the C
-//! boundary costs.
+//! `ChannelConfig::history`), its tokio endpoints ([`Aio`]:
+//! `corecast-async`, `corecast-sleep`'s channels with every wait an await
+//! on a wake fd in a current-thread runtime) and the C API ([`CApi`]:
+//! `corecast-c`, calling the very functions a C program calls), so the
+//! tables show what the async path and the C boundary cost.
 //!
 //! A group's lossy members (`Group::lossy`) are lossy receivers of its
 //! channel: counted among the receivers its sender waits to see attached
@@ -31,6 +33,7 @@
 //! (a lossy receiver's copy is checked after it is made, so it never sees
 //! torn bytes) and is told how many numbers it missed.
 
+mod aio;
 #[cfg(feature = "zenoh")]
 mod bridged;
 #[allow(unsafe_code)]
@@ -46,6 +49,7 @@ use corecast::{Channel, ChannelConfig, Delivery, WaitStrategy};
 
 use crate::transport::{Endpoint, FanIn, Mechanism, NetHost, PeerId, Prepared, Topology, TransportError};
 
+pub use aio::Aio;
 pub use c_api::CApi;
 pub use native::Native;
 
@@ -71,15 +75,26 @@ pub enum LossyTaken {
 
 /// The operations the mechanism needs from one API into corecast.
 pub trait Api: 'static {
+    /// What all endpoints of one process share: nothing for the blocking
+    /// APIs, the tokio runtime for [`Aio`].
+    type Process;
     /// A sender on one channel.
     type Tx;
     /// A receiver on one channel.
     type Rx;
+    /// Makes what this process's endpoints share; called in the process
+    /// that uses them (after the fork), before its first endpoint.
+    fn process() -> Result<Self::Process, TransportError>;
     /// Opens channel `name` and attaches a sender waiting by `wait`.
-    fn sender(name: &str, wait: WaitStrategy) -> Result<Self::Tx, TransportError>;
+    fn sender(process: &Self::Process, name: &str, wait: WaitStrategy) -> Result<Self::Tx, TransportError>;
     /// Opens channel `name` and attaches a receiver waiting by `wait`,
     /// lossy (no sender waits for it) if `lossy`.
-    fn receiver(name: &str, wait: WaitStrategy, lossy: bool) -> Result<Self::Rx, TransportError>;
+    fn receiver(
+        process: &Self::Process,
+        name: &str,
+        wait: WaitStrategy,
+        lossy: bool,
+    ) -> Result<Self::Rx, TransportError>;
     /// Receivers attached and live now.
     fn live_receivers(tx: &mut Self::Tx) -> usize;
     /// Loans a slot, lets `write` fill its first `len` bytes, commits them.
@@ -90,8 +105,16 @@ pub trait Api: 'static {
     /// Copies the next message of a lossy receiver into `buf`, waiting for
     /// one, or says how many it missed; never torn bytes.
     fn recv_lossy(rx: &mut Self::Rx, buf: &mut [u8]) -> Result<LossyTaken, TransportError>;
-    /// Sleeps until one of `rxs` may have a message, or `timeout`.
-    fn wait_any(rxs: &mut [&mut Self::Rx], timeout: Duration) -> Result<(), TransportError>;
+    /// Sleeps until one of `rxs` may have a message, or `timeout`; the
+    /// caller then tries each. An API whose wait is itself a receive (an
+    /// async receive awaits the wake fd and takes the message it finds)
+    /// hands the first message to `read` where it lies, with its index in
+    /// `rxs`, and returns `true`.
+    fn wait_any(
+        rxs: &mut [&mut Self::Rx],
+        timeout: Duration,
+        read: &mut dyn FnMut(usize, &[u8]),
+    ) -> Result<bool, TransportError>;
 }
 
 /// The suite's bytes before each message on a channel several peers
@@ -275,6 +298,27 @@ impl Corecast<CApi> {
         name: "corecast-c",
         describe: "corecast channels through the C API (corecast.h, loan/commit and borrow/release), default waiting",
         wait: DEFAULT_WAIT,
+        delivery: Delivery::Direct,
+        bridged: false,
+        bridge_latency: false,
+        ring_bytes: None,
+        history: 0,
+        api: PhantomData,
+    };
+}
+
+impl Corecast<Aio> {
+    /// corecast-sleep's channels through the tokio endpoints: each process
+    /// one current-thread runtime, every wait an await on a wake fd.
+    pub const ASYNC: Corecast<Aio> = Corecast {
+        name: "corecast-async",
+        describe: "corecast's tokio endpoints (feature tokio): each process one current-thread runtime awaiting the \
+                   wake fds",
+        // As `SLEEP`'s, so the two differ only in how an endpoint waits:
+        // a receive over several channels awaits them at once, with no
+        // spinning first (one endpoint's own waits are on its wake fd
+        // whatever this says).
+        wait: WaitStrategy::Sleep,
         delivery: Delivery::Direct,
         bridged: false,
         bridge_latency: false,

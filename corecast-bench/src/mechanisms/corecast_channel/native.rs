@@ -16,14 +16,19 @@ fn open(name: &str) -> Result<Channel, TransportError> {
 }
 
 impl Api for Native {
+    type Process = ();
     type Tx = Sender;
     type Rx = Receiver;
 
-    fn sender(name: &str, wait: WaitStrategy) -> Result<Sender, TransportError> {
+    fn process() -> Result<(), TransportError> {
+        Ok(())
+    }
+
+    fn sender(_: &(), name: &str, wait: WaitStrategy) -> Result<Sender, TransportError> {
         open(name)?.sender_with(wait).map_err(|e| err("attach sender", e))
     }
 
-    fn receiver(name: &str, wait: WaitStrategy, lossy: bool) -> Result<Receiver, TransportError> {
+    fn receiver(_: &(), name: &str, wait: WaitStrategy, lossy: bool) -> Result<Receiver, TransportError> {
         let options = ReceiverOptions { lossy, wait, ..ReceiverOptions::default() };
         open(name)?.receiver_with_options(options).map_err(|e| err("attach receiver", e))
     }
@@ -60,7 +65,11 @@ impl Api for Native {
         }
     }
 
-    fn wait_any(rxs: &mut [&mut Receiver], timeout: Duration) -> Result<(), TransportError> {
-        corecast::wait_any(rxs, Some(timeout)).map(|_| ()).map_err(|e| err("wait", e))
+    fn wait_any(
+        rxs: &mut [&mut Receiver],
+        timeout: Duration,
+        _read: &mut dyn FnMut(usize, &[u8]),
+    ) -> Result<bool, TransportError> {
+        corecast::wait_any(rxs, Some(timeout)).map(|_| false).map_err(|e| err("wait", e))
     }
 }
