@@ -9,6 +9,12 @@ use crate::receiver::{Message, Receiver};
 
 /// A [`Receiver`] whose receives await its wake fd in a tokio runtime.
 ///
+/// Before it parks, a receive polls for at most the spin phase of the
+/// receiver's wait strategy (5 us by default; none with
+/// [`crate::WaitStrategy::Sleep`]): a message that comes that soon costs
+/// neither the sender a wake-up nor the runtime a trip through its event
+/// loop. It never polls longer, whatever the strategy says.
+///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -57,6 +63,7 @@ impl AsyncReceiver {
     /// no message was received and the next receive gets it.
     pub async fn recv(&mut self, buf: &mut [u8]) -> Result<usize, RecvError> {
         loop {
+            self.rx.spin_for_message();
             match self.rx.try_recv(buf) {
                 Err(RecvError::WouldBlock) => self.wait().await?,
                 other => return other,
@@ -78,6 +85,7 @@ impl AsyncReceiver {
         // Found first, borrowed after: a message borrows the receiver, so
         // the loop that waits must hold none.
         let (sender, frame) = loop {
+            self.rx.spin_for_message();
             match self.rx.ready_armed() {
                 Err(RecvError::WouldBlock) => self.wait().await?,
                 Ok(found) => break found,

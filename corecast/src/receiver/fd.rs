@@ -15,6 +15,7 @@
 //! that audits io_uring, or a comparison).
 
 use std::os::fd::{AsFd, BorrowedFd};
+use std::time::{Duration, Instant};
 
 use super::{sleep_words_of, Receiver};
 use crate::error::RecvError;
@@ -22,6 +23,7 @@ use crate::layout::Arm;
 use crate::ring::Frame;
 use crate::sys::uring::FutexRing;
 use crate::sys::{robust, wakefd};
+use crate::wait::WaitStrategy;
 
 /// What makes a receiver's wake fd readable.
 #[derive(Debug)]
@@ -33,6 +35,9 @@ pub(super) enum FdWait {
     /// A byte from each sender on the receiver's socket.
     Socket,
 }
+
+/// The longest spin of [`Receiver::spin_for_message`].
+const SPIN_BOUND: Duration = Duration::from_micros(5);
 
 /// The environment variable that chooses the socket kind.
 const WAKE_FD_ENV: &str = "CORECAST_WAKE_FD";
@@ -88,6 +93,37 @@ impl Receiver {
             FdWait::Unchosen => None,
             FdWait::Ring(_) => Some("io_uring"),
             FdWait::Socket => Some("socket"),
+        }
+    }
+
+    /// Looks for a message, without arming the wake fd, for at most the
+    /// spin phase of this receiver's wait strategy (none for
+    /// [`WaitStrategy::Sleep`]; at most the default's 5 us for
+    /// [`WaitStrategy::Spin`], never without end): what an async receive
+    /// does before it parks, since a park costs the sender a wake-up and
+    /// this receiver a trip through its event loop. Whether a receive
+    /// would not block now (a report found is kept for it).
+    pub(crate) fn spin_for_message(&mut self) -> bool {
+        let spin = match self.wait {
+            WaitStrategy::Adaptive { spin, .. } | WaitStrategy::Nap { spin, .. } => spin,
+            WaitStrategy::Spin => SPIN_BOUND,
+            WaitStrategy::Sleep => Duration::ZERO,
+        }
+        .min(SPIN_BOUND);
+        // Awake while it looks: no sender wakes it meanwhile.
+        if self.fd_armed {
+            self.disarm_fd();
+        }
+        let until = Instant::now() + spin;
+        loop {
+            let found = self.ready();
+            if self.keep_report(found) {
+                return true;
+            }
+            if Instant::now() >= until {
+                return false;
+            }
+            std::hint::spin_loop();
         }
     }
 

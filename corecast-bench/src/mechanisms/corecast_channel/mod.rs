@@ -308,17 +308,17 @@ impl Corecast<CApi> {
 }
 
 impl Corecast<Aio> {
-    /// corecast-sleep's channels through the tokio endpoints: each process
-    /// one current-thread runtime, every wait an await on a wake fd.
+    /// corecast's channels through the tokio endpoints: each process one
+    /// current-thread runtime, every wait an await on a wake fd.
     pub const ASYNC: Corecast<Aio> = Corecast {
         name: "corecast-async",
         describe: "corecast's tokio endpoints (feature tokio): each process one current-thread runtime awaiting the \
-                   wake fds",
-        // As `SLEEP`'s, so the two differ only in how an endpoint waits:
-        // a receive over several channels awaits them at once, with no
-        // spinning first (one endpoint's own waits are on its wake fd
-        // whatever this says).
-        wait: WaitStrategy::Sleep,
+                   wake fds, after the default wait's 5 us spin",
+        // The default strategy, as a user's receiver has it: an async
+        // receive polls for its spin phase (5 us) before it parks on the
+        // wake fd, and never yields or sleeps in the runtime's thread. A
+        // receive over several channels awaits them at once, with no spin.
+        wait: DEFAULT_WAIT,
         delivery: Delivery::Direct,
         bridged: false,
         bridge_latency: false,
