@@ -157,6 +157,18 @@ impl Api for Aio {
     }
 }
 
+/// Runs `fut` to completion on `runtime`: polled once first, in place,
+/// and given to `block_on` only if it must wait.
+fn run<F: Future>(runtime: &Runtime, fut: F) -> F::Output {
+    let mut fut = std::pin::pin!(fut);
+    match fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(out) => out,
+        // Polled again with the runtime's waker, which replaces the no-op
+        // one wherever the first poll left it.
+        Poll::Pending => runtime.block_on(fut),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Instant;
@@ -206,17 +218,5 @@ mod tests {
         let took = Aio::wait_any(&mut [a, b], Duration::from_millis(50), &mut |_, _| panic!("nothing was sent"));
         assert!(!took.expect("wait"));
         assert!(t0.elapsed() >= Duration::from_millis(50));
-    }
-}
-
-/// Runs `fut` to completion on `runtime`: polled once first, in place,
-/// and given to `block_on` only if it must wait.
-fn run<F: Future>(runtime: &Runtime, fut: F) -> F::Output {
-    let mut fut = std::pin::pin!(fut);
-    match fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
-        Poll::Ready(out) => out,
-        // Polled again with the runtime's waker, which replaces the no-op
-        // one wherever the first poll left it.
-        Poll::Pending => runtime.block_on(fut),
     }
 }
