@@ -9,11 +9,11 @@ use std::fmt::Write as _;
 use super::emphasis::{self, bars, lines, values_where, Roles};
 use super::format::{human, sig3};
 use super::page;
-use super::sentence::{ratio, standing};
+use super::sentence::{ratio, standing, trend};
 use super::svg::{escape, Axis, BarChart, Grid, LineChart};
 use crate::record::compare;
 use crate::record::{Metric, Record};
-use crate::workloads::format_size;
+use crate::workloads::{format_size, registry};
 
 /// Records read from one file, named for the page.
 #[derive(Clone, Debug)]
@@ -216,8 +216,21 @@ impl Page {
                     (r.mechanism.as_str(), (r.receivers as f64, base / r.value))
                 }),
             );
-            let rate = |v: f64| format!("{} msg/s", human(v));
-            let sentence = standing(&values, &format!("{}, N = {n}", format_size(size)), true, &rate);
+            // Said as the chart shows it: how corecast's lead moves as N grows.
+            let first = subject.keys().next().copied().unwrap_or(n);
+            let lead = |m: &str, n: usize| {
+                let v = at.iter().find(|r| r.mechanism == m && r.receivers == n)?.value;
+                Some(subject.get(&n)? / v)
+            };
+            let leads: Vec<(&str, f64, f64)> = [(emphasis::PEER, emphasis::PEER), (emphasis::CEILING, "the ceiling")]
+                .into_iter()
+                .filter_map(|(m, who)| Some((who, lead(m, first)?, lead(m, n)?)))
+                .collect();
+            let at_size = format_size(size);
+            let sentence = trend(&format!("N = {first}"), &format!("N = {n}"), &at_size, &leads).unwrap_or_else(|| {
+                let rate = |v: f64| format!("{} msg/s", human(v));
+                standing(&values, &format!("{at_size}, N = {n}"), true, &rate)
+            });
             let chart = LineChart {
                 title: format!("corecast / mechanism, fan-out {}", format_size(size)),
                 x: Axis { label: "receivers N", log: false, format: count_label, ticks: &[] },
@@ -283,7 +296,7 @@ impl Page {
                 y_label: "microseconds".to_string(),
                 bars: bars(&roles, &at),
             };
-            let sentence = standing(&values, &format!("{} (median RTT/2)", format_size(size)), false, &micros);
+            let sentence = standing(&values, &format!("{} in median RTT/2", format_size(size)), false, &micros);
             self.figure(format!("pingpong-{size}"), chart.svg(sig3), &sentence);
             // The distribution as far as the records have it: min, median,
             // p99 and max of every timed round trip, as a CDF.
@@ -308,7 +321,7 @@ impl Page {
             let sentence = if tails.is_empty() {
                 sentence
             } else {
-                standing(&tails, &format!("{} (p99 RTT/2)", format_size(size)), false, &micros)
+                standing(&tails, &format!("{} in p99 RTT/2", format_size(size)), false, &micros)
             };
             self.figure(format!("pingpong-cdf-{size}"), cdf.svg(), &sentence);
         }
@@ -367,7 +380,12 @@ impl Page {
                     bars: bars(&roles, &at),
                 };
                 let value = |v: f64| format!("{} {unit}", human(v));
-                let sentence = standing(&values, &format!("{n} / {}", format_size(size)), higher, &value);
+                // The point as its workload names its count (paxos names none).
+                let point = match registry::by_name(w).and_then(|w| w.count_label()) {
+                    Some(count) => format!("{}, {count} = {n}", format_size(size)),
+                    None => format_size(size),
+                };
+                let sentence = standing(&values, &point, higher, &value);
                 self.figure(format!("{w}-{n}-{size}"), chart.svg(human), &sentence);
             }
         }
@@ -462,6 +480,9 @@ fn extremes(pairs: &[&Record]) -> String {
     };
     let by_value = |a: &&&Record, b: &&&Record| a.value.total_cmp(&b.value);
     match (pairs.iter().min_by(by_value), pairs.iter().max_by(by_value)) {
+        (Some(lo), Some(hi)) if pairs.len() == 1 => {
+            format!("One-way latency between {} is {}.", cpus(lo), micros(hi.value))
+        }
         (Some(lo), Some(hi)) => format!(
             "One-way latency runs from {} between {} to {} between {}.",
             micros(lo.value),

@@ -49,6 +49,22 @@ pub fn standing(values: &[(&str, f64)], at: &str, higher_is_better: bool, format
     }
 }
 
+/// The sentence under a chart of corecast's lead as a count grows: how
+/// its ratio over each of `leads` (who, ratio at `from`, ratio at `to`)
+/// moves, e.g. "From N = 1 to N = 4 at 64 B, corecast goes from 7.3x to
+/// 7.1x iceoryx2 and from 0.94x to 1.3x the ceiling."; `None` without a
+/// lead or a second count to compare.
+pub fn trend(from: &str, to: &str, at: &str, leads: &[(&str, f64, f64)]) -> Option<String> {
+    if leads.is_empty() || from == to {
+        return None;
+    }
+    let parts: Vec<String> =
+        leads.iter().map(|(who, a, b)| format!("from {} to {} {who}", ratio(*a), ratio(*b))).collect();
+    let (last, rest) = parts.split_last()?;
+    let joined = if rest.is_empty() { last.clone() } else { format!("{} and {last}", rest.join(", ")) };
+    Some(format!("From {from} to {to} at {at}, corecast goes {joined}."))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -77,6 +93,16 @@ mod tests {
             standing(&costs, "64 B, N = 4", false, &plain),
             "corecast costs 0.50x iceoryx2 at 64 B, N = 4 (lower is better)."
         );
+    }
+
+    #[test]
+    fn the_lead_as_the_count_grows() {
+        assert_eq!(
+            trend("N = 1", "N = 4", "64 B", &[("iceoryx2", 7.31, 7.1), ("the ceiling", 0.94, 1.3)]).as_deref(),
+            Some("From N = 1 to N = 4 at 64 B, corecast goes from 7.3x to 7.1x iceoryx2 and from 0.94x to 1.3x the ceiling.")
+        );
+        assert_eq!(trend("N = 4", "N = 4", "64 B", &[("iceoryx2", 1.0, 1.0)]), None, "one count: no trend");
+        assert_eq!(trend("N = 1", "N = 4", "64 B", &[]), None);
     }
 
     #[test]
