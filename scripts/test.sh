@@ -58,4 +58,4 @@ cargo test -p corecast-cli --features mpi --test cli
 echo "== loom models of the ring protocol (every interleaving) and the wake handshakes (to a preemption bound)"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p corecast --lib --release loom_model
 
-echo "== artifacts: the report's screenshot is target/artifacts/report.png"
+echo "== artifacts: the screenshots of the report and the history page are target/artifacts/report.png and history.png"

@@ -39,7 +39,9 @@ enum Command {
     /// Show what got faster or slower between two results files.
     Compare(compare::Args),
     /// Draw results files as one self-contained HTML page (inline SVG):
-    /// fan-out, improvement and sender-cost charts, latency, macro-benchmarks.
+    /// fan-out, improvement and sender-cost charts, latency, macro-benchmarks;
+    /// with `--history DIR`, every point's value across the commits of the
+    /// records under DIR, one line per mechanism and machine.
     Report(report::Args),
     /// Manage named channels: create, list, inspect, watch, set-deadline,
     /// clean, destroy.

@@ -626,12 +626,71 @@ fn report_draws_every_chart_from_fixture_records() {
         assert!(drawn.iter().any(|d| s.contains(d)), "{n} has no data points");
     }
     assert!(!corecast(&["report", fixture]).status.success(), "no output asked for is an error");
-    browser_renders(&html);
+    // The fan-out charts lead with corecast and name every line at its end.
+    let fanout = std::fs::read_to_string(svg.join("fanout-n1.svg")).unwrap();
+    assert!(fanout.contains(r#"<g class="series strong" data-name="corecast""#), "{fanout}");
+    assert!(fanout.contains(r#"class="end-label""#) && !fanout.contains(r#"class="key""#));
+    assert_eq!(page.matches("<figure").count(), page.matches("<figcaption>").count(), "a sentence per chart");
+    browser_renders(&html, "report.png");
+}
+
+/// Writes the fixture's records as a run of `commit` on `cpu` at `when`,
+/// every value scaled by `scale`, to `path`.
+fn fixture_run(path: &Path, commit: &str, cpu: &str, when: &str, scale: f64) {
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/report.jsonl");
+    let mut out = String::new();
+    for line in std::fs::read_to_string(fixture).unwrap().lines().filter(|l| !l.trim().is_empty()) {
+        let mut r: Value = serde_json::from_str(line).unwrap();
+        r["git_commit"] = commit.into();
+        r["machine"]["cpu_model"] = cpu.into();
+        // The fixture was measured under two kernels: one here, so that
+        // each run's CPU alone tells its machine.
+        r["machine"]["kernel"]["release"] = "6.0-test".into();
+        r["timestamp"] = when.into();
+        r["value"] = (f(&r, "value") * scale).into();
+        out.push_str(&r.to_string());
+        out.push('\n');
+    }
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, out).unwrap();
+}
+
+#[test]
+fn report_history_draws_each_point_across_commits_a_line_per_machine() {
+    let scratch = Scratch::new("history");
+    let dir = scratch.0.join("runs");
+    fixture_run(&dir.join("a/old.jsonl"), "1111111aaaa", "CPU one", "2026-01-01T00:00:00Z", 1.0);
+    fixture_run(&dir.join("a/deeper/new.jsonl"), "2222222bbbb-dirty", "CPU one", "2026-01-02T00:00:00Z", 1.2);
+    fixture_run(&dir.join("b/other.jsonl"), "2222222bbbb-dirty", "CPU two", "2026-01-03T00:00:00Z", 0.5);
+    fixture_run(&dir.join("b/later.jsonl"), "3333333cccc", "CPU two", "2026-01-04T00:00:00Z", 0.6);
+    std::fs::write(dir.join("notes.jsonl"), "not a record\n").unwrap();
+    let html = scratch.0.join("history.html");
+    let svg = scratch.0.join("svg");
+    let args = ["report", "--history", dir.to_str().unwrap(), "--html", html.to_str().unwrap()];
+    let o = corecast(&[&args[..], &["--svg", svg.to_str().unwrap()]].concat());
+    assert!(o.status.success(), "stderr: {}", text(&o.stderr));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>") && !page.contains("<script") && !page.contains("http://example"));
+    assert!(page.contains("CPU one") && page.contains("CPU two") && page.contains("Not read:"), "{page}");
+    assert!(page.contains("measured from a tree with uncommitted"), "the dirty commit is marked");
+    let charts: Vec<PathBuf> = std::fs::read_dir(&svg).unwrap().map(|e| e.unwrap().path()).collect();
+    assert!(charts.len() >= 4, "{charts:?}");
+    for c in &charts {
+        assert_well_formed(&std::fs::read_to_string(c).unwrap());
+    }
+    // One line per mechanism and machine: corecast's two never join.
+    let first = std::fs::read_to_string(svg.join("history-1.svg")).unwrap();
+    assert!(first.contains(r#"data-name="corecast [A]""#) && first.contains(r#"data-name="corecast [B]""#));
+    assert!(first.contains(r#"<g class="series strong" data-name="corecast [A]""#));
+    assert!(first.contains(">2222222*</text>") && first.contains(r#"class="marked""#));
+    assert_eq!(page.matches("<figure").count(), page.matches("<figcaption>").count(), "a sentence per chart");
+    assert!(!corecast(&["report", "--history", dir.to_str().unwrap()]).status.success(), "no output asked for");
+    browser_renders(&html, "history.png");
 }
 
 /// Opens the page in headless Chromium: no console errors, and a
-/// screenshot that is not blank (kept in target/artifacts/report.png).
-fn browser_renders(html: &std::path::Path) {
+/// screenshot that is not blank (kept in target/artifacts/`shot`).
+fn browser_renders(html: &std::path::Path, shot: &str) {
     let Some(chromium) =
         ["chromium", "chromium-browser"].into_iter().find(|c| Command::new(c).arg("--version").output().is_ok())
     else {
@@ -645,7 +704,7 @@ fn browser_renders(html: &std::path::Path) {
     };
     let artifacts = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/artifacts");
     std::fs::create_dir_all(&artifacts).unwrap();
-    let shot = artifacts.join("report.png");
+    let shot = artifacts.join(shot);
     let _ = std::fs::remove_file(&shot);
     let o = Command::new(chromium)
         .args(["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1000,2400"])
@@ -660,7 +719,7 @@ fn browser_renders(html: &std::path::Path) {
     // A blank 1000x2400 page compresses to a few kilobytes; charts do not.
     let bytes = std::fs::metadata(&shot).expect("a screenshot").len();
     assert!(bytes > 50_000, "screenshot of {bytes} bytes looks blank");
-    eprintln!("report screenshot: {}", shot.display());
+    eprintln!("screenshot: {}", shot.display());
 }
 
 #[test]

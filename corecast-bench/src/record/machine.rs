@@ -77,6 +77,24 @@ impl Machine {
     }
 }
 
+impl Machine {
+    /// What tells one machine from another in a history of records: the
+    /// CPU model and counts, the kernel and the virtualization (the facets
+    /// a comparison warns about, and more). The memory size is left out:
+    /// the same machine reports it a few pages apart under two kernel builds.
+    pub fn identity(&self) -> String {
+        format!(
+            "{}, {} logical CPUs ({} cores), {} {}, {}",
+            self.cpu_model,
+            self.logical_cpus,
+            self.physical_cores,
+            self.kernel.sysname,
+            self.kernel.release,
+            self.virtualization.summary
+        )
+    }
+}
+
 fn cpu_model(cpuinfo: &str) -> String {
     for key in ["model name", "Model", "Hardware", "Processor", "cpu model"] {
         let found = cpuinfo.lines().find_map(|l| {

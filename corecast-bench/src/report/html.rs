@@ -6,11 +6,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
+use super::emphasis::{self, bars, lines, values_where, Roles};
 use super::format::{human, sig3};
-use super::svg::{escape, Axis, Bar, BarChart, Grid, LineChart, Series};
+use super::page;
+use super::sentence::{ratio, standing, trend};
+use super::svg::{escape, Axis, BarChart, Grid, LineChart};
 use crate::record::compare;
 use crate::record::{Metric, Record};
-use crate::workloads::format_size;
+use crate::workloads::{format_size, registry};
 
 /// Records read from one file, named for the page.
 #[derive(Clone, Debug)]
@@ -30,10 +33,8 @@ pub struct Report {
     pub charts: Vec<(String, String)>,
 }
 
-/// The mechanism drawn as the ceiling.
-const CEILING: &str = "limit";
 /// The mechanism the improvement charts are about.
-const SUBJECT: &str = "corecast";
+const SUBJECT: &str = emphasis::SUBJECT;
 
 /// Message sizes marked on a size axis: the suite's usual sizes.
 const SIZE_TICKS: [f64; 6] = [1.0, 64.0, 4096.0, 65536.0, 1048576.0, 16777216.0];
@@ -51,21 +52,18 @@ fn percent(v: f64) -> String {
 }
 
 fn ratio_label(v: f64) -> String {
-    format!("{}x", sig3(v))
+    ratio(v)
+}
+
+fn micros(v: f64) -> String {
+    format!("{} us", sig3(v))
 }
 
 /// Builds the report: the charts from every set, a point measured in
 /// several sets shown as the last one (the newest) has it; with two or
 /// more sets, the comparison of the first with the last.
 pub fn build(sets: &[ResultSet]) -> Report {
-    let mut page = Page::default();
-    let _ = write!(
-        page.html,
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>corecast results</title><style>\
-         body{{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}}table{{border-collapse:collapse}}\
-         td,th{{border:1px solid #ccc;padding:2px 8px;text-align:right}}th:first-child,td:first-child{{text-align:left}}\
-         .missing{{color:#a33}}figure{{margin:1em 0}}</style></head><body><h1>corecast results</h1>"
-    );
+    let mut page = Page { html: page::head("corecast results"), charts: Vec::new() };
     page.provenance(sets);
     let merged = newest(sets);
     // The charts are by message size: a point of mixed sizes has none to
@@ -78,13 +76,6 @@ pub fn build(sets: &[ResultSet]) -> Report {
         ));
     }
     let records = fixed.as_slice();
-    let mut order: Vec<String> = Vec::new();
-    for r in records {
-        if !order.contains(&r.mechanism) {
-            order.push(r.mechanism.clone());
-        }
-    }
-    page.mechanisms = order;
     page.fanout(records);
     page.improvement(records);
     page.sender_cpu(records);
@@ -100,17 +91,13 @@ pub fn build(sets: &[ResultSet]) -> Report {
             page.comparison(first, last);
         }
     }
-    page.html.push_str("</body></html>\n");
+    page.html.push_str(page::END);
     Report { html: page.html, charts: page.charts }
 }
 
-#[derive(Default)]
 struct Page {
     html: String,
     charts: Vec<(String, String)>,
-    /// The page's mechanisms in first-seen order: a mechanism's color is
-    /// its place here, the same on every chart.
-    mechanisms: Vec<String>,
 }
 
 impl Page {
@@ -122,8 +109,14 @@ impl Page {
         let _ = write!(self.html, "<p class=\"missing\">{}</p>", escape(what));
     }
 
-    fn figure(&mut self, name: String, svg: String) {
-        let _ = write!(self.html, "<figure id=\"{}\">{svg}</figure>", escape(&name));
+    /// A chart with the sentence saying what it shows under it.
+    fn figure(&mut self, name: String, svg: String, sentence: &str) {
+        let _ = write!(
+            self.html,
+            "<figure id=\"{}\">{svg}<figcaption>{}</figcaption></figure>",
+            escape(&name),
+            escape(sentence)
+        );
         self.charts.push((name, svg));
     }
 
@@ -180,16 +173,23 @@ impl Page {
             return self.missing("No fan-out records in these results.");
         }
         for n in counts(&rate) {
-            let series = by_mechanism(&self.mechanisms, rate.iter().copied().filter(|r| r.receivers == n), |r| {
-                (r.size as f64, r.value)
-            });
+            let at_n: Vec<&Record> = rate.iter().copied().filter(|r| r.receivers == n).collect();
+            // The most telling size: the smallest message, where the
+            // mechanisms' own costs show most (64 B when measured).
+            let sizes: BTreeSet<usize> = at_n.iter().map(|r| r.size).collect();
+            let main = if sizes.contains(&64) { 64 } else { sizes.first().copied().unwrap_or(0) };
+            let values = values_where(&at_n, |r| r.size == main);
+            let roles = Roles::at(&values, true);
             let chart = LineChart {
                 title: format!("Fan-out to N = {n}: slowest receiver's msg/s"),
                 x: Axis { label: "message size", log: true, format: size_label, ticks: &SIZE_TICKS },
                 y: Axis { label: "messages/s (slowest receiver)", log: true, format: human, ticks: &[] },
-                series,
+                series: lines(&roles, at_n.iter().map(|r| (r.mechanism.as_str(), (r.size as f64, r.value)))),
+                categories: Vec::new(),
             };
-            self.figure(format!("fanout-n{n}"), chart.svg());
+            let rate = |v: f64| format!("{} msg/s", human(v));
+            let sentence = standing(&values, &format!("{}, N = {n}", format_size(main)), true, &rate);
+            self.figure(format!("fanout-n{n}"), chart.svg(), &sentence);
         }
     }
 
@@ -205,9 +205,31 @@ impl Page {
                 self.missing(&format!("No corecast fan-out records at {}.", format_size(size)));
                 continue;
             }
-            let series = by_mechanism(&self.mechanisms, at.iter().copied().filter(|r| r.mechanism != SUBJECT), |r| {
-                let base = subject.get(&r.receivers).copied().unwrap_or(f64::NAN);
-                (r.receivers as f64, base / r.value)
+            // The most telling point: the most receivers corecast served.
+            let n = subject.keys().next_back().copied().unwrap_or(1);
+            let values = values_where(&at, |r| r.receivers == n);
+            let roles = Roles::at(&values, true);
+            let series = lines(
+                &roles,
+                at.iter().filter(|r| r.mechanism != SUBJECT).map(|r| {
+                    let base = subject.get(&r.receivers).copied().unwrap_or(f64::NAN);
+                    (r.mechanism.as_str(), (r.receivers as f64, base / r.value))
+                }),
+            );
+            // Said as the chart shows it: how corecast's lead moves as N grows.
+            let first = subject.keys().next().copied().unwrap_or(n);
+            let lead = |m: &str, n: usize| {
+                let v = at.iter().find(|r| r.mechanism == m && r.receivers == n)?.value;
+                Some(subject.get(&n)? / v)
+            };
+            let leads: Vec<(&str, f64, f64)> = [(emphasis::PEER, emphasis::PEER), (emphasis::CEILING, "the ceiling")]
+                .into_iter()
+                .filter_map(|(m, who)| Some((who, lead(m, first)?, lead(m, n)?)))
+                .collect();
+            let at_size = format_size(size);
+            let sentence = trend(&format!("N = {first}"), &format!("N = {n}"), &at_size, &leads).unwrap_or_else(|| {
+                let rate = |v: f64| format!("{} msg/s", human(v));
+                standing(&values, &format!("{at_size}, N = {n}"), true, &rate)
             });
             let chart = LineChart {
                 title: format!("corecast / mechanism, fan-out {}", format_size(size)),
@@ -219,8 +241,9 @@ impl Page {
                     ticks: &[],
                 },
                 series,
+                categories: Vec::new(),
             };
-            self.figure(format!("improvement-{size}"), chart.svg());
+            self.figure(format!("improvement-{size}"), chart.svg(), &sentence);
             drawn = true;
         }
         if !drawn && rate.is_empty() {
@@ -237,16 +260,22 @@ impl Page {
         }
         let sizes: BTreeSet<usize> = cpu.iter().map(|r| r.size).collect();
         for size in sizes {
-            let series = by_mechanism(&self.mechanisms, cpu.iter().copied().filter(|r| r.size == size), |r| {
-                (r.receivers as f64, r.value)
-            });
+            let at: Vec<&Record> = cpu.iter().copied().filter(|r| r.size == size).collect();
+            // The most telling point: the most receivers, where a send's
+            // cost per receiver shows.
+            let n = at.iter().map(|r| r.receivers).max().unwrap_or(1);
+            let values = values_where(&at, |r| r.receivers == n);
+            let roles = Roles::at(&values, false);
             let chart = LineChart {
                 title: format!("Sender CPU per message, fan-out {}", format_size(size)),
                 x: Axis { label: "receivers N", log: false, format: count_label, ticks: &[] },
                 y: Axis { label: "sender CPU (ns per message)", log: true, format: human, ticks: &[] },
-                series,
+                series: lines(&roles, at.iter().map(|r| (r.mechanism.as_str(), (r.receivers as f64, r.value)))),
+                categories: Vec::new(),
             };
-            self.figure(format!("sender-cpu-{size}"), chart.svg());
+            let ns = |v: f64| format!("{} ns", human(v));
+            let sentence = standing(&values, &format!("{}, N = {n}", format_size(size)), false, &ns);
+            self.figure(format!("sender-cpu-{size}"), chart.svg(), &sentence);
         }
     }
 
@@ -259,36 +288,42 @@ impl Page {
         }
         let sizes: BTreeSet<usize> = rtt.iter().map(|r| r.size).collect();
         for size in sizes {
-            let bars = rtt
-                .iter()
-                .filter(|r| r.size == size)
-                .map(|r| Bar { label: r.mechanism.clone(), value: r.value, high: r.p99 })
-                .collect();
+            let at: Vec<&Record> = rtt.iter().copied().filter(|r| r.size == size).collect();
+            let values = values_where(&at, |_| true);
+            let roles = Roles::at(&values, false);
             let chart = BarChart {
                 title: format!("RTT/2 at {}: median (bar) and p99 (whisker)", format_size(size)),
                 y_label: "microseconds".to_string(),
-                bars,
+                bars: bars(&roles, &at),
             };
-            self.figure(format!("pingpong-{size}"), chart.svg(sig3));
+            let sentence = standing(&values, &format!("{} in median RTT/2", format_size(size)), false, &micros);
+            self.figure(format!("pingpong-{size}"), chart.svg(sig3), &sentence);
             // The distribution as far as the records have it: min, median,
             // p99 and max of every timed round trip, as a CDF.
-            let series = rtt
-                .iter()
-                .filter(|r| r.size == size)
-                .map(|r| {
+            let series = lines(
+                &roles,
+                at.iter().flat_map(|r| {
                     let mut points = vec![(r.min, 0.0), (r.median, 50.0)];
                     points.extend(r.p99.map(|p| (p, 99.0)));
                     points.push((r.max, 100.0));
-                    series_of(&self.mechanisms, &r.mechanism, points)
-                })
-                .collect();
+                    points.into_iter().map(move |p| (r.mechanism.as_str(), p))
+                }),
+            );
             let cdf = LineChart {
                 title: format!("RTT/2 distribution at {}: min, median, p99, max", format_size(size)),
                 x: Axis { label: "RTT/2 (microseconds)", log: true, format: sig3, ticks: &[] },
                 y: Axis { label: "percent of round trips at or below", log: false, format: percent, ticks: &[] },
                 series,
+                categories: Vec::new(),
             };
-            self.figure(format!("pingpong-cdf-{size}"), cdf.svg());
+            // Under the distribution, its tail: the p99 where recorded.
+            let tails: Vec<(&str, f64)> = at.iter().filter_map(|r| Some((r.mechanism.as_str(), r.p99?))).collect();
+            let sentence = if tails.is_empty() {
+                sentence
+            } else {
+                standing(&tails, &format!("{} in p99 RTT/2", format_size(size)), false, &micros)
+            };
+            self.figure(format!("pingpong-cdf-{size}"), cdf.svg(), &sentence);
         }
     }
 
@@ -335,17 +370,23 @@ impl Page {
             }
             let points: BTreeSet<(usize, usize)> = first.iter().map(|r| (r.receivers, r.size)).collect();
             for (n, size) in points {
-                let bars = first
-                    .iter()
-                    .filter(|r| (r.receivers, r.size) == (n, size))
-                    .map(|r| Bar { label: r.mechanism.clone(), value: r.value, high: r.p99 })
-                    .collect();
+                let at: Vec<&Record> = first.iter().copied().filter(|r| (r.receivers, r.size) == (n, size)).collect();
+                let higher = at.first().is_some_and(|r| r.metric.higher_is_better());
+                let values = values_where(&at, |_| true);
+                let roles = Roles::at(&values, higher);
                 let chart = BarChart {
                     title: format!("{title}, {n} / {}", format_size(size)),
                     y_label: unit.to_string(),
-                    bars,
+                    bars: bars(&roles, &at),
                 };
-                self.figure(format!("{w}-{n}-{size}"), chart.svg(human));
+                let value = |v: f64| format!("{} {unit}", human(v));
+                // The point as its workload names its count (paxos names none).
+                let point = match registry::by_name(w).and_then(|w| w.count_label()) {
+                    Some(count) => format!("{}, {count} = {n}", format_size(size)),
+                    None => format_size(size),
+                };
+                let sentence = standing(&values, &point, higher, &value);
+                self.figure(format!("{w}-{n}-{size}"), chart.svg(human), &sentence);
             }
         }
     }
@@ -379,7 +420,8 @@ impl Page {
                 labels: cpus.iter().map(|c| c.to_string()).collect(),
                 cells,
             };
-            self.figure(format!("heatmap-{mech}-{size}"), grid.svg(sig3));
+            let sentence = extremes(&mine);
+            self.figure(format!("heatmap-{mech}-{size}"), grid.svg(sig3), &sentence);
         }
     }
 
@@ -430,37 +472,26 @@ fn counts(records: &[&Record]) -> BTreeSet<usize> {
     records.iter().map(|r| r.receivers).collect()
 }
 
-/// `mechanism`'s line: its color from its place in `palette`, the ceiling
-/// dashed and named so.
-fn series_of(palette: &[String], mechanism: &str, points: Vec<(f64, f64)>) -> Series {
-    let ceiling = mechanism == CEILING;
-    Series {
-        name: if ceiling { format!("{CEILING} (ceiling)") } else { mechanism.to_string() },
-        dashed: ceiling,
-        color: palette.iter().position(|m| m == mechanism).unwrap_or(palette.len()),
-        points,
-    }
-}
-
-/// One series per mechanism in first-seen order; the ceiling dashed.
-fn by_mechanism<'a>(
-    palette: &[String],
-    records: impl Iterator<Item = &'a Record>,
-    point: impl Fn(&Record) -> (f64, f64),
-) -> Vec<Series> {
-    let mut out: Vec<Series> = Vec::new();
-    for r in records {
-        let (x, y) = point(r);
-        if !y.is_finite() {
-            continue;
+/// The sentence under a core-pair grid: its nearest and farthest pairs.
+fn extremes(pairs: &[&Record]) -> String {
+    let cpus = |r: &Record| {
+        let c = |k: &str| r.params.get(k).map_or("?".to_string(), u64::to_string);
+        format!("CPUs {} and {}", c("cpu_a"), c("cpu_b"))
+    };
+    let by_value = |a: &&&Record, b: &&&Record| a.value.total_cmp(&b.value);
+    match (pairs.iter().min_by(by_value), pairs.iter().max_by(by_value)) {
+        (Some(lo), Some(hi)) if pairs.len() == 1 => {
+            format!("One-way latency between {} is {}.", cpus(lo), micros(hi.value))
         }
-        let fresh = series_of(palette, &r.mechanism, vec![(x, y)]);
-        match out.iter_mut().find(|s| s.name == fresh.name) {
-            Some(s) => s.points.push((x, y)),
-            None => out.push(fresh),
-        }
+        (Some(lo), Some(hi)) => format!(
+            "One-way latency runs from {} between {} to {} between {}.",
+            micros(lo.value),
+            cpus(lo),
+            micros(hi.value),
+            cpus(hi)
+        ),
+        _ => "No pair was measured.".to_string(),
     }
-    out
 }
 
 #[cfg(test)]
@@ -508,6 +539,35 @@ mod tests {
         assert!(!report.html.contains("<script"));
         let empty = build(&[ResultSet { name: "none".into(), records: Vec::new() }]);
         assert!(empty.html.contains("No fan-out records") && empty.charts.is_empty());
+    }
+
+    #[test]
+    fn fan_out_charts_emphasise_corecast_the_ceiling_the_peer_and_the_best_other_and_say_what_they_show() {
+        let mut records = Vec::new();
+        for (m, v) in [("corecast", 6.3e6), ("limit", 6.5e6), ("iceoryx2", 1e6), ("ump", 3e6), ("pipe", 2e5)] {
+            for size in [64usize, 4096] {
+                records.push(rec("fanout", m, 1, size, Metric::Throughput, Unit::MsgPerSec, v / size as f64 * 64.0));
+            }
+        }
+        let report = build(&[ResultSet { name: "run.jsonl".into(), records }]);
+        let svg = &report.charts.iter().find(|c| c.0 == "fanout-n1").expect("a fan-out chart").1;
+        let group = |name: &str| {
+            let at = svg.find(&format!(r#"data-name="{name}""#)).unwrap_or_else(|| panic!("{name} drawn"));
+            let open = svg[..at].rfind("<g ").unwrap();
+            &svg[open..open + svg[open..].find("</g>").unwrap()]
+        };
+        assert!(group("corecast").starts_with(r#"<g class="series strong""#));
+        let ceiling = group("limit (ceiling)");
+        assert!(ceiling.starts_with(r#"<g class="series strong""#) && ceiling.contains("stroke-dasharray"));
+        assert!(group("iceoryx2 (peer)").starts_with(r#"<g class="series highlight""#));
+        assert!(group("ump (best other)").starts_with(r#"<g class="series highlight""#));
+        assert!(group("pipe").starts_with(r#"<g class="series muted""#));
+        assert!(report.html.contains(
+            "<figcaption>corecast delivers 6.3x iceoryx2, 0.97x the ceiling and 2.1x ump (the best other mechanism) \
+             at 64 B, N = 1.</figcaption>"
+        ));
+        // Every chart has its sentence.
+        assert_eq!(report.html.matches("<figure").count(), report.html.matches("<figcaption>").count());
     }
 
     #[test]

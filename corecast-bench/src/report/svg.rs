@@ -5,83 +5,23 @@
 
 use std::fmt::Write as _;
 
+use super::style::{Style, Weight};
+
 const WIDTH: f64 = 720.0;
 const HEIGHT: f64 = 400.0;
 const LEFT: f64 = 80.0;
 const RIGHT: f64 = 190.0;
 const TOP: f64 = 40.0;
 const BOTTOM: f64 = 56.0;
-/// Vertical distance between legend entries.
-const LEGEND_STEP: f64 = 15.0;
-const COLORS: [&str; 12] = [
-    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f",
-    "#393b79", "#637939",
-];
-
-/// How a line chart tells apart series that share a color: each pass
-/// through [`COLORS`] gets its own point marker and line pattern (the
-/// suite has more mechanisms than there are colors that stay apart).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Look {
-    Circle,
-    Square,
-    Diamond,
-}
-
-impl Look {
-    fn of(color: usize) -> Look {
-        match (color / COLORS.len()) % 3 {
-            0 => Look::Circle,
-            1 => Look::Square,
-            _ => Look::Diamond,
-        }
-    }
-
-    /// The line's dash pattern; a dashed series (a reference) keeps its
-    /// dashes whatever its pass.
-    fn dash(self, dashed: bool) -> &'static str {
-        match (dashed, self) {
-            (true, _) => r#" stroke-dasharray="6 4""#,
-            (false, Look::Circle) => "",
-            (false, Look::Square) => r#" stroke-dasharray="2 3""#,
-            (false, Look::Diamond) => r#" stroke-dasharray="8 2 2 2""#,
-        }
-    }
-
-    /// A marker centred on `(x, y)`; `inner` goes inside the element.
-    fn marker(self, x: f64, y: f64, color: &str, class: &str, inner: &str) -> String {
-        match self {
-            Look::Circle => {
-                format!(r#"<circle class="{class}" cx="{x:.1}" cy="{y:.1}" r="3" fill="{color}">{inner}</circle>"#)
-            }
-            Look::Square => format!(
-                r#"<rect class="{class}" x="{:.1}" y="{:.1}" width="6" height="6" fill="{color}">{inner}</rect>"#,
-                x - 3.0,
-                y - 3.0
-            ),
-            Look::Diamond => format!(
-                r#"<polygon class="{class}" points="{x:.1},{:.1} {:.1},{y:.1} {x:.1},{:.1} {:.1},{y:.1}" fill="{color}">{inner}</polygon>"#,
-                y - 4.0,
-                x + 4.0,
-                y + 4.0,
-                x - 4.0
-            ),
-        }
-    }
-}
-
 /// One line of a [`LineChart`].
 #[derive(Clone, Debug)]
 pub struct Series {
-    /// Its legend entry.
+    /// Its label, written at the line's end.
     pub name: String,
     /// `(x, y)` points; drawn in x order.
     pub points: Vec<(f64, f64)>,
-    /// Drawn dashed (a reference such as the ceiling).
-    pub dashed: bool,
-    /// Index into the palette, so a mechanism keeps its color from chart
-    /// to chart.
-    pub color: usize,
+    /// How it is drawn.
+    pub style: Style,
 }
 
 /// An axis: its label, scale and tick format.
@@ -109,6 +49,18 @@ pub struct LineChart {
     pub y: Axis,
     /// The lines.
     pub series: Vec<Series>,
+    /// When not empty, x is categorical: point `x = i` lies over the `i`th
+    /// category, which names the tick (`x.format` is then unused).
+    pub categories: Vec<Category>,
+}
+
+/// One place of a categorical x axis (the history's commits).
+#[derive(Clone, Debug)]
+pub struct Category {
+    /// The tick's label.
+    pub name: String,
+    /// Marked in red with a shaded column (a commit with uncommitted changes).
+    pub marked: bool,
 }
 
 /// One bar of a [`BarChart`]: a value and an optional whisker up to `high`.
@@ -120,6 +72,8 @@ pub struct Bar {
     pub value: f64,
     /// The whisker's top (e.g. a p99), if any.
     pub high: Option<f64>,
+    /// Its fill colour.
+    pub color: &'static str,
 }
 
 /// A bar chart on a linear axis from zero.
@@ -204,7 +158,7 @@ fn open(out: &mut String, title: &str) {
 }
 
 /// Opens a chart `height` tall: the plot keeps its place and size, the
-/// extra room below it is for a legend longer than the plot.
+/// extra room below it is for end labels or ticks that need more.
 fn open_tall(out: &mut String, title: &str, height: f64) {
     let _ = write!(
         out,
@@ -214,20 +168,38 @@ fn open_tall(out: &mut String, title: &str, height: f64) {
     );
 }
 
-/// Where the legend entry of series `i` sits, from the top.
-fn legend_y(i: usize) -> f64 {
-    TOP + 14.0 + LEGEND_STEP * i as f64
+/// A tick of the x axis, in pixels.
+struct Tick {
+    px: f64,
+    label: String,
+    /// Red, with a shaded column behind it.
+    marked: bool,
 }
 
-fn axes(out: &mut String, xs: &Scale, ys: &Scale, x: Option<&Axis>, y_label: &str, y_format: fn(f64) -> String) {
-    let x_ticks = |x: &Axis| -> Vec<f64> {
-        if x.ticks.is_empty() {
-            xs.ticks()
-        } else {
-            x.ticks.iter().copied().filter(|t| *t >= xs.lo && *t <= xs.hi).collect()
-        }
-    };
+/// The x axis as drawn: its ticks, label and whether the tick labels are
+/// slanted (long category names), which moves the label down.
+struct XAxis {
+    ticks: Vec<Tick>,
+    label: &'static str,
+    slanted: bool,
+}
+
+/// How much taller a chart with slanted x tick labels is.
+const SLANT_ROOM: f64 = 50.0;
+
+fn axes(out: &mut String, ys: &Scale, x: Option<&XAxis>, y_label: &str, y_format: fn(f64) -> String) {
     let (x0, x1, y0, y1) = (LEFT, WIDTH - RIGHT, HEIGHT - BOTTOM, TOP);
+    if let Some(x) = x {
+        let band = x.ticks.windows(2).map(|w| w[1].px - w[0].px).fold(40.0, f64::min);
+        for t in x.ticks.iter().filter(|t| t.marked) {
+            let _ = write!(
+                out,
+                r##"<rect class="marked" x="{:.1}" y="{y1}" width="{band:.1}" height="{h}" fill="#fbe9e9"/>"##,
+                t.px - band / 2.0,
+                h = y0 - y1
+            );
+        }
+    }
     let _ = write!(out, r##"<g stroke="#333" fill="none"><path d="M{x0} {y1} V{y0} H{x1}"/></g>"##);
     for t in ys.ticks() {
         let py = ys.at(t);
@@ -240,21 +212,35 @@ fn axes(out: &mut String, xs: &Scale, ys: &Scale, x: Option<&Axis>, y_label: &st
         );
     }
     if let Some(x) = x {
-        for t in x_ticks(x) {
-            let px = xs.at(t);
+        for t in &x.ticks {
+            let fill = if t.marked { r##" fill="#a33""## } else { "" };
+            let text = if x.slanted {
+                format!(
+                    r#"<text transform="translate({:.1} {}) rotate(60)" font-size="11"{fill}>{}</text>"#,
+                    t.px - 2.0,
+                    y0 + 14.0,
+                    escape(&t.label)
+                )
+            } else {
+                format!(
+                    r#"<text x="{:.1}" y="{}" text-anchor="middle"{fill}>{}</text>"#,
+                    t.px,
+                    y0 + 18.0,
+                    escape(&t.label)
+                )
+            };
             let _ = write!(
                 out,
-                r##"<line x1="{px:.1}" x2="{px:.1}" y1="{y0}" y2="{y5}" stroke="#333"/><text x="{px:.1}" y="{ty}" text-anchor="middle">{l}</text>"##,
+                r##"<line x1="{px:.1}" x2="{px:.1}" y1="{y0}" y2="{y5}" stroke="#333"/>{text}"##,
+                px = t.px,
                 y5 = y0 + 5.0,
-                ty = y0 + 18.0,
-                l = escape(&(x.format)(t))
             );
         }
         let _ = write!(
             out,
             r#"<text x="{cx}" y="{ly}" text-anchor="middle">{l}</text>"#,
             cx = (x0 + x1) / 2.0,
-            ly = HEIGHT - 14.0,
+            ly = HEIGHT - 14.0 + if x.slanted { SLANT_ROOM } else { 0.0 },
             l = escape(x.label)
         );
     }
@@ -266,54 +252,126 @@ fn axes(out: &mut String, xs: &Scale, ys: &Scale, x: Option<&Axis>, y_label: &st
     );
 }
 
+/// The colour of a muted line's end label.
+const MUTED_TEXT: &str = "#777";
+
+/// Vertical distance between end labels.
+const LABEL_GAP: f64 = 12.0;
+
+/// A line as drawn: its points in pixels, in x order, with their values.
+struct Drawn<'a> {
+    series: &'a Series,
+    points: Vec<(f64, f64, f64, f64)>,
+}
+
 impl LineChart {
-    /// The chart as an `<svg>` element.
-    pub fn svg(&self) -> String {
-        let all = || self.series.iter().flat_map(|s| s.points.iter().copied());
-        let xs = Scale::new(self.x.log, all().map(|p| p.0), LEFT, WIDTH - RIGHT);
-        let ys = Scale::new(self.y.log, all().map(|p| p.1), HEIGHT - BOTTOM, TOP);
-        let mut out = String::new();
-        // Every legend entry is drawn: a chart of many mechanisms grows
-        // taller rather than cutting the last (often the ceilings) off.
-        let legend_end = legend_y(self.series.len()) + 4.0;
-        open_tall(&mut out, &self.title, HEIGHT.max(legend_end));
-        axes(&mut out, &xs, &ys, Some(&self.x), self.y.label, self.y.format);
-        for (i, s) in self.series.iter().enumerate() {
-            let color = COLORS[s.color % COLORS.len()];
-            let look = Look::of(s.color);
-            let mut pts: Vec<(f64, f64)> = s
-                .points
+    /// The x axis's scale and ticks.
+    fn x_axis(&self) -> (Scale, XAxis) {
+        let (x0, x1) = (LEFT, WIDTH - RIGHT);
+        if !self.categories.is_empty() {
+            let n = self.categories.len() as f64;
+            let xs = Scale { log: false, lo: -0.5, hi: n - 0.5, from: x0, to: x1 };
+            // At most 30 tick labels (slanted, 15 px apart at the least):
+            // the others are left unnamed, their points' titles name them.
+            let every = self.categories.len().div_ceil(30);
+            let ticks = self
+                .categories
                 .iter()
-                .copied()
-                .filter(|(x, y)| (!self.x.log || *x > 0.0) && (!self.y.log || *y > 0.0))
+                .enumerate()
+                .map(|(i, c)| Tick {
+                    px: xs.at(i as f64),
+                    label: if i % every == 0 { c.name.clone() } else { String::new() },
+                    marked: c.marked,
+                })
                 .collect();
-            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let path: Vec<String> = pts.iter().map(|&(x, y)| format!("{:.1},{:.1}", xs.at(x), ys.at(y))).collect();
-            let dash = look.dash(s.dashed);
-            let _ = write!(
-                out,
-                r#"<g class="series" data-name="{n}"><polyline points="{p}" fill="none" stroke="{color}" stroke-width="2"{dash}/>"#,
-                n = escape(&s.name),
-                p = path.join(" ")
-            );
-            for (x, y) in &pts {
-                let title = format!("<title>{}: {}</title>", escape(&s.name), escape(&(self.y.format)(*y)));
-                out.push_str(&look.marker(xs.at(*x), ys.at(*y), color, "point", &title));
-            }
-            let ly = legend_y(i);
-            let lx = WIDTH - RIGHT + 14.0;
-            let _ = write!(
-                out,
-                r#"<line x1="{lx}" x2="{lx2}" y1="{ly}" y2="{ly}" stroke="{color}" stroke-width="2"{dash}/>{m}<text x="{tx}" y="{ty}">{n}</text></g>"#,
-                lx2 = lx + 22.0,
-                m = look.marker(lx + 11.0, ly, color, "key", ""),
-                tx = lx + 28.0,
-                ty = ly + 4.0,
-                n = escape(&s.name)
-            );
+            return (xs, XAxis { ticks, label: self.x.label, slanted: true });
+        }
+        let xs = Scale::new(self.x.log, self.series.iter().flat_map(|s| s.points.iter().map(|p| p.0)), x0, x1);
+        let at: Vec<f64> = if self.x.ticks.is_empty() {
+            xs.ticks()
+        } else {
+            self.x.ticks.iter().copied().filter(|t| *t >= xs.lo && *t <= xs.hi).collect()
+        };
+        let ticks = at.into_iter().map(|t| Tick { px: xs.at(t), label: (self.x.format)(t), marked: false }).collect();
+        (xs, XAxis { ticks, label: self.x.label, slanted: false })
+    }
+
+    /// How point `x` is named in its hover title.
+    fn x_name(&self, x: f64) -> String {
+        match self.categories.get(x as usize) {
+            Some(c) if !self.categories.is_empty() => c.name.clone(),
+            _ => (self.x.format)(x),
+        }
+    }
+
+    /// The chart as an `<svg>` element: every line, the strong ones on
+    /// top, each named at its end (no legend); end labels that would
+    /// overlap are moved apart, with a leader to their line.
+    pub fn svg(&self) -> String {
+        let (xs, x_axis) = self.x_axis();
+        let ys =
+            Scale::new(self.y.log, self.series.iter().flat_map(|s| s.points.iter().map(|p| p.1)), HEIGHT - BOTTOM, TOP);
+        let mut drawn: Vec<Drawn> = self
+            .series
+            .iter()
+            .map(|s| {
+                let mut pts: Vec<(f64, f64)> = s
+                    .points
+                    .iter()
+                    .copied()
+                    .filter(|(x, y)| x.is_finite() && y.is_finite())
+                    .filter(|(x, y)| (!self.x.log || *x > 0.0) && (!self.y.log || *y > 0.0))
+                    .collect();
+                pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+                Drawn { series: s, points: pts.into_iter().map(|(x, y)| (xs.at(x), ys.at(y), x, y)).collect() }
+            })
+            .filter(|d| !d.points.is_empty())
+            .collect();
+        // Muted lines first, so the strong ones are drawn over them; of
+        // equal weight, a dashed reference (the ceiling) under the others.
+        drawn.sort_by_key(|d| (d.series.style.weight, !d.series.style.dashed));
+        let wanted: Vec<f64> = drawn.iter().map(|d| d.points.last().map_or(0.0, |p| p.1)).collect();
+        let label_y = super::labels::spread(&wanted, LABEL_GAP, TOP, HEIGHT - 8.0);
+        let slant = if x_axis.slanted { SLANT_ROOM } else { 0.0 };
+        let height = label_y.iter().map(|y| y + 8.0).fold(HEIGHT + slant, f64::max);
+        let mut out = String::new();
+        open_tall(&mut out, &self.title, height);
+        axes(&mut out, &ys, Some(&x_axis), self.y.label, self.y.format);
+        for (d, ly) in drawn.iter().zip(&label_y) {
+            self.line(&mut out, d, *ly);
         }
         out.push_str("</svg>");
         out
+    }
+
+    /// One series: its line, points (with hover titles), leader and label.
+    fn line(&self, out: &mut String, d: &Drawn, label_y: f64) {
+        let Style { weight, color, dashed, marker } = d.series.style;
+        let name = escape(&d.series.name);
+        let dash = if dashed { r#" stroke-dasharray="7 4""# } else { "" };
+        let path: Vec<String> = d.points.iter().map(|p| format!("{:.1},{:.1}", p.0, p.1)).collect();
+        let _ = write!(
+            out,
+            r#"<g class="series {class}" data-name="{name}"><polyline class="line" points="{p}" fill="none" stroke="{color}" stroke-width="{w}"{dash}/>"#,
+            class = weight.class(),
+            p = path.join(" "),
+            w = weight.width()
+        );
+        for &(px, py, x, y) in &d.points {
+            let title = format!("<title>{name}, {}: {}</title>", escape(&self.x_name(x)), escape(&(self.y.format)(y)));
+            out.push_str(&marker.draw(px, py, weight.marker_size(), color, &title));
+        }
+        let (end_x, end_y) = d.points.last().map_or((0.0, 0.0), |p| (p.0, p.1));
+        let lx = WIDTH - RIGHT + 8.0;
+        // A muted line's pale colour would make its name hard to read.
+        let text = if weight == Weight::Muted { MUTED_TEXT } else { color };
+        let _ = write!(
+            out,
+            r#"<polyline class="leader" points="{end_x:.1},{end_y:.1} {:.1},{label_y:.1}" fill="none" stroke="{color}" stroke-width="0.7" stroke-dasharray="1 2"/><text class="end-label" x="{lx}" y="{:.1}" fill="{text}" {font}>{name}</text></g>"#,
+            lx - 3.0,
+            label_y + 4.0,
+            font = weight.label_font()
+        );
     }
 }
 
@@ -324,10 +382,10 @@ impl BarChart {
             Scale::new(false, self.bars.iter().flat_map(|b| [b.value, b.high.unwrap_or(0.0)]), HEIGHT - BOTTOM, TOP);
         let mut out = String::new();
         open(&mut out, &self.title);
-        axes(&mut out, &ys, &ys, None, &self.y_label, format);
+        axes(&mut out, &ys, None, &self.y_label, format);
         let slot = (WIDTH - RIGHT - LEFT) / self.bars.len().max(1) as f64;
         for (i, b) in self.bars.iter().enumerate() {
-            let color = COLORS[i % COLORS.len()];
+            let color = b.color;
             let x = LEFT + slot * i as f64 + slot * 0.15;
             let (top, base) = (ys.at(b.value), ys.at(0.0));
             let _ = write!(
@@ -433,9 +491,32 @@ impl Grid {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::style::Marker;
 
     fn plain(v: f64) -> String {
         format!("{v}")
+    }
+
+    fn style(weight: Weight, dashed: bool) -> Style {
+        Style { weight, color: "#123456", dashed, marker: Marker::Circle }
+    }
+
+    fn chart(series: Vec<Series>) -> LineChart {
+        LineChart {
+            title: "t".into(),
+            x: Axis { label: "x", log: false, format: plain, ticks: &[] },
+            y: Axis { label: "y", log: false, format: plain, ticks: &[] },
+            series,
+            categories: Vec::new(),
+        }
+    }
+
+    /// The text of the series group named `name`, up to its end.
+    fn group<'a>(svg: &'a str, name: &str) -> &'a str {
+        let start = svg.find(&format!(r#"data-name="{name}""#)).expect("the series is drawn");
+        let open = svg[..start].rfind("<g ").expect("its group");
+        let end = svg[start..].find("</g>").expect("closed") + start;
+        &svg[open..end]
     }
 
     #[test]
@@ -447,9 +528,9 @@ mod tests {
             series: vec![Series {
                 name: "a".into(),
                 points: vec![(64.0, 1e6), (65536.0, 1e4)],
-                dashed: true,
-                color: 0,
+                style: style(Weight::Strong, true),
             }],
+            categories: Vec::new(),
         };
         let s = c.svg();
         assert!(s.starts_with("<svg") && s.ends_with("</svg>"));
@@ -461,37 +542,79 @@ mod tests {
     }
 
     #[test]
-    fn series_sharing_a_color_differ_in_marker_and_line() {
-        let series =
-            |color: usize| Series { name: format!("m{color}"), points: vec![(1.0, 1.0)], dashed: false, color };
-        let chart = |color: usize| {
-            let c = LineChart {
-                title: "t".into(),
-                x: Axis { label: "x", log: false, format: plain, ticks: &[] },
-                y: Axis { label: "y", log: false, format: plain, ticks: &[] },
-                series: vec![series(color)],
-            };
-            c.svg()
+    fn strong_lines_are_thick_and_drawn_last_muted_ones_thin_and_named_at_their_end() {
+        let line = |name: &str, y: f64, weight: Weight, dashed: bool| Series {
+            name: name.into(),
+            points: vec![(1.0, y), (2.0, y)],
+            style: style(weight, dashed),
         };
-        let (first, second, third) = (chart(1), chart(1 + COLORS.len()), chart(1 + 2 * COLORS.len()));
-        assert!(first.contains(COLORS[1]) && second.contains(COLORS[1]) && third.contains(COLORS[1]));
-        // The point and its legend key share the series' look.
-        assert!(first.contains("<circle class=\"point\"") && first.contains("<circle class=\"key\""));
-        assert!(second.contains("<rect class=\"point\"") && second.contains("<rect class=\"key\""));
-        assert!(third.contains("<polygon class=\"point\"") && third.contains("<polygon class=\"key\""));
-        assert!(!first.contains("stroke-dasharray"));
-        assert!(second.contains(r#"stroke-dasharray="2 3""#) && third.contains(r#"stroke-dasharray="8 2 2 2""#));
-        let reference = Series { dashed: true, ..series(1 + COLORS.len()) };
-        let many = LineChart {
-            title: "t".into(),
-            x: Axis { label: "x", log: false, format: plain, ticks: &[] },
-            y: Axis { label: "y", log: false, format: plain, ticks: &[] },
-            series: (0..40).map(series).collect(),
-        }
+        let s = chart(vec![
+            line("subject", 5.0, Weight::Strong, false),
+            line("ceiling", 6.0, Weight::Strong, true),
+            line("other", 5.0, Weight::Muted, false),
+            line("peer", 2.0, Weight::Highlight, false),
+        ])
         .svg();
-        let height = legend_y(40) + 4.0;
-        assert!(height > HEIGHT && many.contains(&format!(r#"height="{height}""#)), "the legend of 40 fits");
-        assert_eq!(Look::of(reference.color).dash(reference.dashed), r#" stroke-dasharray="6 4""#);
+        let subject = group(&s, "subject");
+        assert!(subject.starts_with(r#"<g class="series strong""#) && subject.contains(r#"stroke-width="3.5""#));
+        // The line itself, not its dotted leader to the label.
+        let line_of = |g: &str| {
+            let at = g.find(r#"<polyline class="line""#).expect("a line");
+            g[at..at + g[at..].find("/>").unwrap()].to_string()
+        };
+        assert!(!line_of(subject).contains("stroke-dasharray"));
+        assert!(line_of(group(&s, "ceiling")).contains(r#"stroke-dasharray="7 4""#));
+        let other = group(&s, "other");
+        assert!(other.starts_with(r#"<g class="series muted""#) && other.contains(r#"stroke-width="1""#));
+        assert!(group(&s, "peer").starts_with(r#"<g class="series highlight""#));
+        // Drawn in order of weight: the strong lines over the others.
+        let at = |name: &str| s.find(&format!(r#"data-name="{name}""#)).unwrap();
+        assert!(at("other") < at("peer") && at("peer") < at("subject"));
+        // Each line is named at its end; there is no legend.
+        assert_eq!(s.matches(r#"class="end-label""#).count(), 4);
+        assert!(other.contains(">other</text>") && !s.contains(r#"class="key""#));
+    }
+
+    #[test]
+    fn end_labels_of_lines_ending_together_do_not_overlap() {
+        let series = (0..30)
+            .map(|i| Series {
+                name: format!("m{i}"),
+                points: vec![(1.0, 1.0), (2.0, 1.0 + i as f64 * 1e-3)],
+                style: style(Weight::Muted, false),
+            })
+            .collect();
+        let s = chart(series).svg();
+        let mut ys: Vec<f64> = s
+            .split(r#"<text class="end-label""#)
+            .skip(1)
+            .map(|t| {
+                let y = t.split(r#"y=""#).nth(1).unwrap();
+                y[..y.find('"').unwrap()].parse().unwrap()
+            })
+            .collect();
+        assert_eq!(ys.len(), 30);
+        ys.sort_by(f64::total_cmp);
+        assert!(ys.windows(2).all(|w| w[1] - w[0] >= LABEL_GAP - 0.1), "{ys:?}");
+        let height: f64 = s.split(r#"height=""#).nth(1).unwrap().split('"').next().unwrap().parse().unwrap();
+        assert!(height >= ys[29], "the chart grows to hold every label");
+    }
+
+    #[test]
+    fn categories_name_the_ticks_and_marked_ones_are_shaded() {
+        let mut c = chart(vec![Series {
+            name: "a".into(),
+            points: vec![(0.0, 1.0), (1.0, 2.0)],
+            style: style(Weight::Strong, false),
+        }]);
+        c.categories = vec![
+            Category { name: "abc1234".into(), marked: false },
+            Category { name: "def5678*".into(), marked: true },
+        ];
+        let s = c.svg();
+        assert!(s.contains(">abc1234</text>") && s.contains(">def5678*</text>"));
+        assert_eq!(s.matches(r#"class="marked""#).count(), 1);
+        assert!(s.contains("<title>a, def5678*: 2</title>"), "a point's title names its commit");
     }
 
     #[test]
@@ -513,8 +636,8 @@ mod tests {
             title: "x".into(),
             y_label: "us".into(),
             bars: vec![
-                Bar { label: "a".into(), value: 1.0, high: Some(2.0) },
-                Bar { label: "b".into(), value: 3.0, high: None },
+                Bar { label: "a".into(), value: 1.0, high: Some(2.0), color: "#000" },
+                Bar { label: "b".into(), value: 3.0, high: None, color: "#000" },
             ],
         };
         let s = b.svg(plain);
