@@ -620,7 +620,12 @@ corecast_status corecast_receiver_release(corecast_receiver_t *receiver);
 // close it). Once asked for, it becomes readable as soon as a message is
 // ready or the channel's state changes (senders gone, destroyed,
 // evicted); after it fires, receive until `CORECAST_WOULD_BLOCK`, which
-// re-arms it.
+// re-arms it. Where the kernel has io_uring's futex wait (Linux 6.7+) the
+// fd is an io_uring instance that the senders' one futex wake per publish
+// makes readable: the thread that re-armed it may then see one
+// `epoll_wait` return `EINTR`, which an event loop retries as for a
+// signal. `CORECAST_WAKE_FD=socket` in the environment makes it a socket
+// instead (a system call per publish per waiting receiver).
 //
 // # Safety
 // `receiver` is NULL or a handle this library returned (of any type, open or
