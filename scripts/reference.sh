@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates results/reference/: the comparison table of `bench quick`
 # (quick.jsonl records, quick.txt printed table), its HTML report
-# (quick.html) and a screenshot of it (quick.png), the history page over
-# every run under results/ (history.html, history.png), crash and stall
+# (quick.html) and a screenshot of it (quick.png), a screenshot of the
+# history page over every run under results/ (history.png), crash and stall
 # detection beside the kernel's notice (detect.jsonl, detect.txt), measured
 # on this machine from the current commit. Refuses a tree with changes, so
 # every reference record names a commit that can be rebuilt. Takes about 4
@@ -29,13 +29,15 @@ chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1
   --screenshot="$PWD/$out.new/quick.png" "file://$PWD/$out.new/quick.html" 2>/dev/null
 # The history page: every point of every run under results/ (the archive
 # and this new reference) across the commits measured, a line per machine.
+# (The page itself, a few MB, is not kept: `corecast report --history
+# results` draws it again.)
 runs="$(mktemp -d -t corecast-runs.XXXXXX)"
 cp -r results/archive results/reference "$runs/" 2>/dev/null || true
 cp -r "$out.new" "$runs/new"
-"$bin" report --history "$runs" --html "$out.new/history.html"
-rm -rf "$runs"
+"$bin" report --history "$runs" --html "$runs/history.html"
 chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1000,2400 \
-  --screenshot="$PWD/$out.new/history.png" "file://$PWD/$out.new/history.html" 2>/dev/null
+  --screenshot="$PWD/$out.new/history.png" "file://$runs/history.html" 2>/dev/null
+rm -rf "$runs"
 {
   echo "commit $(git rev-parse HEAD)"
   echo "date $(date -u +%Y-%m-%dT%H:%M:%SZ)"
