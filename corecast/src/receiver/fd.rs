@@ -15,7 +15,6 @@
 //! that audits io_uring, or a comparison).
 
 use std::os::fd::{AsFd, BorrowedFd};
-use std::time::{Duration, Instant};
 
 use super::{sleep_words_of, Receiver};
 use crate::error::RecvError;
@@ -23,7 +22,6 @@ use crate::layout::Arm;
 use crate::ring::Frame;
 use crate::sys::uring::FutexRing;
 use crate::sys::{robust, wakefd};
-use crate::wait::WaitStrategy;
 
 /// What makes a receiver's wake fd readable.
 #[derive(Debug)]
@@ -37,7 +35,8 @@ pub(super) enum FdWait {
 }
 
 /// The longest spin of [`Receiver::spin_for_message`].
-const SPIN_BOUND: Duration = Duration::from_micros(5);
+#[cfg(feature = "tokio")]
+const SPIN_BOUND: std::time::Duration = std::time::Duration::from_micros(5);
 
 /// The environment variable that chooses the socket kind.
 const WAKE_FD_ENV: &str = "CORECAST_WAKE_FD";
@@ -103,7 +102,10 @@ impl Receiver {
     /// does before it parks, since a park costs the sender a wake-up and
     /// this receiver a trip through its event loop. Whether a receive
     /// would not block now (a report found is kept for it).
+    #[cfg(feature = "tokio")]
     pub(crate) fn spin_for_message(&mut self) -> bool {
+        use crate::wait::WaitStrategy;
+        use std::time::{Duration, Instant};
         let spin = match self.wait {
             WaitStrategy::Adaptive { spin, .. } | WaitStrategy::Nap { spin, .. } => spin,
             WaitStrategy::Spin => SPIN_BOUND,
