@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::format::{grid, human, sig3};
+use super::format::{grid, human, note, sig3};
 use crate::record::{Metric, Outcome, Record, Status, Unit};
 use crate::workloads::format_size;
 
@@ -169,16 +169,6 @@ impl Table<'_> {
             .collect();
         let _ = writeln!(out, "sender CPU per message (ns, median; the mean over the S senders)");
         grid(out, self.rows, &self.headers(None), &body);
-    }
-}
-
-fn note(notes: &mut Vec<String>, text: &str) -> usize {
-    match notes.iter().position(|n| n == text) {
-        Some(i) => i + 1,
-        None => {
-            notes.push(text.to_string());
-            notes.len()
-        }
     }
 }
 

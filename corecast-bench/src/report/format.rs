@@ -52,6 +52,17 @@ pub fn grid(out: &mut String, rows: &[String], headers: &[(String, String)], bod
     }
 }
 
+/// The number of note `text` under a table (1-based), adding it once.
+pub fn note(notes: &mut Vec<String>, text: &str) -> usize {
+    match notes.iter().position(|n| n == text) {
+        Some(i) => i + 1,
+        None => {
+            notes.push(text.to_string());
+            notes.len()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::format::{grid, human, sig3};
+use super::format::{grid, human, note, sig3};
 use crate::record::{Outcome, SizeMix, Status};
 use crate::workloads::{registry, Table, Workload};
 
@@ -139,16 +139,6 @@ fn all_skipped(mine: &[&Outcome]) -> Option<String> {
         }
     }
     why.cloned()
-}
-
-fn note(notes: &mut Vec<String>, text: &str) -> usize {
-    match notes.iter().position(|n| n == text) {
-        Some(i) => i + 1,
-        None => {
-            notes.push(text.to_string());
-            notes.len()
-        }
-    }
 }
 
 fn headers(columns: &[Column]) -> Vec<(String, String)> {
