@@ -619,7 +619,7 @@ corecast_status corecast_receiver_release(corecast_receiver_t *receiver);
 // A file descriptor for poll/epoll/select (owned by the receiver: do not
 // close it). Once asked for, it becomes readable as soon as a message is
 // ready or the channel's state changes (senders gone, destroyed,
-// evicted); after it fires, receive until `CORECAST_WOULD_BLOCK`, which
+// evicted, the keeper dead); after it fires, receive until `CORECAST_WOULD_BLOCK`, which
 // re-arms it. Where the kernel has io_uring's futex wait (Linux 6.7+) the
 // fd is an io_uring instance that the senders' one futex wake per publish
 // makes readable: the thread that re-armed it may then see one
@@ -821,7 +821,8 @@ corecast_status corecast_sender_abort(corecast_sender_t *sender);
 
 // A file descriptor for poll/epoll/select (owned by the sender: do not
 // close it). Once asked for, it becomes readable (POLLIN) as soon as a send
-// may succeed; after it fires, send until `CORECAST_WOULD_BLOCK`, which
+// may succeed or the keeper dies (the next send then fails with the
+// keeper gone); after it fires, send until `CORECAST_WOULD_BLOCK`, which
 // re-arms it.
 //
 // # Safety

@@ -417,7 +417,7 @@ pub unsafe extern "C" fn corecast_receiver_release(receiver: *mut corecast_recei
 /// A file descriptor for poll/epoll/select (owned by the receiver: do not
 /// close it). Once asked for, it becomes readable as soon as a message is
 /// ready or the channel's state changes (senders gone, destroyed,
-/// evicted); after it fires, receive until `CORECAST_WOULD_BLOCK`, which
+/// evicted, the keeper dead); after it fires, receive until `CORECAST_WOULD_BLOCK`, which
 /// re-arms it. Where the kernel has io_uring's futex wait (Linux 6.7+) the
 /// fd is an io_uring instance that the senders' one futex wake per publish
 /// makes readable: the thread that re-armed it may then see one

@@ -369,7 +369,8 @@ pub unsafe extern "C" fn corecast_sender_abort(sender: *mut corecast_sender_t) -
 
 /// A file descriptor for poll/epoll/select (owned by the sender: do not
 /// close it). Once asked for, it becomes readable (POLLIN) as soon as a send
-/// may succeed; after it fires, send until `CORECAST_WOULD_BLOCK`, which
+/// may succeed or the keeper dies (the next send then fails with the
+/// keeper gone); after it fires, send until `CORECAST_WOULD_BLOCK`, which
 /// re-arms it.
 ///
 /// # Safety

@@ -1,6 +1,6 @@
 //! A member's connection to its channel's keeper, and where names live.
 
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::PathBuf;
 
 use rustix::io::Errno;
@@ -272,6 +272,12 @@ impl Link {
             let _ = crate::sys::futex::wait(&m.header().generation.0, gen, std::time::Duration::from_millis(10));
         }
         Ok(())
+    }
+
+    /// The connection to the keeper (or the copier's feed): hung up when
+    /// its peer dies, which a wake fd watches for.
+    pub(crate) fn conn(&self) -> BorrowedFd<'_> {
+        self.conn.as_fd()
     }
 
     /// One request/reply exchange with the keeper.

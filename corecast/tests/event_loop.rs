@@ -180,6 +180,42 @@ fn a_sender_waits_for_room_on_its_fd() {
     assert_eq!(slow.wait(GUARD).0, Exit::Code(0));
 }
 
+/// A sender waiting for room on its wake fd learns of the keeper's death:
+/// the fd fires and the send reports `KeeperGone`.
+#[test]
+fn a_senders_wake_fd_fires_when_the_keeper_dies() {
+    let name = unique("ev-tx-keeper");
+    let chan = Channel::create(&name, &cfg(2)).unwrap();
+    let _reads_nothing = chan.receiver().unwrap();
+    let mut tx = chan.sender().unwrap();
+    let full = loop {
+        match tx.try_send(&1u64.to_le_bytes()) {
+            Ok(()) => {}
+            other => break other,
+        }
+    };
+    assert!(matches!(full, Err(SendError::WouldBlock)), "{full:?}");
+    tx.wake_fd();
+    assert!(matches!(tx.try_send(&1u64.to_le_bytes()), Err(SendError::WouldBlock)), "armed, still full");
+    let keeper = chan.keeper_pid().expect("the keeper runs in this PID namespace");
+    // SAFETY: signalling a process this test's channel started.
+    assert_eq!(unsafe { libc::kill(keeper as i32, libc::SIGKILL) }, 0);
+    let mut p = libc::pollfd { fd: tx.wake_fd().as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    // SAFETY: polling one valid fd; the timeout is a hang guard.
+    assert!(unsafe { libc::poll(&mut p, 1, 60_000) } > 0, "the keeper's death was slept through");
+    let got = loop {
+        match tx.try_send(&1u64.to_le_bytes()) {
+            Err(SendError::WouldBlock) => {
+                let mut p = libc::pollfd { fd: tx.wake_fd().as_raw_fd(), events: libc::POLLIN, revents: 0 };
+                // SAFETY: as above.
+                assert!(unsafe { libc::poll(&mut p, 1, 60_000) } > 0, "no second wake");
+            }
+            other => break other,
+        }
+    };
+    assert!(matches!(got, Err(SendError::KeeperGone)), "{got:?}");
+}
+
 #[test]
 fn wait_any_over_three_channels() {
     let names: Vec<String> = (0..3).map(|k| unique(&format!("ev-any{k}"))).collect();
@@ -244,15 +280,47 @@ fn a_report_found_by_a_readiness_look_is_the_next_receive() {
 
 /// A receiver asleep on its wake fd learns of the channel's state changing
 /// with nobody publishing: its only sender killed (the keeper's generation
-/// bump, either kind of fd), then, on another channel, the keeper killed
-/// (its robust word: the io_uring kind). The fd fires and the receive
-/// reports it.
+/// bump), then, on another channel, the keeper killed (the io_uring kind
+/// waits on its robust word, the socket kind watches the keeper
+/// connection's hang-up). Each kind of fd, chosen by the environment in
+/// the receiver's own process; the fd fires and the receive reports it.
 #[test]
 fn a_wake_fd_fires_when_the_sender_or_the_keeper_dies() {
-    for kill_keeper in [false, true] {
-        let name = unique(&format!("ev-death-{kill_keeper}"));
+    for (kill_keeper, socket) in [(false, false), (true, false), (false, true), (true, true)] {
+        let name = unique(&format!("ev-death-{kill_keeper}-{socket}"));
         let chan = Channel::create(&name, &cfg(16)).unwrap();
-        let mut rx = chan.receiver().unwrap();
+        let mut receiver = fork({
+            let name = name.clone();
+            move |out| {
+                if socket {
+                    // SAFETY: this forked child has one thread so far.
+                    unsafe { std::env::set_var("CORECAST_WAKE_FD", "socket") };
+                }
+                let chan = Channel::open(&name).unwrap();
+                let mut rx = chan.receiver().unwrap();
+                writeln!(out, "joined").unwrap();
+                let mut buf = [0u8; 8];
+                assert_eq!(rx.recv_timeout(&mut buf, GUARD).unwrap(), 8);
+                rx.wake_fd();
+                assert!(matches!(rx.try_recv(&mut buf), Err(RecvError::WouldBlock)), "armed, nothing to read");
+                writeln!(out, "armed {}", rx.wake_fd_kind().unwrap()).unwrap();
+                let poll = |rx: &mut corecast::Receiver| {
+                    let mut p = libc::pollfd { fd: rx.wake_fd().as_raw_fd(), events: libc::POLLIN, revents: 0 };
+                    // SAFETY: polling one valid fd; the timeout is a hang guard.
+                    unsafe { libc::poll(&mut p, 1, 60_000) > 0 }
+                };
+                writeln!(out, "{}", if poll(&mut rx) { "woke" } else { "slept through" }).unwrap();
+                let got = loop {
+                    match rx.try_recv(&mut buf) {
+                        Err(RecvError::WouldBlock) => assert!(poll(&mut rx), "no second wake"),
+                        other => break other,
+                    }
+                };
+                writeln!(out, "{got:?}").unwrap();
+                0
+            }
+        });
+        assert_eq!(receiver.read_line(), "joined");
         let mut sender = fork({
             let name = name.clone();
             move |out| {
@@ -266,19 +334,8 @@ fn a_wake_fd_fires_when_the_sender_or_the_keeper_dies() {
             }
         });
         assert_eq!(sender.read_line(), "sent");
-        let mut buf = [0u8; 8];
-        assert_eq!(rx.try_recv(&mut buf).unwrap(), 8);
-        rx.wake_fd();
-        assert!(matches!(rx.try_recv(&mut buf), Err(RecvError::WouldBlock)), "armed, nothing to read");
-        let kind = rx.wake_fd_kind().unwrap();
-        if kill_keeper && kind == "socket" {
-            // The socket kind (io_uring refused, or CORECAST_WAKE_FD=socket)
-            // is not told of the keeper's death: a known limit, in the
-            // README. The io_uring kind waits on the keeper's robust word.
-            sender.kill(libc::SIGKILL);
-            let _ = sender.wait(GUARD);
-            continue;
-        }
+        let kind = if socket { "socket" } else { "io_uring" };
+        assert_eq!(receiver.read_line(), format!("armed {kind}"));
         if kill_keeper {
             let keeper = chan.keeper_pid().expect("the keeper runs in this PID namespace");
             // SAFETY: signalling a process this test's channel started.
@@ -286,23 +343,11 @@ fn a_wake_fd_fires_when_the_sender_or_the_keeper_dies() {
         } else {
             sender.kill(libc::SIGKILL);
         }
-        let raw = rx.wake_fd().as_raw_fd();
-        let mut p = libc::pollfd { fd: raw, events: libc::POLLIN, revents: 0 };
-        // SAFETY: polling one valid fd; the timeout is a hang guard.
-        let woke = unsafe { libc::poll(&mut p, 1, 60_000) } > 0;
-        assert!(woke, "{kind} wake fd: the death was slept through (keeper killed: {kill_keeper})");
+        assert_eq!(receiver.read_line(), "woke", "{kind} wake fd (keeper killed: {kill_keeper})");
         let expected = if kill_keeper { "Err(KeeperGone)" } else { "Err(AllSendersGone)" };
-        let got = loop {
-            match rx.try_recv(&mut buf) {
-                Err(RecvError::WouldBlock) => {
-                    let mut p = libc::pollfd { fd: rx.wake_fd().as_raw_fd(), events: libc::POLLIN, revents: 0 };
-                    // SAFETY: as above.
-                    assert!(unsafe { libc::poll(&mut p, 1, 60_000) } > 0, "{kind}: no second wake");
-                }
-                other => break other,
-            }
-        };
-        assert_eq!(format!("{got:?}"), expected, "{kind} wake fd");
+        assert_eq!(receiver.read_line(), expected, "{kind} wake fd");
+        let (exit, report) = receiver.wait(GUARD);
+        assert_eq!(exit, Exit::Code(0), "{report}");
         sender.kill(libc::SIGKILL);
         let _ = sender.wait(GUARD);
     }

@@ -6,22 +6,24 @@
 //! sleeps on: a sender wakes it with the one `FUTEX_WAKE` of its doorbell
 //! that wakes every sleeping receiver, so a publish costs one system call
 //! however many receivers wait and however they wait. Elsewhere it is a
-//! socket (`sys::wakefd`) to which each sender sends a byte per arming.
-//! Either way the fd is the receiver's alone and a sender writes nothing
-//! a receiver owns.
+//! socket (`sys::wakefd`) to which each sender sends a byte per arming,
+//! watched together with the connection to the keeper in one epoll set,
+//! so that the keeper's death (which the ring sees on its robust word)
+//! makes it readable too. Either way the fd is the receiver's alone and a
+//! sender writes nothing a receiver owns.
 //!
 //! Setting the environment variable `CORECAST_WAKE_FD=socket` before the
 //! first `wake_fd` makes the socket kind in every case (a kernel policy
 //! that audits io_uring, or a comparison).
 
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use super::{sleep_words_of, Receiver};
 use crate::error::RecvError;
 use crate::layout::Arm;
 use crate::ring::Frame;
 use crate::sys::uring::FutexRing;
-use crate::sys::{robust, wakefd};
+use crate::sys::{poll, robust, wakefd};
 
 /// What makes a receiver's wake fd readable.
 #[derive(Debug)]
@@ -30,8 +32,11 @@ pub(super) enum FdWait {
     Unchosen,
     /// An asynchronous futex wait in the receiver's own io_uring.
     Ring(FutexRing),
-    /// A byte from each sender on the receiver's socket.
-    Socket,
+    /// A byte from each sender on the receiver's socket, or the keeper
+    /// link's hang-up: the epoll set over both (`None` if the kernel
+    /// refused one: the bare socket, which the keeper's death leaves
+    /// silent).
+    Socket(Option<OwnedFd>),
 }
 
 /// The longest spin of [`Receiver::spin_for_message`].
@@ -42,11 +47,14 @@ const SPIN_BOUND: std::time::Duration = std::time::Duration::from_micros(5);
 const WAKE_FD_ENV: &str = "CORECAST_WAKE_FD";
 
 impl FdWait {
-    fn choose() -> FdWait {
-        if std::env::var_os(WAKE_FD_ENV).is_some_and(|v| v == "socket") {
-            return FdWait::Socket;
-        }
-        FutexRing::new().map_or(FdWait::Socket, FdWait::Ring)
+    /// The ring where the kernel allows it, else the socket `wake` watched
+    /// with the keeper connection `link`.
+    fn choose(wake: BorrowedFd<'_>, link: BorrowedFd<'_>) -> FdWait {
+        let ring = match std::env::var_os(WAKE_FD_ENV) {
+            Some(v) if v == "socket" => None,
+            _ => FutexRing::new().ok(),
+        };
+        ring.map_or_else(|| FdWait::Socket(poll::readable_or_hung_up(wake, link).ok()), FdWait::Ring)
     }
 }
 
@@ -54,14 +62,14 @@ impl Receiver {
     /// A file descriptor for event loops (R9). Call it before waiting: it
     /// becomes readable as soon as a message is ready (at once if one is
     /// already) or the channel's state changes (all senders gone, destroyed,
-    /// evicted). After it fires, receive until [`RecvError::WouldBlock`];
+    /// evicted, the keeper dead). After it fires, receive until [`RecvError::WouldBlock`];
     /// from then on every `WouldBlock` re-arms it. Works with epoll (level-
     /// or edge-triggered), poll and select; see [`super::wait_any`] to wait
     /// on several receivers at once. The same fd for the receiver's life.
     pub fn wake_fd(&mut self) -> BorrowedFd<'_> {
         self.fd_mode = true;
         if matches!(self.fd_wait, FdWait::Unchosen) {
-            self.fd_wait = FdWait::choose();
+            self.fd_wait = FdWait::choose(self.wake.owner.as_fd(), self.link.conn());
         }
         self.settle_peers_fence();
         // A failed arming makes the fd readable (a spurious wake, never a
@@ -91,7 +99,7 @@ impl Receiver {
         match self.fd_wait {
             FdWait::Unchosen => None,
             FdWait::Ring(_) => Some("io_uring"),
-            FdWait::Socket => Some("socket"),
+            FdWait::Socket(_) => Some("socket"),
         }
     }
 
@@ -143,6 +151,7 @@ impl Receiver {
     pub(super) fn fd(&self) -> BorrowedFd<'_> {
         match &self.fd_wait {
             FdWait::Ring(ring) => ring.fd(),
+            FdWait::Socket(Some(set)) => set.as_fd(),
             _ => self.wake.owner.as_fd(),
         }
     }

@@ -2,9 +2,9 @@
 //! the one `poll(2)` loop of the library (the keeper's connections, a
 //! receiver waiting on several channels).
 
-use rustix::event::{PollFd, PollFlags};
+use rustix::event::{epoll, PollFd, PollFlags};
 use rustix::io::Errno;
-use std::os::fd::BorrowedFd;
+use std::os::fd::{BorrowedFd, OwnedFd};
 use std::time::Duration;
 
 /// Waits until one of `fds` is readable (or hung up) or `timeout` passes
@@ -19,6 +19,19 @@ pub(crate) fn readable(fds: &[BorrowedFd<'_>], timeout: Option<Duration>, ready:
     ready.clear();
     ready.extend(polled.iter().map(|p| !p.revents().is_empty()));
     Ok(())
+}
+
+/// One pollable descriptor (an epoll instance) that is readable while
+/// `wake` is, and for good once the peer of `link` has closed its end (or
+/// died): level-triggered, so it nests in any event loop.
+pub(crate) fn readable_or_hung_up(wake: BorrowedFd<'_>, link: BorrowedFd<'_>) -> Result<OwnedFd, Errno> {
+    let set = epoll::create(epoll::CreateFlags::CLOEXEC)?;
+    epoll::add(&set, wake, epoll::EventData::new_u64(0), epoll::EventFlags::IN)?;
+    // Not IN: what the peer sends on the link is a reply its caller reads;
+    // only its hang-up is this descriptor's business (HUP and ERR are
+    // always reported).
+    epoll::add(&set, link, epoll::EventData::new_u64(1), epoll::EventFlags::RDHUP)?;
+    Ok(set)
 }
 
 #[cfg(test)]
@@ -37,5 +50,28 @@ mod tests {
         a_write.write_all(b"x").unwrap();
         readable(&[a_read.as_fd(), b_read.as_fd()], None, &mut ready).unwrap();
         assert_eq!(ready, [true, false]);
+    }
+
+    #[test]
+    fn the_set_is_readable_while_the_wake_socket_is_and_for_good_once_the_link_hangs_up() {
+        use std::io::{Read, Write};
+        let (mut wake, mut wake_peer) = std::os::unix::net::UnixStream::pair().unwrap();
+        let (link, mut link_peer) = std::os::unix::net::UnixStream::pair().unwrap();
+        let set = readable_or_hung_up(wake.as_fd(), link.as_fd()).unwrap();
+        let mut ready = Vec::new();
+        let mut look = || {
+            readable(&[set.as_fd()], Some(Duration::ZERO), &mut ready).unwrap();
+            ready[0]
+        };
+        assert!(!look(), "nothing yet");
+        link_peer.write_all(b"a reply").unwrap();
+        assert!(!look(), "data on the link is not a wake-up");
+        wake_peer.write_all(b"x").unwrap();
+        assert!(look(), "the wake socket is readable");
+        wake.read_exact(&mut [0u8; 1]).unwrap();
+        assert!(!look(), "drained");
+        drop(link_peer);
+        assert!(look(), "the link hung up");
+        assert!(look(), "and stays so");
     }
 }
