@@ -226,6 +226,57 @@ fn a_killed_keeper_wakes_a_blocked_receiver_with_a_typed_error() {
     sender.wait(GUARD);
 }
 
+/// A receiver that polls (`try_recv` in a loop, as a spinning caller or an
+/// event loop does) learns that its sender died, and then that its keeper
+/// died, and once an ending is reported every later poll reports it too
+/// (a quick poll never answers `WouldBlock` over an ending a full look
+/// found).
+#[test]
+fn a_polling_receiver_is_told_every_ending_and_keeps_being_told() {
+    for kill_keeper in [false, true] {
+        let name = unique(&format!("poll-ending-{kill_keeper}"));
+        let chan = Channel::create(&name, &cfg(16, 1, None)).unwrap();
+        let mut rx = chan.receiver().unwrap();
+        let mut sender = fork({
+            let name = name.clone();
+            move |out| {
+                let chan = Channel::open(&name).unwrap();
+                let mut tx = chan.sender().unwrap();
+                tx.send(&payload(0, 0, 64)).unwrap();
+                writeln!(out, "sent").unwrap();
+                loop {
+                    std::thread::sleep(Duration::from_secs(1));
+                }
+            }
+        });
+        assert_eq!(sender.read_line(), "sent");
+        recv_checked(&mut rx, 0, 0);
+        let mut buf = [0u8; 64];
+        assert!(matches!(rx.try_recv(&mut buf), Err(RecvError::WouldBlock)));
+        if kill_keeper {
+            let keeper = chan.keeper_pid().expect("the keeper runs in this PID namespace");
+            // SAFETY: signalling the keeper process this test's channel started.
+            unsafe { libc::kill(keeper as i32, libc::SIGKILL) };
+        } else {
+            sender.kill(libc::SIGKILL);
+        }
+        let t0 = Instant::now();
+        let ending = loop {
+            match rx.try_recv(&mut buf) {
+                Err(RecvError::WouldBlock) => assert!(t0.elapsed() < GUARD, "the ending was never told"),
+                other => break format!("{other:?}"),
+            }
+        };
+        let expected = if kill_keeper { "Err(KeeperGone)" } else { "Err(AllSendersGone)" };
+        assert_eq!(ending, expected);
+        for poll in 0..40 {
+            assert_eq!(format!("{:?}", rx.try_recv(&mut buf)), expected, "poll {poll} after the ending was told");
+        }
+        sender.kill(libc::SIGKILL);
+        let _ = sender.wait(GUARD);
+    }
+}
+
 #[test]
 fn a_killed_keeper_turns_sends_and_evictions_into_typed_errors() {
     let name = unique("keeper-kill-tx");

@@ -155,7 +155,7 @@ impl Receiver {
 
     /// Whether some mapped region's slot for `s` holds anything but an
     /// older number (`s` itself in any state, a later one, or garbage).
-    fn anything_shown(&self, s: u64) -> bool {
+    pub(super) fn anything_shown(&self, s: u64) -> bool {
         self.regions.iter().any(|(_, slots)| {
             // SAFETY: `regions` is rebuilt whenever the mapped regions
             // change, so each region is mapped.

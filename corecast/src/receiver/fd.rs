@@ -126,7 +126,7 @@ impl Receiver {
         }
         let until = Instant::now() + spin;
         loop {
-            let found = self.ready();
+            let found = self.ready_quick();
             if self.keep_report(found) {
                 return true;
             }
@@ -142,7 +142,8 @@ impl Receiver {
         if self.fd_armed {
             self.disarm_fd();
         }
-        match self.ready() {
+        // The look before arming (`arm_fd_and_look`) is a full one.
+        match self.ready_quick() {
             Err(RecvError::WouldBlock) if self.fd_mode => self.arm_fd_and_look(),
             other => other,
         }

@@ -93,6 +93,13 @@ pub struct Receiver {
     audit_asked_at: Option<u64>,
     /// Polls that found nothing at once, counted for `THOROUGH_EVERY`.
     polls: u32,
+    /// Quick polls that found nothing, counted for `FULL_EVERY` (their
+    /// own count: a caller alternating full and quick looks still gets a
+    /// full one every few of its quick ones).
+    quick_polls: u32,
+    /// The last full look found an ending (all senders gone, the keeper
+    /// gone, destroyed): no quick poll answers `WouldBlock` over it.
+    ended: bool,
     /// A report (a gap, a contested number, a loss) that a look which
     /// only asked whether a receive would block found: the next receive
     /// returns it.
@@ -102,6 +109,10 @@ pub struct Receiver {
 /// Every this many polls that find nothing, one looks thoroughly (see
 /// `decide`).
 const THOROUGH_EVERY: u32 = 64;
+
+/// Of the quick polls that find nothing (`Receiver::ready_quick`), every
+/// this many looks in full, for the endings only a full look notices.
+const FULL_EVERY: u32 = 16;
 
 /// How often a receiver tells the keeper of the holes it passed over.
 const HOLES_REPORT_EVERY: Duration = Duration::from_millis(100);
@@ -201,6 +212,8 @@ impl Receiver {
             holes_told_at: None,
             audit_asked_at: None,
             polls: 0,
+            quick_polls: 0,
+            ended: false,
             kept: None,
         };
         rx.refresh()?;
@@ -491,18 +504,72 @@ impl Receiver {
         }
     }
 
-    /// Finds the next message, skipping voids; `WouldBlock` when none is ready.
+    /// Finds the next message, skipping voids; `WouldBlock` when none is
+    /// ready. A full look: what a receiver does before it arms to sleep or
+    /// to wait on its fd.
     #[inline(always)]
     fn ready(&mut self) -> Result<(usize, Frame), RecvError> {
+        self.ready_looking(false)
+    }
+
+    /// [`Receiver::ready`] for a poll that may be repeated at once (a
+    /// spin, a caller's `try_recv`): while the next number shows nothing
+    /// and the membership is as last seen, `WouldBlock` without the reads
+    /// of every sender's state, the keeper's and the channel's that only
+    /// an ending needs (all senders gone, the keeper gone, destroyed);
+    /// every [`FULL_EVERY`]-th such poll, and every look before arming,
+    /// is full, so an ending is reported a few polls later at most.
+    #[inline(always)]
+    fn ready_quick(&mut self) -> Result<(usize, Frame), RecvError> {
+        self.ready_looking(true)
+    }
+
+    #[inline(always)]
+    fn ready_looking(&mut self, quick: bool) -> Result<(usize, Frame), RecvError> {
         match self.ready_at_once() {
             Some(found) => Ok(found),
             None => {
+                self.polls = self.polls.wrapping_add(1);
+                if quick {
+                    self.quick_polls = self.quick_polls.wrapping_add(1);
+                    if !self.quick_polls.is_multiple_of(FULL_EVERY) && self.quiet() {
+                        return Err(RecvError::WouldBlock);
+                    }
+                }
                 // A thorough look every few polls: what finds a hole. (With
                 // one sender slot only that sender makes holes, in its own
                 // stream: a look before sleeping is enough.)
-                self.polls = self.polls.wrapping_add(1);
-                self.ready_sorted(!self.exclusive && self.polls.is_multiple_of(THOROUGH_EVERY))
+                let found = self.ready_sorted(!self.exclusive && self.polls.is_multiple_of(THOROUGH_EVERY));
+                self.ended =
+                    matches!(found, Err(RecvError::AllSendersGone | RecvError::KeeperGone | RecvError::Destroyed));
+                found
             }
+        }
+    }
+
+    /// Whether a full look now could only say `WouldBlock` or an ending
+    /// the last full look did not find: nothing to report, this receiver a
+    /// live member, the membership
+    /// as it last refreshed it (every departure, exclusion and eviction
+    /// bumps the generation), and no mapped region showing anything at its
+    /// number. A lossy receiver always looks in full (its number may show
+    /// only a retirement mark).
+    #[inline]
+    fn quiet(&self) -> bool {
+        if self.ended || self.poisoned || self.lossy || self.untold.lost != 0 || self.kept.is_some() {
+            return false;
+        }
+        if self.link.membership.generation() != self.generation || self.check_membership().is_err() {
+            return false;
+        }
+        match self.sole {
+            Some(sole) => {
+                // SAFETY: `sole` is rebuilt whenever the mapped regions
+                // change, so its region is mapped.
+                let slot = unsafe { sole.slots.slot(self.next) };
+                matches!(ring::probe(slot, self.next, &sole.slots.bounds), Ok(Probe::Absent | Probe::Writing))
+            }
+            None => !self.regions.is_empty() && !self.anything_shown(self.next),
         }
     }
 

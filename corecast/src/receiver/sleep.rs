@@ -41,7 +41,9 @@ impl Receiver {
     fn wait_for_message(&mut self, deadline: Option<Instant>) -> Result<(usize, Frame), RecvError> {
         let mut backoff = Backoff::after(self.wait, self.crowding);
         loop {
-            match self.ready() {
+            // Quick polls while it spins; the look before it sleeps
+            // (`still_idle`) is thorough, and every few polls are full.
+            match self.ready_quick() {
                 Err(RecvError::WouldBlock) => {}
                 other => return other,
             }
