@@ -8,7 +8,7 @@
 mod common;
 
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::{fork, unique, Exit, GUARD};
 use corecast::aio::{AsyncReceiver, AsyncSender};
@@ -180,9 +180,20 @@ fn a_thousand_pending_receives_cost_no_cpu() {
                 assert_eq!(buf[..n], numbered(k as u64, 0));
             }));
         }
-        // Every task runs to its first wait.
+        // Every task runs to its first wait, and the start-up settles (a
+        // thousand keepers answering their senders' joins, each receiver
+        // mapping its sender once): a busy poller never does.
         tokio::time::sleep(Duration::from_millis(200)).await;
         assert!(tasks.iter().all(|t| !t.is_finished()), "no receive completes without a message");
+        let settling = Instant::now();
+        loop {
+            let before = cpu_time();
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            if cpu_time() - before < Duration::from_millis(5) {
+                break;
+            }
+            assert!(settling.elapsed() < HANG, "never idle: busy polling");
+        }
         let before = cpu_time();
         tokio::time::sleep(Duration::from_secs(2)).await;
         let used = cpu_time() - before;
