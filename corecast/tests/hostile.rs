@@ -187,26 +187,31 @@ fn a_name_answered_by_another_user_is_refused() {
     drop(chan);
 }
 
+/// A sender process on `name` that has sent `count` numbered messages
+/// when this returns, and then stays, sending nothing, until killed.
+fn sender_that_stays(name: &str, count: u64) -> Child {
+    let name = name.to_string();
+    let mut sender = fork(move |out| {
+        let chan = Channel::open(&name).unwrap();
+        let mut tx = chan.sender().unwrap();
+        for seq in 0..count {
+            tx.send(&payload(seq, 0, 64)).unwrap();
+        }
+        writeln!(out, "sent").unwrap();
+        loop {
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    });
+    assert_eq!(sender.read_line(), "sent");
+    sender
+}
+
 #[test]
 fn a_killed_keeper_wakes_a_blocked_receiver_with_a_typed_error() {
     let name = unique("keeper-kill-rx");
     let chan = Channel::create(&name, &cfg(16, 1, None)).unwrap();
     let mut rx = chan.receiver().unwrap();
-    let mut sender = fork({
-        let name = name.clone();
-        move |out| {
-            let chan = Channel::open(&name).unwrap();
-            let mut tx = chan.sender().unwrap();
-            for seq in 0..3 {
-                tx.send(&payload(seq, 0, 64)).unwrap();
-            }
-            writeln!(out, "sent").unwrap();
-            loop {
-                std::thread::sleep(Duration::from_secs(1));
-            }
-        }
-    });
-    assert_eq!(sender.read_line(), "sent");
+    let sender = sender_that_stays(&name, 3);
     let keeper = chan.keeper_pid().expect("the keeper runs in this PID namespace");
     let blocked = std::thread::spawn(move || {
         for seq in 0..3 {
@@ -237,19 +242,7 @@ fn a_polling_receiver_is_told_every_ending_and_keeps_being_told() {
         let name = unique(&format!("poll-ending-{kill_keeper}"));
         let chan = Channel::create(&name, &cfg(16, 1, None)).unwrap();
         let mut rx = chan.receiver().unwrap();
-        let mut sender = fork({
-            let name = name.clone();
-            move |out| {
-                let chan = Channel::open(&name).unwrap();
-                let mut tx = chan.sender().unwrap();
-                tx.send(&payload(0, 0, 64)).unwrap();
-                writeln!(out, "sent").unwrap();
-                loop {
-                    std::thread::sleep(Duration::from_secs(1));
-                }
-            }
-        });
-        assert_eq!(sender.read_line(), "sent");
+        let sender = sender_that_stays(&name, 1);
         recv_checked(&mut rx, 0, 0);
         let mut buf = [0u8; 64];
         assert!(matches!(rx.try_recv(&mut buf), Err(RecvError::WouldBlock)));
