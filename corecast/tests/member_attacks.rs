@@ -433,6 +433,78 @@ fn a_bad_frame_before_the_honest_sender_leaves_loses_none_of_its_messages() {
     }
 }
 
+/// The receiver that asks the keeper to look at a bad number is its newest
+/// connection, so the exclusion of the hostile sender (whose connection
+/// the keeper drops) moves it to another place in the keeper's table while
+/// its request is being answered: the answer must still reach it (it once
+/// went to the old place: nobody, and the receiver waited out the
+/// keeper's 10 s request timeout and failed).
+#[test]
+fn the_keeper_answers_the_receiver_whose_request_excludes_a_sender() {
+    let name = unique("bad-len-newest");
+    let chan =
+        Channel::create(&name, &ChannelConfig { deadline: None, ..cfg(32, 2, 0o600, Delivery::Direct) }).unwrap();
+    let mut tx = chan.sender().unwrap();
+    // Publishes its bad frame only once told to (a file appears), when
+    // the receiver already waits at that number: the receiver, not the
+    // keeper's own periodic look, is the first to see it, and asks.
+    let go = std::env::temp_dir().join(format!("{name}.go"));
+    let mut hostile = fork({
+        let (name, go) = (name.clone(), go.clone());
+        move |out| {
+            let before = memory_map();
+            let chan = Channel::open(&name).unwrap();
+            let mut tx = chan.sender().unwrap();
+            let (next, region) = hostile_mappings(&before);
+            use std::io::Write;
+            writeln!(out, "ready").unwrap();
+            while next.load(Ordering::SeqCst) == 0 || !go.exists() {
+                std::thread::sleep(Duration::from_micros(100));
+            }
+            let loan = tx.loan(4).unwrap();
+            let slot = slot_of(region, 32, loan.sequence());
+            // SAFETY: the sender writes its own region.
+            unsafe {
+                std::ptr::write_volatile((slot + 8) as *mut u32, u32::MAX);
+                std::ptr::write_volatile(slot as *mut u64, ((loan.sequence() + 1) << 2) | 1);
+            }
+            writeln!(out, "{}", loan.sequence()).unwrap();
+            std::mem::forget(loan);
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
+    });
+    assert_eq!(hostile.read_line(), "ready");
+    let mut rx = chan.receiver().unwrap(); // the keeper's newest connection
+    tx.send_timeout(&payload(0, 0, 64), GUARD).unwrap();
+    assert_eq!(&rx.recv_in_place_timeout(GUARD).unwrap()[..], &payload(0, 0, 64)[..]);
+    std::fs::write(&go, b"").unwrap();
+    let bad: u64 = hostile.read_line().parse().unwrap();
+    assert_eq!(bad, 1, "the hostile sender holds the number after 0");
+    // The keeper looks at most once per 2 ms, however often it is asked:
+    // past that, the receiver's request makes it look (and exclude) while
+    // it answers. (Its own periodic look, every 250 ms on a channel without
+    // a deadline, may come first: then this test proves less, not wrong.)
+    std::thread::sleep(Duration::from_millis(20));
+    let reader = std::thread::spawn(move || {
+        let started = Instant::now();
+        for k in 1..20 {
+            let msg = rx.recv_in_place_timeout(GUARD).unwrap_or_else(|e| panic!("message {k}: {e}"));
+            assert_eq!(&msg[..], &payload(k, 0, 64)[..]);
+        }
+        started.elapsed()
+    });
+    for k in 1..20 {
+        tx.send_timeout(&payload(k, 0, 64), GUARD).unwrap();
+    }
+    let waited = reader.join().unwrap();
+    assert!(waited < Duration::from_secs(5), "waited {waited:?} for the keeper");
+    std::fs::remove_file(&go).unwrap();
+    hostile.kill(libc::SIGKILL);
+    let _ = hostile.wait(GUARD);
+}
+
 /// A member of another user (mode 0666 lets it in) may send and receive,
 /// but not destroy the channel, change its deadline or report gaps, by the
 /// API or by writing a gap into its own region by hand.

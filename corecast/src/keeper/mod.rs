@@ -20,7 +20,7 @@ mod audit;
 mod members;
 mod settle;
 
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -212,8 +212,12 @@ impl Keeper {
                 break;
             }
             drop(fds);
-            for k in (0..self.conns.len()).rev() {
-                if ready[k + 1] {
+            // Handling one connection may drop others (an exclusion drops
+            // the excluded sender's): each is found again by its descriptor.
+            let readable: Vec<RawFd> =
+                (0..self.conns.len()).filter(|&k| ready[k + 1]).map(|k| self.conns[k].fd.as_raw_fd()).collect();
+            for fd in readable {
+                if let Some(k) = self.conn_index(fd) {
                     self.on_readable(k);
                 }
             }
@@ -227,7 +231,13 @@ impl Keeper {
         unlink_if(&self.path, Some(self.id));
     }
 
+    /// Where the connection on descriptor `fd` is now, if it is still open.
+    fn conn_index(&self, fd: RawFd) -> Option<usize> {
+        self.conns.iter().position(|c| c.fd.as_raw_fd() == fd)
+    }
+
     fn on_readable(&mut self, k: usize) {
+        let id = self.conns[k].fd.as_raw_fd();
         let (body, fds) = sock::recv(&self.conns[k].fd).unwrap_or_default();
         if body.is_empty() && fds.is_empty() {
             let conn = self.conns.swap_remove(k);
@@ -240,13 +250,16 @@ impl Keeper {
         };
         let (r, out) = reply;
         let borrowed: Vec<_> = out.iter().map(|f| f.as_fd()).collect();
+        // The request may have dropped another connection (an audit that
+        // excludes a sender moves the last connection into its place): the
+        // reply goes to the asker wherever it is now, never to whoever took
+        // its index, and nowhere if the asker itself was dropped.
+        let Some(k) = self.conn_index(id) else { return };
         // Never block on a member: one that lets its replies pile up would
         // freeze the keeper, and with it every other member's open, crash
         // detection and eviction. It is dropped as if it had died.
-        let stuck = match self.conns.get(k) {
-            Some(c) => matches!(sock::send_nowait(&c.fd, &r.encode(), &borrowed), Err(rustix::io::Errno::AGAIN)),
-            None => false,
-        };
+        let stuck =
+            matches!(sock::send_nowait(&self.conns[k].fd, &r.encode(), &borrowed), Err(rustix::io::Errno::AGAIN));
         if stuck {
             let conn = self.conns.swap_remove(k);
             self.depart(conn.role, conn.left);
