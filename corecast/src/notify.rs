@@ -161,13 +161,37 @@ pub(crate) fn generation_unchanged(generation: &AtomicU32, decided_at: u32, valu
 pub(crate) struct WakeFd {
     pub(crate) owner: OwnedFd,
     pub(crate) peer: OwnedFd,
+    /// What the endpoint hands out once it asks (`watch_hang_up`): an epoll
+    /// set over `owner` and its keeper connection, so that the keeper's
+    /// death makes it readable too (`None` inside if the kernel refused
+    /// one: `owner` itself, which the keeper's death leaves silent).
+    set: Option<Option<OwnedFd>>,
 }
 
 #[cfg(not(loom))]
 impl WakeFd {
     pub(crate) fn new() -> Result<WakeFd, crate::ChannelError> {
         let (owner, peer) = wakefd::create().map_err(crate::ChannelError::io("socketpair"))?;
-        Ok(WakeFd { owner, peer })
+        Ok(WakeFd { owner, peer, set: None })
+    }
+
+    /// From now on [`WakeFd::pollable`] is also readable once `link` (the
+    /// keeper connection) hangs up. Made once; later calls do nothing.
+    pub(crate) fn watch_hang_up(&mut self, link: std::os::fd::BorrowedFd<'_>) {
+        use std::os::fd::AsFd;
+        if self.set.is_none() {
+            self.set = Some(crate::sys::poll::readable_or_hung_up(self.owner.as_fd(), link).ok());
+        }
+    }
+
+    /// The descriptor an event loop polls: the set, or `owner` before
+    /// [`WakeFd::watch_hang_up`] or where the kernel refused a set.
+    pub(crate) fn pollable(&self) -> std::os::fd::BorrowedFd<'_> {
+        use std::os::fd::AsFd;
+        match &self.set {
+            Some(Some(set)) => set.as_fd(),
+            _ => self.owner.as_fd(),
+        }
     }
 }
 

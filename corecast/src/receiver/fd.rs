@@ -16,14 +16,14 @@
 //! first `wake_fd` makes the socket kind in every case (a kernel policy
 //! that audits io_uring, or a comparison).
 
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::BorrowedFd;
 
 use super::{sleep_words_of, Receiver};
 use crate::error::RecvError;
 use crate::layout::Arm;
 use crate::ring::Frame;
 use crate::sys::uring::FutexRing;
-use crate::sys::{poll, robust, wakefd};
+use crate::sys::{robust, wakefd};
 
 /// What makes a receiver's wake fd readable.
 #[derive(Debug)]
@@ -33,10 +33,8 @@ pub(super) enum FdWait {
     /// An asynchronous futex wait in the receiver's own io_uring.
     Ring(FutexRing),
     /// A byte from each sender on the receiver's socket, or the keeper
-    /// link's hang-up: the epoll set over both (`None` if the kernel
-    /// refused one: the bare socket, which the keeper's death leaves
-    /// silent).
-    Socket(Option<OwnedFd>),
+    /// link's hang-up (`WakeFd::watch_hang_up`).
+    Socket,
 }
 
 /// The longest spin of [`Receiver::spin_for_message`].
@@ -47,14 +45,11 @@ const SPIN_BOUND: std::time::Duration = std::time::Duration::from_micros(5);
 const WAKE_FD_ENV: &str = "CORECAST_WAKE_FD";
 
 impl FdWait {
-    /// The ring where the kernel allows it, else the socket `wake` watched
-    /// with the keeper connection `link`.
-    fn choose(wake: BorrowedFd<'_>, link: BorrowedFd<'_>) -> FdWait {
-        let ring = match std::env::var_os(WAKE_FD_ENV) {
-            Some(v) if v == "socket" => None,
-            _ => FutexRing::new().ok(),
-        };
-        ring.map_or_else(|| FdWait::Socket(poll::readable_or_hung_up(wake, link).ok()), FdWait::Ring)
+    fn choose() -> FdWait {
+        if std::env::var_os(WAKE_FD_ENV).is_some_and(|v| v == "socket") {
+            return FdWait::Socket;
+        }
+        FutexRing::new().map_or(FdWait::Socket, FdWait::Ring)
     }
 }
 
@@ -69,7 +64,10 @@ impl Receiver {
     pub fn wake_fd(&mut self) -> BorrowedFd<'_> {
         self.fd_mode = true;
         if matches!(self.fd_wait, FdWait::Unchosen) {
-            self.fd_wait = FdWait::choose(self.wake.owner.as_fd(), self.link.conn());
+            self.fd_wait = FdWait::choose();
+            if matches!(self.fd_wait, FdWait::Socket) {
+                self.wake.watch_hang_up(self.link.conn());
+            }
         }
         self.settle_peers_fence();
         // A failed arming makes the fd readable (a spurious wake, never a
@@ -99,7 +97,7 @@ impl Receiver {
         match self.fd_wait {
             FdWait::Unchosen => None,
             FdWait::Ring(_) => Some("io_uring"),
-            FdWait::Socket(_) => Some("socket"),
+            FdWait::Socket => Some("socket"),
         }
     }
 
@@ -152,8 +150,7 @@ impl Receiver {
     pub(super) fn fd(&self) -> BorrowedFd<'_> {
         match &self.fd_wait {
             FdWait::Ring(ring) => ring.fd(),
-            FdWait::Socket(Some(set)) => set.as_fd(),
-            _ => self.wake.owner.as_fd(),
+            _ => self.wake.pollable(),
         }
     }
 

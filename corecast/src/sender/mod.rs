@@ -7,7 +7,6 @@ mod receivers;
 mod room;
 mod words;
 
-use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
 
 use crate::corruption::Corruption;
@@ -50,11 +49,6 @@ pub struct Sender {
     /// Whether this sender's CPU was crowded at its last wait for room.
     crowding: Crowding,
     wake: WakeFd,
-    /// What `wake_fd` hands out, made at its first call: an epoll set over
-    /// the wake socket and the keeper connection, so that the keeper's
-    /// death makes it readable too (`None` inside if the kernel refused
-    /// one: the bare socket).
-    wake_set: Option<Option<OwnedFd>>,
     armer: Armer,
     /// The caller asked for the wake fd: a full ring arms it.
     fd_mode: bool,
@@ -134,7 +128,6 @@ impl Sender {
             wait,
             crowding: Crowding::default(),
             wake,
-            wake_set: None,
             armer: Armer::default(),
             fd_mode: false,
             fd_armed: false,
@@ -331,7 +324,6 @@ impl Sender {
     /// Works with epoll (level- or edge-triggered), poll and select. The
     /// same fd for the sender's life.
     pub fn wake_fd(&mut self) -> std::os::fd::BorrowedFd<'_> {
-        use std::os::fd::AsFd;
         self.fd_mode = true;
         if !self.fd_armed {
             self.armer.arm(&self.region.header().space_waiting.0, Arm::EVENT_FD);
@@ -343,14 +335,8 @@ impl Sender {
                 wakefd::signal(&self.wake.peer);
             }
         }
-        if self.wake_set.is_none() {
-            let set = crate::sys::poll::readable_or_hung_up(self.wake.owner.as_fd(), self.link.conn());
-            self.wake_set = Some(set.ok());
-        }
-        match &self.wake_set {
-            Some(Some(set)) => set.as_fd(),
-            _ => self.wake.owner.as_fd(),
-        }
+        self.wake.watch_hang_up(self.link.conn());
+        self.wake.pollable()
     }
 
     /// `try_claim`, arming the wake fd when the ring is full in fd mode.
