@@ -214,10 +214,10 @@ impl Keeper {
             drop(fds);
             // Handling one connection may drop others (an exclusion drops
             // the excluded sender's): each is found again by its descriptor.
-            let readable: Vec<RawFd> =
-                (0..self.conns.len()).filter(|&k| ready[k + 1]).map(|k| self.conns[k].fd.as_raw_fd()).collect();
-            for fd in readable {
-                if let Some(k) = self.conn_index(fd) {
+            let readable: Vec<(usize, RawFd)> =
+                (0..self.conns.len()).filter(|&k| ready[k + 1]).map(|k| (k, self.conns[k].fd.as_raw_fd())).collect();
+            for (k, fd) in readable {
+                if let Some(k) = self.conn_index(fd, k) {
                     self.on_readable(k);
                 }
             }
@@ -231,8 +231,14 @@ impl Keeper {
         unlink_if(&self.path, Some(self.id));
     }
 
-    /// Where the connection on descriptor `fd` is now, if it is still open.
-    fn conn_index(&self, fd: RawFd) -> Option<usize> {
+    /// Where the connection on descriptor `fd`, last seen at `was`, is
+    /// now, if it is still open: at once unless a connection was dropped
+    /// meanwhile (then a scan, so a flood of connections costs no more
+    /// than a pass per drop).
+    fn conn_index(&self, fd: RawFd, was: usize) -> Option<usize> {
+        if self.conns.get(was).is_some_and(|c| c.fd.as_raw_fd() == fd) {
+            return Some(was);
+        }
         self.conns.iter().position(|c| c.fd.as_raw_fd() == fd)
     }
 
@@ -254,7 +260,7 @@ impl Keeper {
         // excludes a sender moves the last connection into its place): the
         // reply goes to the asker wherever it is now, never to whoever took
         // its index, and nowhere if the asker itself was dropped.
-        let Some(k) = self.conn_index(id) else { return };
+        let Some(k) = self.conn_index(id, k) else { return };
         // Never block on a member: one that lets its replies pile up would
         // freeze the keeper, and with it every other member's open, crash
         // detection and eviction. It is dropped as if it had died.
