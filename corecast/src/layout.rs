@@ -19,8 +19,9 @@ use crate::sync::{AtomicU32, AtomicU64};
 /// Bumped whenever any region's layout or the meaning of a shared word
 /// changes (7: a sender region is a table of slot headers and an area of
 /// frames, each message in its own frame of its own length; 8: the geometry
-/// keeps a history, receivers have a kind).
-pub(crate) const LAYOUT_VERSION: u32 = 8;
+/// keeps a history, receivers have a kind; 9: a receiver's cursor line
+/// carries the number it decided last, `Cursor::decided`).
+pub(crate) const LAYOUT_VERSION: u32 = 9;
 /// Alignment and padding unit for hot fields.
 pub(crate) const LINE: usize = 128;
 
@@ -419,12 +420,19 @@ pub(crate) struct ReceiverHeader {
 }
 
 /// A receiver's progress: every sequence number below `next` is consumed.
+#[derive(Debug)]
 #[repr(C)]
 pub(crate) struct Cursor {
     pub(crate) next: AtomicU64,
     /// Low 32 bits of `next`, stored after it: the futex word a sender
     /// blocked on back-pressure sleeps on.
     pub(crate) wake: AtomicU32,
+    /// One past the last number this receiver decided among several
+    /// sender regions (what it delivers, or passes as void or contested),
+    /// stored before its cursor moves past it: a sender that wins a number
+    /// below this after a rewind of `next` knows a receiver passed it
+    /// (`ring::announce_decided`).
+    pub(crate) decided: AtomicU64,
 }
 
 /// The encoding of a waiter's arm word: `peers_fence | count << 2 | mode`.

@@ -425,6 +425,17 @@ pub(crate) fn commit_exclusive(claim: &AtomicU64, seq: u64) {
     claim.store(claim_word(seq, CLAIM_DONE), Ordering::Release);
 }
 
+/// The keeper's void of number `seq` in the region of a sender that has
+/// not started yet (`Keeper::join_sender`), having claimed `seq` itself
+/// with a compare-exchange on `next`: the claim word names it committed,
+/// the slot shows it void, as if the sender had dropped a loan. Receivers
+/// map the region only once the keeper lists it, after this.
+pub(crate) fn void_for_newcomer(claim: &AtomicU64, slot: &SlotHeader, seq: u64) {
+    // SeqCst: as every claim word's store (the keeper and senders read them with SeqCst loads).
+    claim.store(claim_word(seq, CLAIM_DONE), Ordering::SeqCst);
+    void_unpublished(slot, seq);
+}
+
 /// The keeper's revocation of a claim of `seq` not committed yet: once it
 /// succeeds, the sender's next step on the claim ([`try_claim`]'s mark as
 /// won, or [`commit_claim`]) fails and the number can be voided. SeqCst:
@@ -508,6 +519,42 @@ pub(crate) fn try_claim_exclusive(next: &AtomicU64, claim: &AtomicU64, mut has_r
     // 5-15% slower; the fan-out gain is the same.
     crate::sync::fence(Ordering::SeqCst);
     Claim::Won(s)
+}
+
+/// A receiver's announcement that it decided number `seq` among several
+/// sender regions, made before it looks at the claim words again and
+/// before it delivers or passes `seq` (`receiver::decide`). Every piece of
+/// evidence that a number was taken lives where a sender member can erase
+/// it (`next`, its own claim word and slot) except here: a sender that
+/// wins `seq` after such a member rewound `next` reads this
+/// ([`passed_by`]) and voids its claim instead of publishing a message that
+/// a receiver already past `seq` would never see. The two sides are a
+/// store-then-load handshake (the fence here pairs with the one after the
+/// winner's compare-exchange, [`after_winning`]): either this receiver's
+/// second look sees the winner's claim word, or the winner sees this (the
+/// loom model `a_receiver_that_decided_a_number_and_a_sender_winning_it_again_see_each_other`).
+#[inline]
+pub(crate) fn announce_decided(cursor: &Cursor, seq: u64) {
+    cursor.decided.store(seq + 1, Ordering::Relaxed);
+    crate::sync::fence(Ordering::SeqCst);
+}
+
+/// The winner's side of [`announce_decided`]'s handshake, between its
+/// compare-exchange on `next` and its reads of the receivers' words.
+#[inline]
+pub(crate) fn after_winning() {
+    crate::sync::fence(Ordering::SeqCst);
+}
+
+/// How far a receiver says it has gone: one past the last number it
+/// consumed or decided (its cursor, its announcement). An honest receiver
+/// is never past a number an honest sender wins: it passes a number only
+/// once it is settled, and repairs of `next` never reopen one it passed.
+#[inline]
+pub(crate) fn passed_by(cursor: &Cursor) -> u64 {
+    // Relaxed: after `after_winning`'s fence, which orders these loads
+    // after the claim; the cursor's Acquire pairing is the room check's.
+    cursor.next.load(Ordering::Relaxed).max(cursor.decided.load(Ordering::Relaxed))
 }
 
 /// Moves a receiver's cursor to `to`: everything below is consumed.
@@ -632,7 +679,7 @@ mod loom_model {
                 next: AtomicU64::new(0),
                 claims: (0..senders).map(|_| AtomicU64::new(0)).collect(),
                 regions: (0..senders).map(|_| region()).collect(),
-                cursor: Cursor { next: AtomicU64::new(0), wake: AtomicU32::new(0) },
+                cursor: Cursor { next: AtomicU64::new(0), wake: AtomicU32::new(0), decided: AtomicU64::new(0) },
                 r,
             })
         }
@@ -862,6 +909,37 @@ mod loom_model {
             if let Some(target) = repairer.join().unwrap() {
                 assert!(!decided || target > 1, "number 1 decided, then reopened by a repair to {target}");
             }
+        });
+    }
+
+    /// A sender member won number 0, a receiver took its message, and the
+    /// member moved `next` back to 0 and wiped its claim word: an honest
+    /// sender now wins 0 again. The receiver announces its decision, then
+    /// looks at the claim words again; the honest winner, after its
+    /// compare-exchange, reads the receiver's words. Whatever the
+    /// interleaving, the receiver does not keep its decision unseen while
+    /// the honest sender publishes 0 (its message would never reach that
+    /// receiver).
+    #[test]
+    fn a_receiver_that_decided_a_number_and_a_sender_winning_it_again_see_each_other() {
+        loom::model(|| {
+            let next = Arc::new(AtomicU64::new(0));
+            let claim = Arc::new(AtomicU64::new(0));
+            let cursor =
+                Arc::new(Cursor { next: AtomicU64::new(0), wake: AtomicU32::new(0), decided: AtomicU64::new(0) });
+            let honest = {
+                let (next, claim, cursor) = (next.clone(), claim.clone(), cursor.clone());
+                loom::thread::spawn(move || {
+                    let won = try_claim(&next, &claim, |_| true);
+                    assert_eq!(won, Claim::Won(0));
+                    after_winning();
+                    passed_by(&cursor) <= 0
+                })
+            };
+            announce_decided(&cursor, 0);
+            let seen = named(claim.load(Ordering::SeqCst)) == Some(0);
+            let publishes = honest.join().unwrap();
+            assert!(seen || !publishes, "the receiver kept number 0 and the honest sender published it too");
         });
     }
 

@@ -127,8 +127,10 @@ fn forge_number_zero(claim: bool) -> Result<Vec<u8>, corecast::RecvError> {
     let chan = Channel::create(&name(), &cfg).unwrap();
     let mut rx = chan.receiver().unwrap();
     let mut honest = chan.sender().unwrap();
-    let _forger = chan.sender().unwrap();
     honest.send(b"the real message").unwrap();
+    // Joining after number 0 was claimed: a sender joining where a
+    // receiver waits at `next` would take that number, void.
+    let _forger = chan.sender().unwrap();
     // Find number 0's published stamp, (0 + 1) << 2 | 1, and its length,
     // in the honest region; copy both to the same place in the forger's.
     let regions = writable_mappings("corecast-sender");

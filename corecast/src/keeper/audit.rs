@@ -171,10 +171,16 @@ impl Keeper {
                 next = floor;
             }
         }
-        self.audit.high_water = self.audit.high_water.max(next);
+        self.raise_floor(next);
+        Some(next)
+    }
+
+    /// Raises the floor every sender checks its claims against to `to`
+    /// (every number below was claimed, or passed by a receiver).
+    pub(super) fn raise_floor(&mut self, to: u64) {
+        self.audit.high_water = self.audit.high_water.max(to);
         // Release pairs with the senders' Acquire loads of the floor (Membership::floor).
         self.membership.header().floor.store(self.audit.high_water, Ordering::Release);
-        Some(next)
     }
 
     /// Counts a repair and tells every member (senders blocked on a

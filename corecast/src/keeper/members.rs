@@ -47,6 +47,9 @@ impl Keeper {
             Err(_) => return (Reply::status(proto::BAD_REQUEST), Vec::new()),
         };
         let (pid, uid) = (self.conns[k].peer.pid_here(), self.conns[k].peer.uid);
+        // Some receiver may be taking another sender's messages from that
+        // sender's region alone (or the departed one's this slot held).
+        let others = self.senders.iter().any(Option::is_some);
         // With one sender slot, receivers take a message of the one region
         // they map without a look at `next` (`Receiver::sole_decided`): no
         // number a departed sender showed may be claimed again.
@@ -66,6 +69,9 @@ impl Keeper {
         e.state.store(STATE_LIVE, Ordering::Release);
         self.conns[k].role = Role::Sender(j);
         self.bump();
+        if others {
+            self.keep_off_decided(j);
+        }
         let mut r = Reply::status(proto::OK);
         r.index = j as u32;
         (r, self.sequencer_fd.try_clone().ok().into_iter().collect())
@@ -196,6 +202,51 @@ impl Keeper {
         let _ = self.sequencer.next().fetch_update(Ordering::SeqCst, Ordering::SeqCst, |next| {
             (next & ring::NEXT_LOCKED == 0 && next <= n).then_some(n + 1)
         });
+    }
+
+    /// Keeps the sender joining at `j` off every number a receiver may have
+    /// decided. A receiver that maps one sender region takes its messages
+    /// without announcing them (`ring::announce_decided`, which a sender
+    /// winning a number checks, is for several regions): it checks the
+    /// generation after its cursor store and a fence, so either it sees
+    /// this join's bump and looks again with the newcomer in view, or the
+    /// fence here (after the bump) pairs with its own and its cursor `c` is
+    /// read below, and it may be deciding `c` with a message of the one
+    /// region it maps, which that region's sender can then wipe and rewind
+    /// `next` under. So every such number is taken before the newcomer
+    /// gets its index: `next` at `c` (nobody claimed it yet: the common
+    /// case, an idle channel) is claimed by the keeper and voided in the
+    /// newcomer's own region; a `next` below that, which only a rewind
+    /// leaves, is moved past it. The floor follows, so that every sender's
+    /// claim checks against it.
+    fn keep_off_decided(&mut self, j: usize) {
+        crate::sync::fence(Ordering::SeqCst);
+        let slots = u64::from(self.membership.geometry.slots);
+        // What an honest receiver can reach: the slowest one's cursor plus
+        // the ring (a cursor beyond is a lie, and bounds nothing).
+        let Some(reach) = self.live_cursors().into_iter().min().map(|c| c.saturating_add(slots)) else {
+            return;
+        };
+        let Some(target) = self.cursors(true).into_iter().map(|c| c.saturating_add(1).min(reach)).max() else {
+            return;
+        };
+        let seq = self.sequencer.next();
+        // SeqCst: one total order with every claim and repair of `next`.
+        let next = seq.load(Ordering::SeqCst);
+        // A repair in progress puts `next` past every cursor itself.
+        if next & ring::NEXT_LOCKED == 0 && next < target {
+            if next + 1 == target {
+                // SeqCst: as the load.
+                if seq.compare_exchange(next, target, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+                    if let Some(s) = &self.senders[j] {
+                        ring::void_for_newcomer(&s.region.header().claim.0, s.region.slot(next), next);
+                    }
+                }
+            } else if seq.compare_exchange(next, target, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+                self.note_tamper();
+            }
+        }
+        self.raise_floor(target);
     }
 
     /// R8: a sender evicts a receiver that held it back past the deadline.

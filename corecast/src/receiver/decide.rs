@@ -43,6 +43,25 @@ use crate::error::RecvError;
 use crate::ring::{self, Probe};
 use crate::sync::Ordering;
 
+/// What one sender region says about the number a receiver is owed
+/// (rules 2 and 3).
+enum Says {
+    /// Nothing to weigh: its last claim is older, or what it shows has no
+    /// claim behind it.
+    Nothing,
+    /// Publishes the number (a message, or the owner's gap report).
+    Publishes(Found),
+    /// Settled it with nothing to deliver: a void, or a gap report from a
+    /// sender that is not the owner.
+    Voided,
+    /// Its slot holds a later number; `pending` if its claim word names
+    /// this one.
+    Newer { pending: bool },
+    /// Claims the number and has not settled it yet; `suspect` when its
+    /// slot fails validation.
+    Pending { suspect: bool },
+}
+
 impl Receiver {
     /// What every mapped sender region says about `self.next`, by the
     /// rules above. `None`: a void or a hole, to pass over.
@@ -53,11 +72,18 @@ impl Receiver {
     /// senders write at every claim, are read only once something shows or
     /// on a thorough look (before a receiver sleeps, and every few polls),
     /// which is what finds a hole.
+    ///
+    /// With several regions mapped, a decision to deliver or pass the
+    /// number is announced (`ring::announce_decided`) and stands only if a
+    /// second look at the other regions finds no new claimant: a sender
+    /// member may later rewind `next` to the number and wipe its own claim,
+    /// and an honest sender that then wins it either shows here, or sees
+    /// the announcement and voids its claim. (With one region mapped no
+    /// other sender is attached; one that joins is kept off every number a
+    /// receiver may be deciding by the keeper, `Keeper::join_sender`.)
     #[inline(never)]
     pub(super) fn decide(&self, thorough: bool) -> Result<Option<Found>, RecvError> {
         let s = self.next;
-        let g = self.link.membership.geometry;
-        let bounds = g.bounds();
         // (A lossy receiver's number may show only a retirement mark, which
         // `anything_shown` does not count: it always looks.)
         if !thorough && !self.lossy && !self.anything_shown(s) {
@@ -69,66 +95,25 @@ impl Receiver {
         let (mut published, mut contested, mut pending, mut newer) = (None, false, false, false);
         let (mut voided, mut suspect) = (false, false);
         for &(j, ref slots) in &self.regions {
-            // SAFETY: `regions` is rebuilt whenever the mapped regions
-            // change, so each region is mapped.
-            let (header, slot) = unsafe { (slots.header(), slots.slot(s)) };
-            // SeqCst, and before the slot: pairs with the claimer's SeqCst
-            // claim stores (ring::try_claim) after this receiver's SeqCst
-            // load of `next`; and a sender publishes a number before it
-            // names a later one, so a word naming a later number means the
-            // slot read next shows this one settled if it ever will.
-            let word = header.claim.0.load(Ordering::SeqCst);
-            let Some(named) = ring::named(word).filter(|&n| n >= s) else {
-                // Its last claim is older than `s`: it neither publishes
-                // `s` with its claim behind it nor is pending for it (an
-                // honest sender shows nothing past its claim, and a
-                // region showing garbage is the keeper's to exclude).
-                continue;
-            };
-            let names_s = named == s;
-            // Rule 3: its claim word stands behind what its slot shows.
-            let proves_s = named - s < u64::from(g.slots);
-            let this = match ring::probe(slot, s, &bounds) {
-                Ok(Probe::Ready(frame)) if proves_s => Found::Ready { sender: j, frame },
-                Ok(Probe::Gap(frame)) if proves_s && self.may_report_gaps(j) => Found::Gap { sender: j, frame },
-                // A void with its claim behind it (a dropped loan, a claim
-                // the keeper settled), or a gap from a sender that is not
-                // the owner: settled, and nothing to deliver.
-                Ok(Probe::Void | Probe::Gap(_)) if proves_s => {
-                    voided = true;
-                    continue;
+            match self.says(j, slots, s) {
+                Says::Nothing => {}
+                Says::Publishes(this) => {
+                    contested |= published.is_some();
+                    published = Some(this);
                 }
-                // Shown without a claim behind it: nothing at all.
-                Ok(Probe::Ready(_) | Probe::Gap(_) | Probe::Void) => continue,
-                Ok(Probe::Newer(_)) => {
+                Says::Voided => voided = true,
+                Says::Newer { pending: p } => {
                     newer = true;
-                    pending |= names_s;
-                    continue;
+                    pending |= p;
                 }
-                // Marked as being written, by a sender whose claim word has
-                // moved past `s` (it committed `s`, then claimed again): the
-                // mark is a retirement, `s`'s frame was given back to a
-                // later message: a lossy reader (no sender waits for it) was
-                // lapped. (For any other, what `Absent` says below.)
-                Ok(Probe::Writing) if self.lossy && named > s => {
-                    newer = true;
-                    continue;
+                Says::Pending { suspect: x } => {
+                    pending = true;
+                    suspect |= x;
                 }
-                Ok(Probe::Absent | Probe::Writing) => {
-                    pending |= names_s;
-                    continue;
-                }
-                Err(_) => {
-                    pending |= names_s;
-                    suspect |= names_s;
-                    continue;
-                }
-            };
-            contested |= published.is_some();
-            published = Some(this);
+            }
         }
         if contested {
-            return Ok(Some(Found::Contested));
+            return Ok(Some(if self.stands(None, true) { Found::Contested } else { Found::NotYet }));
         }
         if pending {
             return Ok(Some(if suspect { Found::Suspect } else { Found::NotYet }));
@@ -150,7 +135,83 @@ impl Receiver {
         if published.is_none() && !voided && !newer {
             return Ok(Some(if s < self.link.membership.floor() { Found::Hole } else { Found::HoleAboveFloor }));
         }
+        // A message, or a void: passing it over is a decision too.
+        let from = match published {
+            Some(Found::Ready { sender, .. } | Found::Gap { sender, .. }) => Some(sender),
+            _ => None,
+        };
+        if !self.stands(from, false) {
+            return Ok(Some(Found::NotYet));
+        }
         Ok(published)
+    }
+
+    /// Whether a decision for `self.next` (the message, if any, from region
+    /// `from`; `contested`, or not) stands once announced: at a second look
+    /// after the announcement, no region but `from` publishes the number
+    /// (a second publisher of a contested one changes nothing) or is
+    /// pending for it. If not, the next look decides again, with the
+    /// newcomer in view. Announced only with several regions mapped (see
+    /// `decide`).
+    #[inline]
+    fn stands(&self, from: Option<usize>, contested: bool) -> bool {
+        if self.regions.len() < 2 {
+            return true;
+        }
+        let s = self.next;
+        ring::announce_decided(&self.region.header().cursor.0, s);
+        !self.regions.iter().filter(|&&(j, _)| Some(j) != from).any(|(j, slots)| match self.says(*j, slots, s) {
+            Says::Pending { .. } | Says::Newer { pending: true } => true,
+            Says::Publishes(_) => !contested,
+            Says::Nothing | Says::Voided | Says::Newer { pending: false } => false,
+        })
+    }
+
+    /// What region `j`, whose slots are `slots`, says about number `s`.
+    #[inline(always)]
+    fn says(&self, j: usize, slots: &crate::region::SlotArray, s: u64) -> Says {
+        let ring_len = u64::from(self.link.membership.geometry.slots);
+        // SAFETY: `regions` is rebuilt whenever the mapped regions
+        // change, so each region is mapped.
+        let (header, slot) = unsafe { (slots.header(), slots.slot(s)) };
+        // SeqCst, and before the slot: pairs with the claimer's SeqCst
+        // claim stores (ring::try_claim) after this receiver's SeqCst
+        // load of `next`; and a sender publishes a number before it
+        // names a later one, so a word naming a later number means the
+        // slot read next shows this one settled if it ever will.
+        let word = header.claim.0.load(Ordering::SeqCst);
+        let Some(named) = ring::named(word).filter(|&n| n >= s) else {
+            // Its last claim is older than `s`: it neither publishes
+            // `s` with its claim behind it nor is pending for it (an
+            // honest sender shows nothing past its claim, and a
+            // region showing garbage is the keeper's to exclude).
+            return Says::Nothing;
+        };
+        let names_s = named == s;
+        // Rule 3: its claim word stands behind what its slot shows.
+        let proves_s = named - s < ring_len;
+        match ring::probe(slot, s, &slots.bounds) {
+            Ok(Probe::Ready(frame)) if proves_s => Says::Publishes(Found::Ready { sender: j, frame }),
+            Ok(Probe::Gap(frame)) if proves_s && self.may_report_gaps(j) => {
+                Says::Publishes(Found::Gap { sender: j, frame })
+            }
+            // A void with its claim behind it (a dropped loan, a claim
+            // the keeper settled), or a gap from a sender that is not
+            // the owner: settled, and nothing to deliver.
+            Ok(Probe::Void | Probe::Gap(_)) if proves_s => Says::Voided,
+            // Shown without a claim behind it: nothing at all.
+            Ok(Probe::Ready(_) | Probe::Gap(_) | Probe::Void) => Says::Nothing,
+            Ok(Probe::Newer(_)) => Says::Newer { pending: names_s },
+            // Marked as being written, by a sender whose claim word has
+            // moved past `s` (it committed `s`, then claimed again): the
+            // mark is a retirement, `s`'s frame was given back to a
+            // later message: a lossy reader (no sender waits for it) was
+            // lapped. (For any other, what `Absent` says below.)
+            Ok(Probe::Writing) if self.lossy && named > s => Says::Newer { pending: false },
+            Ok(Probe::Absent | Probe::Writing) if names_s => Says::Pending { suspect: false },
+            Err(_) if names_s => Says::Pending { suspect: true },
+            Ok(Probe::Absent | Probe::Writing) | Err(_) => Says::Nothing,
+        }
     }
 
     /// Whether some mapped region's slot for `s` holds anything but an

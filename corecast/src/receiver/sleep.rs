@@ -163,8 +163,9 @@ impl Receiver {
         let generation = &self.link.membership.header().generation.0;
         // A suspect number waits for the keeper's exclusion, which bumps
         // the generation this sleep watches.
-        matches!(self.locate(true), Ok(Some(Found::NotYet | Found::Suspect)))
-            && notify::generation_unchanged(generation, self.generation, values[0])
+        let idle = matches!(self.locate(true), Ok(Some(Found::NotYet | Found::Suspect)));
+        self.thorough_next = !idle;
+        idle && notify::generation_unchanged(generation, self.generation, values[0])
             // Its death is told once: a waiter that read it dead must not sleep on it.
             && !robust::owner_died(values[1])
     }

@@ -85,6 +85,8 @@ impl Sender {
         let (reply, mut fds) = link.call(Op::JoinSender, &[&fd, &wake.peer])?;
         match reply.status {
             proto::OK if fds.len() == 1 && reply.index < g.max_senders => {}
+            // Destroyed between the open and this join.
+            proto::DESTROYED => return Err(ChannelError::Destroyed(link.name.clone())),
             proto::FULL => {
                 return Err(ChannelError::Full { name: link.name.clone(), role: "sender", max: g.max_senders })
             }
@@ -112,6 +114,7 @@ impl Sender {
             senders: others::OtherSenders::empty(if g.max_senders == 1 { 0 } else { g.max_senders as usize }),
             rewound: None,
             wake_values: Vec::with_capacity(g.max_receivers as usize),
+            strikes: vec![None; g.max_receivers as usize],
         };
         let index = reply.index as usize;
         // Acquire pairs with the keeper's state store after its epoch bump.
@@ -375,31 +378,42 @@ impl Sender {
         if me.excluded.load(Ordering::Relaxed) != 0 || me.epoch.load(Ordering::Relaxed) != self.epoch {
             return Err(SendError::Excluded);
         }
-        let reserved = self.reserve(&g, len)?;
-        let mut claim = self.claim_once(&g);
-        if self.room.error.is_some() || self.room.rewound.is_some() || self.room.bumped.is_some() {
-            claim = self.claim_repairing(&g, claim)?;
-        }
-        match claim {
-            Claim::Won(seq) => {
-                self.room.claimed_up_to = seq + 1;
-                // Only an evicted receiver can be overtaken; until one has
-                // been, the extra store would cost a cache-line transfer per
-                // message for nothing (a spinning receiver polls this line).
-                if self.link.membership.overtaken_ever() {
-                    ring::begin_write(self.region.slot(seq), seq);
-                }
-                Ok((seq, self.space.hold(seq, reserved, len)))
+        loop {
+            let reserved = self.reserve(&g, len)?;
+            let mut claim = self.claim_once(&g);
+            if self.room.error.is_some() || self.room.rewound.is_some() || self.room.bumped.is_some() {
+                claim = self.claim_repairing(&g, claim)?;
             }
-            // Also while `next` is tampered with: the ring is unusable until
-            // the keeper repairs it, and its repair bumps the generation,
-            // which wakes blocked senders and signals armed wake fds.
-            Claim::Full(_) => Err(SendError::WouldBlock),
-            // Stopped between winning and marking it past the deadline: the
-            // keeper voids it; this attempt sent nothing.
-            Claim::Revoked(seq) => {
-                self.room.claimed_up_to = seq + 1;
-                Err(SendError::ClaimVoided { seq })
+            match claim {
+                Claim::Won(seq) => {
+                    self.room.claimed_up_to = seq + 1;
+                    // Only an evicted receiver can be overtaken; until one has
+                    // been, the extra store would cost a cache-line transfer per
+                    // message for nothing (a spinning receiver polls this line).
+                    if self.link.membership.overtaken_ever() {
+                        ring::begin_write(self.region.slot(seq), seq);
+                    }
+                    let frame = self.space.hold(seq, reserved, len);
+                    // A number some receiver already passed carries nothing:
+                    // void it (a void is what every receiver at it skips)
+                    // and claim again.
+                    if !g.exclusive_sender() && self.room.passed_already(&self.link, &g, seq) {
+                        self.space.shrink_newest(seq, 0);
+                        let _ = self.publish(seq, Frame { len: 0, ..frame }, ring::KIND_VOID);
+                        continue;
+                    }
+                    return Ok((seq, frame));
+                }
+                // Also while `next` is tampered with: the ring is unusable until
+                // the keeper repairs it, and its repair bumps the generation,
+                // which wakes blocked senders and signals armed wake fds.
+                Claim::Full(_) => return Err(SendError::WouldBlock),
+                // Stopped between winning and marking it past the deadline: the
+                // keeper voids it; this attempt sent nothing.
+                Claim::Revoked(seq) => {
+                    self.room.claimed_up_to = seq + 1;
+                    return Err(SendError::ClaimVoided { seq });
+                }
             }
         }
     }

@@ -64,6 +64,10 @@ pub(super) struct Room {
     /// Every receiver's wake word as a sender about to sleep for room read
     /// it, kept between sleeps so that sleeping allocates nothing.
     pub(super) wake_values: Vec<Option<u32>>,
+    /// Per receiver: the epoch of the member that last said it passed a
+    /// number this sender won, and how far it said it went
+    /// (`passed_already`).
+    pub(super) strikes: Vec<Option<(u32, u64)>>,
 }
 
 impl Room {
@@ -127,6 +131,66 @@ impl Room {
             "the sequencer offers number {s}, below {known} which was already claimed: a sender rewound it"
         ));
         false
+    }
+
+    /// After winning `seq` in a channel with several sender slots: whether
+    /// the number must be voided instead of published, because a receiver
+    /// already passed it (a sender member rewound `next` below it and wiped
+    /// its own claim, see `ring::announce_decided`), or because the
+    /// membership changed since the room check read the receivers (one
+    /// that joined since may have decided it; the next claim looks with
+    /// the new set).
+    #[inline(always)]
+    pub(super) fn passed_already(&mut self, link: &Link, g: &Geometry, seq: u64) -> bool {
+        ring::after_winning();
+        if link.membership.generation() != self.generation {
+            return true;
+        }
+        if self.receivers.furthest_passed() <= seq {
+            return false;
+        }
+        self.sanction_passers(link, g, seq);
+        true
+    }
+
+    /// Evicts the receivers that say they passed `seq` and cannot be
+    /// honest. An honest receiver never goes beyond the slowest receiver's
+    /// reach, and says it passed a number this sender wins again only
+    /// after a rewind, after which this sender's claims catch up with it
+    /// (each voided); one that says so beyond that reach, or again after
+    /// this sender's claims caught up, would hold every send back with a
+    /// lie, forever: it is evicted (it learns it at its next call; a sender
+    /// member could evict it anyway). A receiver that honestly passed
+    /// numbers twice rewound by a sender member is evicted too: told, never
+    /// left short. (`seq` is voided either way: even the last lie costs
+    /// nobody a message.)
+    #[cold]
+    #[inline(never)]
+    fn sanction_passers(&mut self, link: &Link, g: &Geometry, seq: u64) {
+        let reach = self.raw_reach(&link.membership, g);
+        let mut liars = Vec::new();
+        for (i, p) in self.receivers.mapped() {
+            let by = ring::passed_by(&p.region.header().cursor.0);
+            if by <= seq {
+                continue;
+            }
+            let again = matches!(self.strikes[i], Some((epoch, until)) if epoch == p.epoch && seq >= until);
+            if again || reach.is_some_and(|r| by > r) {
+                liars.push((i, p.epoch));
+                continue;
+            }
+            let until = match self.strikes[i] {
+                Some((epoch, until)) if epoch == p.epoch => until.max(by),
+                _ => by,
+            };
+            self.strikes[i] = Some((p.epoch, until));
+        }
+        for (i, epoch) in liars {
+            // Refused only on a non-equivocating channel's feed, whose one
+            // receiver is the keeper's copier; ignored either way.
+            let _ = link.call_arg(crate::proto::Op::Evict, i as u64 | u64::from(epoch) << 32);
+            self.limit = 0;
+        }
     }
 
     /// Forgets every stall record: the sender got room, or reported them.
