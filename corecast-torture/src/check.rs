@@ -118,7 +118,13 @@ impl<'a> Judging<'a> {
             Kind::Keeper => f.keeper_rounds = 1,
         }
         let non_equivocating = r.plan.config.delivery == corecast::Delivery::NonEquivocating;
-        let forging = r.plan.hostile.as_ref().is_some_and(|h| h.mode == super::plan::Attack::Forge);
+        // Forgers, and sequencer movers, which send the forger's bytes
+        // before they rewind over them.
+        let forging = r
+            .plan
+            .hostile
+            .as_ref()
+            .is_some_and(|h| matches!(h.mode, super::plan::Attack::Forge | super::plan::Attack::Sequencer));
         f.non_equivocating_rounds = u64::from(non_equivocating);
         let c = &r.plan.config;
         f.history_rounds = u64::from(c.history > 0);
@@ -357,6 +363,17 @@ impl<'a> Judging<'a> {
             .filter_map(|e| if let Event::Lost { from, lost } = e { Some(from + lost) } else { None })
             .max();
         let drained = how == End::AllSendersGone;
+        // A number told contested that no receiver got a message for may
+        // hold one unnumbered message (a copy send), reported, not lost:
+        // each such number excuses one.
+        let mut unplaced_contests = p
+            .child
+            .events
+            .iter()
+            .filter(|e| {
+                matches!(e, Event::Contested { seq } if *seq >= start && *seq < next && !ledger.by_seq.contains_key(seq))
+            })
+            .count();
         let mut lost = 0;
         let mut first_missed = Vec::new();
         for (key, m) in &ledger.msgs {
@@ -370,6 +387,10 @@ impl<'a> Judging<'a> {
                 }
             };
             if owed && !got.contains(key) {
+                if m.seq.is_none() && unplaced_contests > 0 {
+                    unplaced_contests -= 1;
+                    continue;
+                }
                 lost += 1;
                 if first_missed.len() < 4 {
                     first_missed.push((*key, m.seq));

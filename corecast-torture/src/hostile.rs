@@ -36,25 +36,84 @@ fn sequencer_next() -> Option<&'static std::sync::atomic::AtomicU64> {
 }
 
 /// Moves the shared `next` `moves` times, forwards or backwards by up to
-/// two rings, or a million forwards, pausing between moves.
-fn move_sequencer(plan: &HostilePlan, rng: &mut Rng) -> Result<(), String> {
+/// two rings, or a million forwards, or back over a number of its own
+/// after its message was out (a message with the forger's bytes, sent as
+/// any sender would, then `next` put back to its number and the claim word
+/// and slot that prove it taken wiped: an honest sender then offered that
+/// number must not lose its message for a receiver already past it),
+/// pausing between moves.
+fn move_sequencer(plan: &HostilePlan, rng: &mut Rng, tx: &mut corecast::Sender) -> Result<(), String> {
     let next = sequencer_next().ok_or("no corecast-sequencer mapping")?;
     let ring = u64::from(plan.slots);
+    let pause = plan.linger / (plan.words as u32 + 1);
     for _ in 0..plan.words {
         let by = rng.range(1, 2 * ring);
-        let moved = match rng.range(0, 2) {
-            0 => next.fetch_add(by, std::sync::atomic::Ordering::SeqCst),
-            1 => next
-                .fetch_update(std::sync::atomic::Ordering::SeqCst, std::sync::atomic::Ordering::SeqCst, |n| {
-                    Some(n.saturating_sub(by))
-                })
-                .unwrap_or(0),
-            _ => next.fetch_add(1_000_000, std::sync::atomic::Ordering::SeqCst),
-        };
-        let _ = moved;
-        std::thread::sleep(plan.linger / (plan.words as u32 + 1));
+        match rng.range(0, 3) {
+            0 => {
+                next.fetch_add(by, std::sync::atomic::Ordering::SeqCst);
+            }
+            1 => {
+                let _ =
+                    next.fetch_update(std::sync::atomic::Ordering::SeqCst, std::sync::atomic::Ordering::SeqCst, |n| {
+                        Some(n.saturating_sub(by))
+                    });
+            }
+            2 => rewind_over_own(tx, next, plan.slots, pause / 2)?,
+            _ => {
+                next.fetch_add(1_000_000, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        std::thread::sleep(pause);
     }
     Ok(())
+}
+
+/// Sends the forger's bytes as an ordinary message and waits (up to
+/// `pause`) until a receiver has taken it; then, if no other sender has
+/// claimed a number since (so nothing of theirs proves it taken either),
+/// rewinds `next` to its number and wipes what proves that number taken in
+/// its own region (claim word, slot).
+fn rewind_over_own(
+    tx: &mut corecast::Sender,
+    next: &std::sync::atomic::AtomicU64,
+    slots: u32,
+    pause: std::time::Duration,
+) -> Result<(), String> {
+    let (lo, _) = own_region().ok_or("no writable corecast-sender mapping")?;
+    let region = Region { base: lo, slots: u64::from(slots) };
+    // A full ring or a tampered sequencer: no number of its own this time.
+    let Ok(mut loan) = tx.try_loan(FORGED.len()) else { return Ok(()) };
+    let seq = loan.sequence();
+    loan.as_mut_slice().copy_from_slice(&FORGED);
+    if loan.commit(FORGED.len()).is_err() {
+        return Ok(());
+    }
+    let until = std::time::Instant::now() + pause;
+    while !receiver_cursors().iter().any(|&c| c > seq) && std::time::Instant::now() < until {
+        std::hint::spin_loop();
+    }
+    let taken =
+        next.compare_exchange(seq + 1, seq, std::sync::atomic::Ordering::SeqCst, std::sync::atomic::Ordering::SeqCst);
+    if taken.is_ok() {
+        region.write(region.base + 3 * 128, 0u64);
+        region.write(region.slot(seq), 0u64);
+    }
+    Ok(())
+}
+
+/// Every receiver's cursor, read through this process's (read-only)
+/// mappings of their regions (layout::ReceiverHeader: the cursor on the
+/// second 128-byte line).
+fn receiver_cursors() -> Vec<u64> {
+    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else { return Vec::new() };
+    maps.lines()
+        .filter(|l| l.contains("corecast-receiver") && l.split_whitespace().nth(1).is_some_and(|p| p.starts_with("r")))
+        .filter_map(|l| usize::from_str_radix(l.split('-').next()?, 16).ok())
+        // SAFETY: the cursor is an aligned u64 inside the mapping, which
+        // the sender holds until it refreshes its receivers (not while
+        // this runs: it makes no call).
+        .map(|base| unsafe { std::ptr::read_volatile((base + 128) as *const u64) })
+        .collect()
 }
 
 /// What a forging sender publishes under another sender's numbers.
@@ -136,7 +195,8 @@ pub fn run(name: &str, plan: &HostilePlan, log: &mut Log, start: Option<OwnedFd>
     std::thread::sleep(plan.delay);
     let mut rng = Rng::new(plan.seed);
     if plan.mode == Attack::Sequencer {
-        if let Err(e) = move_sequencer(plan, &mut rng) {
+        let mut tx = tx;
+        if let Err(e) = move_sequencer(plan, &mut rng, &mut tx) {
             return fail(log, format!("hostile: {e}"));
         }
         drop(tx);

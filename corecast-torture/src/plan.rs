@@ -131,7 +131,9 @@ pub enum Attack {
     /// Words here and there.
     Scribble,
     /// `words` moves of the shared sequencer's `next`, forwards or
-    /// backwards by up to two rings, or a million forwards.
+    /// backwards by up to two rings, or a million forwards, or back over
+    /// a number of its own whose message is out, wiping what proves it
+    /// taken.
     Sequencer,
     /// For `linger`, every number another sender wins is published in
     /// this region too, with other bytes; with its claim word naming it

@@ -34,7 +34,10 @@ pub fn run(name: &str, round: u32, plan: &ReceiverPlan, log: &mut Log) -> i32 {
     let options = ReceiverOptions { start: plan.start, lossy: plan.lossy, ..ReceiverOptions::default() };
     let mut rx = match chan.receiver_with_options(options) {
         Ok(r) => r,
-        Err(ChannelError::KeeperGone | ChannelError::Destroyed(_)) => return keeper_gone(log),
+        // Each endpoint connects anew: the name may be gone since the open.
+        Err(ChannelError::KeeperGone | ChannelError::NotFound(_) | ChannelError::Destroyed(_)) => {
+            return keeper_gone(log)
+        }
         Err(e) => return fail(log, format!("receiver: attach: {e}")),
     };
     log.put(Event::Attached { role: 1, index: rx.index() as u32, start: rx.next_sequence() });
