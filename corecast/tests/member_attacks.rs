@@ -757,6 +757,18 @@ fn disguised_names_and_unsafe_directories_are_refused() {
     std::fs::remove_dir_all(&base).unwrap();
 }
 
+/// The rewind after the fact: `next` stored back to `seq`, which this
+/// process's sender region (at `region`, of `slots` slots) won, and the
+/// claim word and slot that prove it taken wiped.
+fn rewind_and_wipe(next: &AtomicU64, region: usize, slots: u64, seq: u64) {
+    next.store(seq, Ordering::SeqCst);
+    // SAFETY: the hostile sender writes its own writable mapping.
+    unsafe {
+        std::ptr::write_volatile((region + CLAIM) as *mut u64, 0);
+        std::ptr::write_volatile(slot_of(region, slots, seq) as *mut u64, 0);
+    }
+}
+
 /// A sender wins a number, a receiver takes its message, then the sender
 /// moves `next` back below it and wipes its own claim word and slot, so
 /// that nothing it owns proves the number taken. An honest sender offered
@@ -779,12 +791,7 @@ fn a_sender_rewinding_past_a_number_a_receiver_took_loses_no_honest_message() {
     let taken = next.load(Ordering::SeqCst) - 1;
     assert_eq!(early.try_recv(&mut buf).unwrap(), 7);
     assert_eq!(&buf[..7], b"hostile");
-    next.store(taken, Ordering::SeqCst);
-    // SAFETY: the hostile sender writes its own writable mapping.
-    unsafe {
-        std::ptr::write_volatile((region + CLAIM) as *mut u64, 0);
-        std::ptr::write_volatile(slot_of(region, 8, taken) as *mut u64, 0);
-    }
+    rewind_and_wipe(next, region, 8, taken);
     honest.send_timeout(b"honest", GUARD).unwrap();
     for (rx, who) in [(&mut early, "early"), (&mut late, "late")] {
         let n = rx.recv_timeout(&mut buf, GUARD).unwrap_or_else(|e| panic!("the {who} receiver: {e}"));
@@ -810,12 +817,7 @@ fn a_sender_leaving_a_rewound_sequencer_loses_no_message_of_the_next_sender() {
     hostile.send(b"hostile").unwrap();
     let held = rx.try_recv_in_place().unwrap();
     assert_eq!(&held[..], b"hostile");
-    next.store(0, Ordering::SeqCst);
-    // SAFETY: the hostile sender writes its own writable mapping.
-    unsafe {
-        std::ptr::write_volatile((region + CLAIM) as *mut u64, 0);
-        std::ptr::write_volatile(slot_of(region, 8, 0) as *mut u64, 0);
-    }
+    rewind_and_wipe(next, region, 8, 0);
     drop(hostile);
     let mut honest = chan.sender().unwrap();
     honest.send_timeout(b"first", GUARD).unwrap();
