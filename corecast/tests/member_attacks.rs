@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{become_nobody, fork, memory_map, needs_root, new_mapping, payload, unique, wait_until, GUARD};
-use corecast::{Channel, ChannelConfig, ChannelError, Delivery, OpenOptions, RecvError, SendError};
+use corecast::{Channel, ChannelConfig, ChannelError, Delivery, OpenOptions, ReceiverOptions, RecvError, SendError};
 
 fn cfg(slots: u32, senders: u32, mode: u32, delivery: Delivery) -> ChannelConfig {
     ChannelConfig {
@@ -807,24 +807,34 @@ fn a_sender_rewinding_past_a_number_a_receiver_took_loses_no_honest_message() {
 /// new sender joins.
 #[test]
 fn a_sender_leaving_a_rewound_sequencer_loses_no_message_of_the_next_sender() {
-    let name = unique("rewind-leave");
-    let config = ChannelConfig { deadline: None, ..cfg(8, 1, 0o600, Delivery::Direct) };
-    let chan = Channel::create(&name, &config).unwrap();
-    let mut rx = chan.receiver().unwrap();
-    let before = memory_map();
-    let mut hostile = chan.sender().unwrap();
-    let (next, region) = hostile_mappings(&before);
-    hostile.send(b"hostile").unwrap();
-    let held = rx.try_recv_in_place().unwrap();
-    assert_eq!(&held[..], b"hostile");
-    rewind_and_wipe(next, region, 8, 0);
-    drop(hostile);
-    let mut honest = chan.sender().unwrap();
-    honest.send_timeout(b"first", GUARD).unwrap();
-    drop(held);
-    let mut buf = [0u8; 64];
-    let n = rx.recv_timeout(&mut buf, GUARD).unwrap();
-    assert_eq!(&buf[..n], b"first");
+    // A lossy receiver too: no sender waits for it, yet none may reuse a
+    // number it passed without telling it.
+    for lossy in [false, true] {
+        let name = unique(&format!("rewind-leave-{lossy}"));
+        let config = ChannelConfig { deadline: None, ..cfg(8, 1, 0o600, Delivery::Direct) };
+        let chan = Channel::create(&name, &config).unwrap();
+        let mut rx = chan.receiver_with_options(ReceiverOptions { lossy, ..ReceiverOptions::default() }).unwrap();
+        let before = memory_map();
+        let mut hostile = chan.sender().unwrap();
+        let (next, region) = hostile_mappings(&before);
+        hostile.send(b"hostile").unwrap();
+        let held = rx.try_recv_in_place().unwrap();
+        assert_eq!(&held[..], b"hostile");
+        rewind_and_wipe(next, region, 8, 0);
+        drop(hostile);
+        let mut honest = chan.sender().unwrap();
+        honest.send_timeout(b"first", GUARD).unwrap();
+        drop(held);
+        let mut buf = [0u8; 64];
+        let n = match rx.recv_timeout(&mut buf, GUARD) {
+            // The message it held was wiped under it: a lossy receiver is
+            // told its read was not intact.
+            Err(RecvError::Overrun { lost: 1, .. }) if lossy => rx.recv_timeout(&mut buf, GUARD),
+            other => other,
+        }
+        .unwrap();
+        assert_eq!(&buf[..n], b"first", "lossy: {lossy}");
+    }
 }
 
 /// A receiver's own region, writable (its cursor line is on the second
