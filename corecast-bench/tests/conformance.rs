@@ -69,6 +69,7 @@ conformance_tests! {
     limit => "limit",
     limit_futex => "limit-futex",
     limit_adaptive => "limit-adaptive",
+    limit_ordered => "limit-ordered",
     corecast_copying => "corecast+copy",
     #[cfg(feature = "zenoh")]
     zenoh => "zenoh",

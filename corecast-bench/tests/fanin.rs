@@ -30,8 +30,9 @@ fn every_receiver_gets_every_senders_messages_checked_and_the_records_read_back(
     let dir = std::env::temp_dir().join(format!("corecast-fanin-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let prov = Provenance::collect(vec!["test".into()]);
-    // One channel for both senders, one queue per receiver, a pipe per sender.
-    for (name, shared) in [("corecast", 2), ("posix-mq", 2), ("pipe", 1)] {
+    // One channel for both senders, one ring in one order, one queue per
+    // receiver, a pipe per sender.
+    for (name, shared) in [("corecast", 2), ("limit-ordered", 2), ("posix-mq", 2), ("pipe", 1)] {
         let m = mechanisms::by_name(name).unwrap();
         let p = tiny();
         let r = fanin::run(&*m, &p, &RunOptions::default()).unwrap_or_else(|e| panic!("{name}: {e}"));

@@ -1,7 +1,8 @@
-//! `limit`, `limit-futex` and `limit-adaptive`: the ceiling, not a product. The simplest
-//! broadcast ring that is correct when every peer behaves: what the
-//! hardware allows a one-to-many channel on this machine, so every other
-//! mechanism's figure can be read as a fraction of it.
+//! `limit`, `limit-futex`, `limit-adaptive` and `limit-ordered`: the
+//! ceiling, not a product. The simplest broadcast ring that is correct
+//! when every peer behaves: what the hardware allows a one-to-many channel
+//! on this machine, so every other mechanism's figure can be read as a
+//! fraction of it.
 //!
 //! One read-write `MAP_SHARED | MAP_ANONYMOUS` mapping made before the fork
 //! holds one ring per group (its sender and members) and one per
@@ -29,12 +30,24 @@
 //! `FUTEX_WAIT` on its own doorbell; a sender publishes, fences and rings
 //! the members' doorbells only when `sleepers` is not zero. A sender
 //! waiting for room does the same with `writer_waiting` and `freed`.
+//!
+//! `limit-ordered` is `limit-adaptive` where several senders reach the same
+//! receivers (fan-in's groups that share a channel, every link into one
+//! process): it gives them one ring, as corecast does, and so one total
+//! order of their messages. A sender takes its number with a `fetch_add`
+//! on the ring's `tail` line, waits for room for it, writes the slot and
+//! its own id beside the length, then stores the stamp. It is what a total
+//! order costs on this machine without any robustness: the ceiling for a
+//! channel with several senders, beside `limit-adaptive`'s ring per sender,
+//! which orders nothing across senders.
 
 use std::sync::atomic::{fence, AtomicU32, Ordering};
 
 use super::ring_size;
 use super::shared_memory::{futex_wait, futex_wake_all, line_round, Backoff, SharedMapping, CACHE_LINE};
-use crate::transport::{Endpoint, Mechanism, PeerId, Prepared, Reader, Received, Topology, TransportError, Writer};
+use crate::transport::{
+    Endpoint, FanIn, Mechanism, PeerId, Prepared, Reader, Received, Topology, TransportError, Writer,
+};
 
 /// Largest message.
 const MAX_MESSAGE: usize = 64 << 20;
@@ -106,21 +119,27 @@ impl Waiter {
 /// The ceiling ring with one way of waiting.
 pub struct Limit {
     wait: Waiting,
+    /// One ring, in one order, for the senders that reach the same receivers.
+    ordered: bool,
 }
 
 impl Limit {
     /// Polling waits: `limit`.
-    pub const SPIN: Limit = Limit { wait: Waiting::Poll };
+    pub const SPIN: Limit = Limit { wait: Waiting::Poll, ordered: false };
     /// Futex sleeps: `limit-futex`.
-    pub const FUTEX: Limit = Limit { wait: Waiting::Futex };
+    pub const FUTEX: Limit = Limit { wait: Waiting::Futex, ordered: false };
     /// corecast's default waiting: `limit-adaptive`.
-    pub const ADAPTIVE: Limit = Limit { wait: Waiting::Adaptive };
+    pub const ADAPTIVE: Limit = Limit { wait: Waiting::Adaptive, ordered: false };
+    /// corecast's default waiting and its total order of several senders:
+    /// `limit-ordered`.
+    pub const ORDERED: Limit = Limit { wait: Waiting::Adaptive, ordered: true };
 
     fn label(&self) -> &'static str {
-        match self.wait {
-            Waiting::Poll => "limit",
-            Waiting::Futex => "limit-futex",
-            Waiting::Adaptive => "limit-adaptive",
+        match (self.wait, self.ordered) {
+            (_, true) => "limit-ordered",
+            (Waiting::Poll, false) => "limit",
+            (Waiting::Futex, false) => "limit-futex",
+            (Waiting::Adaptive, false) => "limit-adaptive",
         }
     }
 }
@@ -131,6 +150,10 @@ impl Mechanism for Limit {
     }
 
     fn describe(&self) -> &'static str {
+        if self.ordered {
+            return "CEILING, not a product: limit-adaptive with one ring per receiving set, senders claiming \
+                    numbers by fetch_add (one total order, as corecast's), no robustness";
+        }
         match self.wait {
             Waiting::Poll => {
                 "CEILING, not a product: bare broadcast ring (stamp per slot, cursor per receiver), polling waits, \
@@ -159,27 +182,79 @@ impl Mechanism for Limit {
         true
     }
 
+    fn fan_in(&self) -> FanIn {
+        if self.ordered {
+            FanIn::OneChannel
+        } else {
+            FanIn::ChannelPerSender
+        }
+    }
+
     fn prepare(&self, topology: &Topology) -> Result<Box<dyn Prepared>, TransportError> {
         topology.validate()?;
         let max = topology.max_message_bytes;
         if max > MAX_MESSAGE {
             return Err(TransportError::TooLarge { mechanism: self.label(), bytes: max, max_bytes: MAX_MESSAGE });
         }
-        let mut rings: Vec<(PeerId, Vec<PeerId>)> =
-            topology.groups.iter().map(|g| (g.from, g.members.clone())).collect();
-        rings.extend(topology.links.iter().map(|&(from, to)| (from, vec![to])));
         let doorbells = topology.processes * CACHE_LINE;
         let mut at = doorbells;
-        let mut layouts = Vec::with_capacity(rings.len());
-        for (from, members) in rings {
-            let ring = RingLayout::new(at, members.len(), max);
-            at += ring.bytes();
-            layouts.push((from, members, ring));
+        let mut rings = plan_rings(topology, self.ordered);
+        for plan in &mut rings {
+            plan.layout = RingLayout::new(at, plan.members.len(), max);
+            at += plan.layout.bytes();
         }
         let map = SharedMapping::new(self.label(), at)?;
-        let groups = topology.groups.len();
-        Ok(Box::new(LimitPrepared { name: self.label(), wait: self.wait, max, groups, rings: layouts, map: Some(map) }))
+        let processes = topology.processes;
+        Ok(Box::new(LimitPrepared { name: self.label(), wait: self.wait, max, processes, rings, map: Some(map) }))
     }
+}
+
+/// One ring: who sends on it (each with what it sends to), who reads it.
+struct RingPlan {
+    senders: Vec<(PeerId, Target)>,
+    members: Vec<PeerId>,
+    layout: RingLayout,
+}
+
+/// A ring per group and per link; `ordered`: a group that names another's
+/// channel sends on that group's ring, and the links into one process
+/// share one ring.
+fn plan_rings(t: &Topology, ordered: bool) -> Vec<RingPlan> {
+    let ring = |senders: Vec<(PeerId, Target)>, members: Vec<PeerId>| RingPlan {
+        senders,
+        members,
+        layout: RingLayout::new(0, 0, 0),
+    };
+    let mut rings: Vec<RingPlan> = Vec::new();
+    let mut ring_of_group: Vec<usize> = Vec::with_capacity(t.groups.len());
+    for (i, g) in t.groups.iter().enumerate() {
+        // `validate` saw that a named group is an earlier one.
+        match g.channel_of.filter(|_| ordered).and_then(|k| ring_of_group.get(k).copied()) {
+            Some(r) => {
+                rings[r].senders.push((g.from, Target::Group(i)));
+                ring_of_group.push(r);
+            }
+            None => {
+                ring_of_group.push(rings.len());
+                rings.push(ring(vec![(g.from, Target::Group(i))], g.members.clone()));
+            }
+        }
+    }
+    let mut links = t.links.clone();
+    links.sort_unstable_by_key(|&(from, to)| (to, from));
+    links.dedup();
+    if ordered {
+        for to in 0..t.processes {
+            let senders: Vec<_> =
+                links.iter().filter(|l| l.1 == to).map(|&(from, _)| (from, Target::Peer(to))).collect();
+            if !senders.is_empty() {
+                rings.push(ring(senders, vec![to]));
+            }
+        }
+    } else {
+        rings.extend(links.iter().map(|&(from, to)| ring(vec![(from, Target::Peer(to))], vec![to])));
+    }
+    rings
 }
 
 /// Where one ring lies in the mapping.
@@ -187,12 +262,17 @@ impl Mechanism for Limit {
 struct RingLayout {
     /// Line: `sleepers: u32` (receivers that may be asleep).
     sleepers: usize,
-    /// Line: `writer_waiting: u32`, then `freed: u32` (the sender's futex).
+    /// Line: `writer_waiting: u32` (senders that may be asleep), then
+    /// `freed: u32` (their futex).
     writer_waiting: usize,
+    /// Line: `tail: u64`, the next number to claim (a ring with several
+    /// senders).
+    tail: usize,
     /// One line per receiver: `cursor: u64`.
     cursors: usize,
     receivers: usize,
-    /// The slots: a stamp line (`stamp: u64`, `len: u64`), then the payload.
+    /// The slots: a stamp line (`stamp: u64`, `len: u64`, `from: u64` on a
+    /// ring with several senders), then the payload.
     slots: usize,
     slot_count: usize,
     slot_stride: usize,
@@ -201,10 +281,11 @@ struct RingLayout {
 impl RingLayout {
     fn new(base: usize, receivers: usize, max: usize) -> RingLayout {
         let slot_stride = CACHE_LINE + line_round(max.max(1));
-        let cursors = base + 2 * CACHE_LINE;
+        let cursors = base + 3 * CACHE_LINE;
         RingLayout {
             sleepers: base,
             writer_waiting: base + CACHE_LINE,
+            tail: base + 2 * CACHE_LINE,
             cursors,
             receivers,
             slots: cursors + receivers * CACHE_LINE,
@@ -238,27 +319,24 @@ struct LimitPrepared {
     name: &'static str,
     wait: Waiting,
     max: usize,
-    /// How many of `rings` are groups.
-    groups: usize,
-    /// (sender, members, layout) per ring: groups first, then links.
-    rings: Vec<(PeerId, Vec<PeerId>, RingLayout)>,
+    processes: usize,
+    rings: Vec<RingPlan>,
     map: Option<SharedMapping>,
 }
 
 impl Prepared for LimitPrepared {
     fn endpoint(&mut self, me: PeerId) -> Result<Box<dyn Endpoint>, TransportError> {
         let map = self.map.take().ok_or_else(|| TransportError::Topology("endpoint called twice".into()))?;
-        let groups = self.groups;
         let mut out = Vec::new();
         let mut inbound = Vec::new();
-        for (i, (from, members, ring)) in self.rings.iter().enumerate() {
-            if *from == me {
-                let target = if i < groups { Target::Group(i) } else { Target::Peer(members[0]) };
+        for RingPlan { senders, members, layout: ring } in &self.rings {
+            let shared = senders.len() > 1;
+            for &(_, target) in senders.iter().filter(|s| s.0 == me) {
                 let doorbells = members.iter().map(|&m| m * CACHE_LINE).collect();
-                out.push(Out { target, ring: *ring, doorbells, head: 0, min_cursor: 0 });
+                out.push(Out { target, ring: *ring, shared, doorbells, head: 0, min_cursor: 0 });
             }
             if let Some(k) = members.iter().position(|&m| m == me) {
-                inbound.push(In { from: *from, ring: *ring, cursor: k, next: 0 });
+                inbound.push(In { from: senders[0].0, shared, ring: *ring, cursor: k, next: 0 });
             }
         }
         Ok(Box::new(LimitEndpoint {
@@ -267,6 +345,7 @@ impl Prepared for LimitPrepared {
             crowding: corecast::Crowding::default(),
             me,
             max: self.max,
+            processes: self.processes,
             doorbell: me * CACHE_LINE,
             map,
             out,
@@ -286,9 +365,11 @@ enum Target {
 struct Out {
     target: Target,
     ring: RingLayout,
+    /// Whether other senders claim numbers on it too (from `tail`).
+    shared: bool,
     /// The members' doorbell words, for the variants that sleep.
     doorbells: Vec<usize>,
-    /// Messages sent.
+    /// Messages sent (a ring of its own).
     head: u64,
     /// The smallest cursor last seen.
     min_cursor: u64,
@@ -296,7 +377,9 @@ struct Out {
 
 /// A ring this process receives on.
 struct In {
+    /// Its sender, when it has one (else each slot says).
     from: PeerId,
+    shared: bool,
     ring: RingLayout,
     /// Which cursor is ours.
     cursor: usize,
@@ -311,6 +394,7 @@ struct LimitEndpoint {
     crowding: corecast::Crowding,
     me: PeerId,
     max: usize,
+    processes: usize,
     /// Our doorbell word (variants that sleep).
     doorbell: usize,
     map: SharedMapping,
@@ -334,7 +418,13 @@ impl LimitEndpoint {
             .position(|o| o.target == target)
             .ok_or_else(|| TransportError::Topology(format!("process {} does not send there", self.me)))?;
         let ring = self.out[k].ring;
-        let head = self.out[k].head;
+        // Relaxed: the claims of `tail` are one total order of their own;
+        // the slot is published by the stamp's Release below.
+        let head = if self.out[k].shared {
+            self.map.u64_at(ring.tail).fetch_add(1, Ordering::Relaxed)
+        } else {
+            self.out[k].head
+        };
         let full_at = |min: u64| head >= min + ring.slot_count as u64;
         if full_at(self.out[k].min_cursor) {
             self.out[k].min_cursor = self.wait_room(&ring, head)?;
@@ -342,7 +432,10 @@ impl LimitEndpoint {
         let map = &self.map;
         map.write_in_place(ring.data(head), len, |buf| write(buf)).expect("slot inside the mapping");
         map.u64_at(ring.stamp(head) + 8).store(len as u64, Ordering::Relaxed);
-        // Release publishes the payload and length; pairs with the
+        if self.out[k].shared {
+            map.u64_at(ring.stamp(head) + 16).store(self.me as u64, Ordering::Relaxed);
+        }
+        // Release publishes the payload, length and sender; pairs with the
         // receiver's Acquire load of the stamp in `try_take`.
         map.u64_at(ring.stamp(head)).store(head + 1, Ordering::Release);
         self.out[k].head = head + 1;
@@ -381,20 +474,21 @@ impl LimitEndpoint {
                 continue;
             }
             let (flag, freed) = (self.word(ring.writer_waiting), self.word(ring.freed()));
-            flag.store(1, Ordering::Relaxed);
+            // A count: several senders of one ring may sleep at once.
+            flag.fetch_add(1, Ordering::Relaxed);
             // Pairs with the receiver's fence after it moves its cursor.
             fence(Ordering::SeqCst);
             let seen = freed.load(Ordering::Relaxed);
             if head >= self.min_cursor(ring) + ring.slot_count as u64 {
                 futex_wait(freed, seen);
             }
-            flag.store(0, Ordering::Relaxed);
+            flag.fetch_sub(1, Ordering::Relaxed);
         }
     }
 
     /// Hands the next message of inbound ring `i` to `read` if it is there.
     fn try_take(&mut self, i: usize, read: &mut Reader<'_>) -> Result<bool, TransportError> {
-        let In { from, ring, cursor, next } = self.inbound[i];
+        let In { from, shared, ring, cursor, next } = self.inbound[i];
         let map = &self.map;
         // Acquire pairs with the sender's Release store of the stamp.
         if map.u64_at(ring.stamp(next)).load(Ordering::Acquire) != next + 1 {
@@ -405,6 +499,13 @@ impl LimitEndpoint {
             return Err(TransportError::Protocol {
                 mechanism: self.name,
                 detail: format!("a {len}-byte message, above the limit of {}", self.max),
+            });
+        }
+        let from = if shared { map.u64_at(ring.stamp(next) + 16).load(Ordering::Relaxed) as usize } else { from };
+        if from >= self.processes {
+            return Err(TransportError::Protocol {
+                mechanism: self.name,
+                detail: format!("a message from process {from}"),
             });
         }
         read(from, map.bytes(ring.data(next), len).expect("slot inside the mapping"));
@@ -502,5 +603,20 @@ mod tests {
         let b = RingLayout::new(128 + a.bytes(), 1, 100);
         assert_eq!(a.stamp(a.slot_count as u64 - 1) + a.slot_stride, b.sleepers);
         assert_eq!(a.stamp(a.slot_count as u64), a.stamp(0));
+    }
+
+    #[test]
+    fn ordered_rings_carry_every_sender_that_reaches_the_same_receivers() {
+        // Three senders into receivers 3 and 4, each receiver linking back to each sender.
+        let t = Topology::fan_in(3, 2, 64);
+        let shape = |rings: Vec<RingPlan>| -> Vec<(Vec<PeerId>, Vec<PeerId>)> {
+            rings.into_iter().map(|r| (r.senders.iter().map(|s| s.0).collect(), r.members)).collect()
+        };
+        let ordered = shape(plan_rings(&t, true));
+        assert_eq!(ordered[0], (vec![0, 1, 2], vec![3, 4]), "one ring for the three groups");
+        assert_eq!(&ordered[1..], [(vec![3, 4], vec![0]), (vec![3, 4], vec![1]), (vec![3, 4], vec![2])]);
+        let apart = shape(plan_rings(&t, false));
+        assert_eq!(apart.len(), 3 + 6, "a ring per group and per link");
+        assert!(apart.iter().all(|(senders, _)| senders.len() == 1));
     }
 }

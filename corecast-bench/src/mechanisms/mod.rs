@@ -115,6 +115,7 @@ pub fn all_with(options: &Options) -> Vec<Box<dyn crate::transport::Mechanism>> 
         Box::new(limit::Limit::SPIN),
         Box::new(limit::Limit::FUTEX),
         Box::new(limit::Limit::ADAPTIVE),
+        Box::new(limit::Limit::ORDERED),
         #[cfg(feature = "zenoh")]
         Box::new(zenoh_pubsub::Zenoh::EXPRESS),
         #[cfg(feature = "zenoh")]

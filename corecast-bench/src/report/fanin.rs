@@ -3,8 +3,9 @@
 //! with a row per mechanism and a column per sender count S, beside how the
 //! mechanism carried several senders (`shared`: one channel, or one queue
 //! per receiver, for all S; `S×1`: a channel per sender); then each
-//! mechanism as a fraction of the ceiling `limit-adaptive`, and the
-//! senders' CPU per message against S. A mechanism skipped at every point
+//! mechanism as a fraction of the ceiling `limit-adaptive` (and, when the
+//! run has it, of `limit-ordered`, the ceiling with one total order), and
+//! the senders' CPU per message against S. A mechanism skipped at every point
 //! is left out of the tables and named once below them, with the reason.
 
 use std::collections::BTreeMap;
@@ -16,6 +17,8 @@ use crate::workloads::format_size;
 
 /// The ceiling the fractions are taken of.
 const CEILING: &str = "limit-adaptive";
+/// The ceiling of a channel whose senders are totally ordered, as corecast's.
+const ORDERED_CEILING: &str = "limit-ordered";
 
 /// One table's receiver count and size.
 type Block = (usize, usize);
@@ -59,7 +62,12 @@ pub fn render(outcomes: &[Outcome]) -> String {
     for &block in &blocks {
         let t = Table { rows: &rows, block, senders: &senders, cells: &cells };
         t.rates(&mut out, &mut notes);
-        t.fractions(&mut out);
+        t.fractions(&mut out, CEILING, "a bare ring per sender, corecast's waits, no robustness");
+        t.fractions(
+            &mut out,
+            ORDERED_CEILING,
+            "one bare ring for all S, one total order, corecast's waits, no robustness",
+        );
         t.sender_cpu(&mut out);
     }
     for (i, n) in notes.iter().enumerate() {
@@ -140,23 +148,21 @@ impl Table<'_> {
         grid(out, self.rows, &self.headers(Some("channel")), &body);
     }
 
-    fn fractions(&self, out: &mut String) {
-        if !self.senders.iter().any(|&s| self.rate(CEILING, s).is_some()) {
+    /// Every other row as a fraction of `ceiling` (which is `what`), if
+    /// the run has it.
+    fn fractions(&self, out: &mut String, ceiling: &str, what: &str) {
+        if !self.senders.iter().any(|&s| self.rate(ceiling, s).is_some()) {
             return;
         }
-        let others: Vec<String> = self.rows.iter().filter(|r| *r != CEILING).cloned().collect();
+        let others: Vec<String> = self.rows.iter().filter(|r| *r != ceiling).cloned().collect();
         let body: Vec<Vec<String>> = others
             .iter()
             .map(|m| {
-                let ratio = |s: usize| Some(self.rate(m, s)? / self.rate(CEILING, s)?);
+                let ratio = |s: usize| Some(self.rate(m, s)? / self.rate(ceiling, s)?);
                 self.senders.iter().map(|&s| ratio(s).map_or("-".to_string(), |x| format!("{}x", sig3(x)))).collect()
             })
             .collect();
-        let _ = writeln!(
-            out,
-            "each as a fraction of the ceiling `{CEILING}` (a bare ring per sender, corecast's waits, no robustness; \
-             1 = as fast)"
-        );
+        let _ = writeln!(out, "each as a fraction of the ceiling `{ceiling}` ({what}; 1 = as fast)");
         grid(out, &others, &self.headers(None), &body);
     }
 
@@ -219,5 +225,21 @@ mod tests {
         assert!(t.lines().any(|l| l.starts_with("pipe") && l.contains("40.0")), "{t}");
         assert_eq!(t.matches("mpi: unavailable here").count(), 1, "{t}");
         assert!(!t.lines().any(|l| l.starts_with("mpi ")), "{t}");
+        assert!(!t.contains(ORDERED_CEILING), "no fractions of a ceiling the run lacks: {t}");
+    }
+
+    #[test]
+    fn the_ordered_ceiling_gets_its_own_fractions() {
+        let t = render(&[
+            point("corecast", 2, 3e6, true),
+            point(CEILING, 2, 8e6, false),
+            point(ORDERED_CEILING, 2, 6e6, true),
+        ]);
+        let after = |head: &str| t.split(head).nth(1).unwrap_or_else(|| panic!("no `{head}` table: {t}"));
+        let ordered = after("fraction of the ceiling `limit-ordered`");
+        let corecast = ordered.lines().find(|l| l.starts_with("corecast")).unwrap();
+        assert!(corecast.contains("0.50x"), "{t}");
+        let adaptive = after("fraction of the ceiling `limit-adaptive`");
+        assert!(adaptive.lines().any(|l| l.starts_with("limit-ordered") && l.contains("0.75x")), "{t}");
     }
 }
