@@ -178,9 +178,35 @@ impl std::fmt::Display for BadSlot {
 /// overtaken (only an evicted receiver can be) and copies while the sender
 /// rewrites the slot then sees the stamp change in [`still_published`].
 /// The Release fence keeps the payload writes after this store.
-pub(crate) fn begin_write(slot: &SlotHeader, seq: u64) {
-    slot.stamp.store(stamp(seq, KIND_WRITING), Ordering::Relaxed);
+///
+/// Returns `false`, marking nothing, when the slot shows `seq` settled
+/// already: the keeper voided the claim (held past the deadline) before
+/// this sender got here, and a mark over that void would let the late
+/// publish ([`publish_unless_voided`]) through. A compare-exchange, so the
+/// mark and the keeper's void ([`void_unpublished`]) are ordered on the
+/// stamp: one of the two is first, and the other sees it.
+#[must_use]
+pub(crate) fn begin_write(slot: &SlotHeader, seq: u64) -> bool {
+    let mut st = slot.stamp.load(Ordering::Relaxed);
+    loop {
+        if settled(st, seq) {
+            return false;
+        }
+        match slot.stamp.compare_exchange_weak(st, stamp(seq, KIND_WRITING), Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => break,
+            Err(now) => st = now,
+        }
+    }
     crate::sync::fence(Ordering::Release);
+    true
+}
+
+/// Whether stamp `st` shows number `seq` settled (published, a gap or
+/// void) or a later number: what neither a publish nor a void of `seq`
+/// may overwrite.
+#[inline(always)]
+fn settled(st: u64, seq: u64) -> bool {
+    st >> 2 > seq + 1 || (st >> 2 == seq + 1 && st & 3 != KIND_WRITING)
 }
 
 /// Marks `slot`, which published number `seq`, as being rewritten, before
@@ -232,9 +258,9 @@ pub(crate) fn read_intact(slot: &SlotHeader, seq: u64, frame: Frame, overtaken_e
 
 /// Publishes number `seq` in `slot`, its payload in `frame`. The payload
 /// must be written before; `Release` orders it before the stamp (pairs
-/// with [`probe`]'s `Acquire`). A sender publishes only after
-/// [`commit_claim`] succeeded (or, the only sender of its channel, after
-/// [`commit_exclusive`]).
+/// with [`probe`]'s `Acquire`). Only for the only sender of its channel,
+/// after [`commit_exclusive`]: anywhere else the keeper may void the
+/// number under the publish ([`publish_unless_voided`]).
 #[inline]
 pub(crate) fn publish(slot: &SlotHeader, seq: u64, frame: Frame, kind: u64) {
     slot.len.store(frame.len, Ordering::Relaxed);
@@ -243,24 +269,27 @@ pub(crate) fn publish(slot: &SlotHeader, seq: u64, frame: Frame, kind: u64) {
 }
 
 /// [`publish`] for a sender of a channel with several sender slots,
-/// whose committed claim the keeper may still void past the deadline
-/// (`keeper::audit`): publishes only over an older stamp, never over the
-/// keeper's void of `seq` (nor anything later). Returns whether it
-/// published. The compare-exchange (Release) pairs with [`probe`]'s
-/// Acquire, and with [`void_unpublished`]'s: exactly one of the two wins.
+/// whose claim the keeper may void past the deadline (`keeper::audit`):
+/// publishes only over an older stamp (or its own mark,
+/// [`begin_write`]), never over the keeper's void of `seq` (nor anything
+/// later). Returns whether it published. This compare-exchange is the
+/// whole handshake with the keeper's void: the two are ordered on the
+/// stamp, so exactly one of them wins, and a claim needs no commit of its
+/// own on the claim word (a locked write on a line every receiver of
+/// several senders reads per message). Release pairs with [`probe`]'s
+/// Acquire.
 #[inline]
 pub(crate) fn publish_unless_voided(slot: &SlotHeader, seq: u64, frame: Frame, kind: u64) -> bool {
     let mut st = slot.stamp.load(Ordering::Relaxed);
-    let settled = |st: u64| st >> 2 > seq + 1 || (st >> 2 == seq + 1 && st & 3 != KIND_WRITING);
     // The length of a slot already settled stays as it is (a void's does
     // not matter; anything else there is not this sender's to change).
-    if settled(st) {
+    if settled(st, seq) {
         return false;
     }
     slot.len.store(frame.len, Ordering::Relaxed);
     slot.at.store(frame.at, Ordering::Relaxed);
     loop {
-        if settled(st) {
+        if settled(st, seq) {
             return false;
         }
         match slot.stamp.compare_exchange_weak(st, stamp(seq, kind), Ordering::Release, Ordering::Relaxed) {
@@ -278,8 +307,7 @@ pub(crate) fn publish_unless_voided(slot: &SlotHeader, seq: u64, frame: Frame, k
 pub(crate) fn void_unpublished(slot: &SlotHeader, seq: u64) -> bool {
     loop {
         let st = slot.stamp.load(Ordering::Acquire);
-        let n = st >> 2;
-        if n > seq + 1 || (n == seq + 1 && st & 3 != KIND_WRITING) {
+        if settled(st, seq) {
             return false;
         }
         // Release pairs with the receivers' Acquire loads of the stamp: a void is seen whole.
@@ -366,8 +394,9 @@ pub(crate) enum Claim {
 
 // A sender's claim word, in its own sealed region: `(S + 1) << 2 | state`
 // for the last number `S` it claimed (0: none yet). In flight: trying to
-// win `S`; won: `S` is its own, being written; done: committed (published
-// or void); revoked: the keeper took it back.
+// win `S`; won: `S` is its own (being written, or settled: its slot
+// says); done: an only sender's committed claim, or the keeper's void for
+// a newcomer; revoked: the keeper took it back.
 const CLAIM_DONE: u64 = 0;
 const CLAIM_IN_FLIGHT: u64 = 1;
 const CLAIM_REVOKED: u64 = 2;
@@ -377,11 +406,11 @@ fn claim_word(seq: u64, state: u64) -> u64 {
     ((seq + 1) << 2) | state
 }
 
-/// The number a claim word says is held and not committed yet (being won,
-/// or won and being written).
+/// The number a claim word says is being won (its compare-exchange on
+/// `next` not done yet).
 #[cfg(loom)]
-pub(crate) fn in_flight(word: u64) -> Option<u64> {
-    matches!(word & 3, CLAIM_IN_FLIGHT | CLAIM_WON).then(|| named(word)).flatten()
+pub(crate) fn being_won(word: u64) -> Option<u64> {
+    (word & 3 == CLAIM_IN_FLIGHT).then(|| named(word)).flatten()
 }
 
 /// The number a claim word names in any state: its sender's last claim.
@@ -404,20 +433,11 @@ pub(crate) fn taken_below(word: u64) -> u64 {
     (word >> 2).saturating_sub(u64::from(word & 3 == CLAIM_IN_FLIGHT))
 }
 
-/// The sender's commit of its claim of `seq`, before it publishes: fails
-/// if the keeper revoked the claim (held past the deadline), and then the
-/// sender must not publish. A compare-exchange on the sender's own line,
-/// which nobody polls, so it costs no cache-line transfer (on the slot's
-/// line, which receivers poll, it cost a fifth of the send path). SeqCst:
-/// it and [`revoke_claim`] are the two sides of one handshake.
-#[inline]
-pub(crate) fn commit_claim(claim: &AtomicU64, seq: u64) -> bool {
-    let (from, to) = (claim_word(seq, CLAIM_WON), claim_word(seq, CLAIM_DONE));
-    claim.compare_exchange(from, to, Ordering::SeqCst, Ordering::SeqCst).is_ok()
-}
-
-/// [`commit_claim`] for a channel's only sender ([`try_claim_exclusive`]),
-/// whose claims the keeper never revokes: a plain store. `Release` keeps it
+/// The commit of a claim by a channel's only sender
+/// ([`try_claim_exclusive`]), whose claims the keeper never revokes: a
+/// plain store. (A sender of several sender slots commits nothing here:
+/// its publish and the keeper's void settle the number on the stamp,
+/// [`publish_unless_voided`].) `Release` keeps it
 /// after the claim's earlier stores for the keeper, which reads claim words
 /// with SeqCst loads (`keeper::settle`).
 #[inline]
@@ -436,10 +456,12 @@ pub(crate) fn void_for_newcomer(claim: &AtomicU64, slot: &SlotHeader, seq: u64) 
     void_unpublished(slot, seq);
 }
 
-/// The keeper's revocation of a claim of `seq` not committed yet: once it
-/// succeeds, the sender's next step on the claim ([`try_claim`]'s mark as
-/// won, or [`commit_claim`]) fails and the number can be voided. SeqCst:
-/// the other side of [`commit_claim`]'s handshake.
+/// The keeper's revocation of a claim of `seq` still in flight or won,
+/// before it voids the number's slot: a sender stopped between storing its
+/// claim in flight and marking it won then finds it revoked and publishes
+/// nothing (a won claim's late publish fails on the void itself,
+/// [`publish_unless_voided`]). SeqCst: the other side of [`try_claim`]'s
+/// compare-exchange to won.
 pub(crate) fn revoke_claim(claim: &AtomicU64, seq: u64) -> bool {
     let to = claim_word(seq, CLAIM_REVOKED);
     [CLAIM_IN_FLIGHT, CLAIM_WON]
@@ -454,8 +476,8 @@ pub(crate) fn revoke_claim(claim: &AtomicU64, seq: u64) -> bool {
 /// dies or stalls between winning `S` and publishing it, the keeper can
 /// find `S` and void it (R4), and so that a number no sender claims is
 /// known to be a hole; it becomes `S` won right after the compare-exchange
-/// succeeds, and [`commit_claim`] turns it into `S` committed just before
-/// the publish. The word always names this sender's last claim,
+/// succeeds, and stays so (the publish settles `S` on its stamp,
+/// [`publish_unless_voided`]). The word always names this sender's last claim,
 /// which lets every other sender see that a number offered by a rewound
 /// `next` was taken.
 /// The SeqCst store and compare-exchange pair with the keeper's SeqCst
@@ -690,12 +712,11 @@ mod loom_model {
                 let room = |s: u64| s < self.cursor.next.load(Ordering::Acquire) + self.r;
                 if let Claim::Won(s) = try_claim(&self.next, &self.claims[me], room) {
                     let i = (s % self.r) as usize;
-                    begin_write(&self.regions[me].slots[i], s);
+                    assert!(begin_write(&self.regions[me].slots[i], s), "nobody voids in this model");
                     // Payload = the number, so a stale or torn read shows.
                     // SAFETY: loom checks this claim: holding `s` makes the slot ours.
                     self.regions[me].payload[i].with_mut(|p| unsafe { *p = s * 10 + me as u64 });
-                    assert!(commit_claim(&self.claims[me], s));
-                    publish(&self.regions[me].slots[i], s, EIGHT, KIND_PUBLISHED);
+                    assert!(publish_unless_voided(&self.regions[me].slots[i], s, EIGHT, KIND_PUBLISHED));
                     return s;
                 }
                 loom::thread::yield_now();
@@ -749,21 +770,24 @@ mod loom_model {
         assert_eq!(seen, if published { Probe::Ready(EIGHT) } else { Probe::Void });
     }
 
+    /// A won claim held past the deadline by a sender that marks its slot
+    /// as being written (after an eviction, `begin_write`), writes, then
+    /// publishes: the keeper revokes the claim and voids the number
+    /// meanwhile. The mark never reopens the void for the publish.
     #[test]
-    fn a_keepers_void_and_a_late_publish_never_both_win() {
+    fn a_keepers_void_and_a_late_marked_publish_never_both_win() {
         loom::model(|| {
-            let ring = Ring::new(1, 2);
+            let ring = Ring::new(2, 2);
             let Claim::Won(s) = try_claim(&ring.next, &ring.claims[0], |_| true) else { panic!("room") };
             let keeper = {
                 let ring = ring.clone();
                 loom::thread::spawn(move || {
-                    revoke_claim(&ring.claims[0], s) && void_unpublished(&ring.regions[0].slots[0], s)
+                    revoke_claim(&ring.claims[0], s);
+                    void_unpublished(&ring.regions[0].slots[0], s)
                 })
             };
-            let published = commit_claim(&ring.claims[0], s);
-            if published {
-                publish(&ring.regions[0].slots[0], s, EIGHT, KIND_PUBLISHED);
-            }
+            let slot = &ring.regions[0].slots[0];
+            let published = begin_write(slot, s) && publish_unless_voided(slot, s, EIGHT, KIND_PUBLISHED);
             exactly_one_of_publish_and_void(&ring, s, published, keeper.join().unwrap());
         });
     }
@@ -860,18 +884,20 @@ mod loom_model {
         });
     }
 
-    /// A committed claim held unpublished past the deadline: the keeper
-    /// voids its slot while the sender publishes. Exactly one wins, and
-    /// the slot shows what won (the publish never overwrites the void).
+    /// A won claim held unpublished past the deadline: the keeper revokes
+    /// it and voids its slot while the sender publishes. Exactly one wins,
+    /// and the slot shows what won (the publish never overwrites the void).
     #[test]
-    fn a_keepers_void_of_a_committed_claim_and_its_publish_never_both_win() {
+    fn a_keepers_void_of_a_won_claim_and_its_publish_never_both_win() {
         loom::model(|| {
             let ring = Ring::new(2, 2);
             let Claim::Won(s) = try_claim(&ring.next, &ring.claims[0], |_| true) else { panic!("room") };
-            assert!(commit_claim(&ring.claims[0], s));
             let keeper = {
                 let ring = ring.clone();
-                loom::thread::spawn(move || void_unpublished(&ring.regions[0].slots[0], s))
+                loom::thread::spawn(move || {
+                    revoke_claim(&ring.claims[0], s);
+                    void_unpublished(&ring.regions[0].slots[0], s)
+                })
             };
             let published = publish_unless_voided(&ring.regions[0].slots[0], s, EIGHT, KIND_PUBLISHED);
             exactly_one_of_publish_and_void(&ring, s, published, keeper.join().unwrap());
@@ -964,7 +990,7 @@ mod loom_model {
                 assert!(s < 2);
             }
             let words = [ring.claims[0].load(Ordering::SeqCst), ring.claims[1].load(Ordering::SeqCst)];
-            assert!(words.iter().all(|w| in_flight(*w).is_none()), "no claim left in flight");
+            assert!(words.iter().all(|w| being_won(*w).is_none()), "no claim left in flight");
             assert_eq!(words.iter().map(|w| taken_below(*w)).max(), Some(2));
         });
     }

@@ -146,12 +146,13 @@ fn forge_number_zero(claim: bool) -> Result<Vec<u8>, corecast::RecvError> {
     };
     let (real, off) = regions.iter().find_map(|r| find(r.0).map(|o| (r.0, o))).expect("the published stamp");
     let forger = regions.iter().map(|r| r.0).find(|&s| s != real).unwrap();
-    // The claim word: `(0 + 1) << 2 | done` on the header's fourth
-    // 128-byte line (layout::SenderHeader), as the honest sender left it.
+    // The claim word: `(0 + 1) << 2 | won` on the header's fourth
+    // 128-byte line (layout::SenderHeader), as the honest sender left it
+    // (its publish settled number 0 on the stamp).
     let claim_at = 3 * 128;
     // SAFETY: reads the honest region's claim word, inside its mapping.
     let honest_claim = unsafe { std::ptr::read_volatile((real + claim_at) as *const u64) };
-    assert_eq!(honest_claim, 4, "the honest sender's claim word names number 0, committed");
+    assert_eq!(honest_claim, 4 | 3, "the honest sender's claim word names number 0, won");
     // SAFETY: the forger writes its own writable mapping (legitimately mapped).
     unsafe {
         // The same frame (unit 0 of the area after the 8-slot table).

@@ -8,7 +8,7 @@
 //!   number again after the keeper voided it;
 //! - voids a number a live sender has held unsettled past the deadline (a
 //!   loan never committed, a sender stopped mid-send); the sender's late
-//!   commit or publish then fails (`ring::commit_claim`,
+//!   mark or publish then fails (`ring::begin_write`,
 //!   `ring::publish_unless_voided`);
 //! - puts `next` back when it moved below a number already claimed, or
 //!   beyond what any honest claim can reach (`ring::repair_target`), and
@@ -238,8 +238,9 @@ impl Keeper {
             }
             self.audit.claims[j] = None;
             let Some(r) = &self.senders[j] else { continue };
-            // Revoked first: the sender's commit then fails; a committed
-            // claim's publish fails on the void (ring::publish_unless_voided).
+            // Revoked first: a sender still winning it then fails; a won
+            // claim's mark or publish fails on the void (ring::begin_write,
+            // ring::publish_unless_voided).
             ring::revoke_claim(&r.region.header().claim.0, s);
             if ring::void_unpublished(r.region.slot(s), s) {
                 self.membership.sender(j).voided.fetch_add(1, Ordering::Relaxed);

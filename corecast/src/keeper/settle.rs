@@ -29,7 +29,7 @@ impl Keeper {
 
     /// Sender `j`'s claim word (0 without a region).
     pub(super) fn claim_word(&self, j: usize) -> u64 {
-        // SeqCst: pairs with the sender's SeqCst claim stores and its commit (ring::try_claim, ring::commit_claim).
+        // SeqCst: pairs with the sender's SeqCst claim stores (ring::try_claim).
         self.senders[j].as_ref().map_or(0, |s| s.region.header().claim.0.load(Ordering::SeqCst))
     }
 

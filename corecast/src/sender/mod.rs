@@ -390,8 +390,10 @@ impl Sender {
                     // Only an evicted receiver can be overtaken; until one has
                     // been, the extra store would cost a cache-line transfer per
                     // message for nothing (a spinning receiver polls this line).
-                    if self.link.membership.overtaken_ever() {
-                        ring::begin_write(self.region.slot(seq), seq);
+                    // The mark fails only over the keeper's void of `seq`
+                    // (held past the deadline before this sender got here).
+                    if self.link.membership.overtaken_ever() && !ring::begin_write(self.region.slot(seq), seq) {
+                        return Err(SendError::ClaimVoided { seq });
                     }
                     let frame = self.space.hold(seq, reserved, len);
                     // A number some receiver already passed carries nothing:
@@ -527,9 +529,9 @@ impl Sender {
             ring::publish(self.region.slot(seq), seq, frame, kind);
             true
         } else {
-            // The keeper voids a committed claim held unpublished past the
-            // deadline: the publish never overwrites that void.
-            ring::commit_claim(claim, seq) && ring::publish_unless_voided(self.region.slot(seq), seq, frame, kind)
+            // The keeper voids a claim held unpublished past the deadline:
+            // the publish never overwrites that void.
+            ring::publish_unless_voided(self.region.slot(seq), seq, frame, kind)
         };
         // Either a receiver arming to sleep sees this stamp, or the loads
         // below see it armed (notify's handshake). The StoreLoad barrier
