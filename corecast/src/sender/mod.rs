@@ -115,6 +115,7 @@ impl Sender {
             rewound: None,
             wake_values: Vec::with_capacity(g.max_receivers as usize),
             strikes: vec![None; g.max_receivers as usize],
+            liars: Vec::new(),
         };
         let index = reply.index as usize;
         // Acquire pairs with the keeper's state store after its epoch bump.
@@ -402,6 +403,9 @@ impl Sender {
                     if !g.exclusive_sender() && self.room.passed_already(&self.link, &g, seq) {
                         self.space.shrink_newest(seq, 0);
                         let _ = self.publish(seq, Frame { len: 0, ..frame }, ring::KIND_VOID);
+                        if !self.room.liars.is_empty() {
+                            self.room.evict_liars(&self.link);
+                        }
                         continue;
                     }
                     return Ok((seq, frame));

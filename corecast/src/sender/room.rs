@@ -68,6 +68,10 @@ pub(super) struct Room {
     /// number this sender won, and how far it said it went
     /// (`passed_already`).
     pub(super) strikes: Vec<Option<(u32, u64)>>,
+    /// Receivers found lying (`sanction_passers`), evicted once the number
+    /// they held back is voided (`evict_liars`), so no receiver waits at
+    /// it for the keeper's answer.
+    pub(super) liars: Vec<(usize, u32)>,
 }
 
 impl Room {
@@ -163,12 +167,12 @@ impl Room {
     /// member could evict it anyway). A receiver that honestly passed
     /// numbers twice rewound by a sender member is evicted too: told, never
     /// left short. (`seq` is voided either way: even the last lie costs
-    /// nobody a message.)
+    /// nobody a message.) The eviction itself waits for
+    /// [`Room::evict_liars`], after the void.
     #[cold]
     #[inline(never)]
     fn sanction_passers(&mut self, link: &Link, g: &Geometry, seq: u64) {
         let reach = self.raw_reach(&link.membership, g);
-        let mut liars = Vec::new();
         for (i, p) in self.receivers.mapped() {
             let by = ring::passed_by(&p.region.header().cursor.0);
             if by <= seq {
@@ -176,7 +180,7 @@ impl Room {
             }
             let again = matches!(self.strikes[i], Some((epoch, until)) if epoch == p.epoch && seq >= until);
             if again || reach.is_some_and(|r| by > r) {
-                liars.push((i, p.epoch));
+                self.liars.push((i, p.epoch));
                 continue;
             }
             let until = match self.strikes[i] {
@@ -185,7 +189,15 @@ impl Room {
             };
             self.strikes[i] = Some((p.epoch, until));
         }
-        for (i, epoch) in liars {
+    }
+
+    /// Asks the keeper to evict the receivers `sanction_passers` found
+    /// lying: a call that may wait for a stopped keeper, so made only once
+    /// the number they held back is voided.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn evict_liars(&mut self, link: &Link) {
+        for (i, epoch) in std::mem::take(&mut self.liars) {
             // Refused only on a non-equivocating channel's feed, whose one
             // receiver is the keeper's copier; ignored either way.
             let _ = link.call_arg(crate::proto::Op::Evict, i as u64 | u64::from(epoch) << 32);
