@@ -89,7 +89,13 @@ fn rewind_over_own(
         return Ok(());
     }
     let until = std::time::Instant::now() + pause;
-    while !receiver_cursors().iter().any(|&c| c > seq) && std::time::Instant::now() < until {
+    // The mappings are read once: the sender makes no call while this
+    // spins, so it keeps them mapped.
+    let cursors = receiver_cursors();
+    // SAFETY: each is an aligned u64 inside a mapping the sender holds
+    // until it refreshes its receivers (not while this runs).
+    let passed = || cursors.iter().any(|&at| unsafe { std::ptr::read_volatile(at as *const u64) } > seq);
+    while !passed() && std::time::Instant::now() < until {
         std::hint::spin_loop();
     }
     let taken =
@@ -101,18 +107,15 @@ fn rewind_over_own(
     Ok(())
 }
 
-/// Every receiver's cursor, read through this process's (read-only)
+/// Where every receiver's cursor lies in this process's (read-only)
 /// mappings of their regions (layout::ReceiverHeader: the cursor on the
 /// second 128-byte line).
-fn receiver_cursors() -> Vec<u64> {
+fn receiver_cursors() -> Vec<usize> {
     let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else { return Vec::new() };
     maps.lines()
         .filter(|l| l.contains("corecast-receiver") && l.split_whitespace().nth(1).is_some_and(|p| p.starts_with("r")))
         .filter_map(|l| usize::from_str_radix(l.split('-').next()?, 16).ok())
-        // SAFETY: the cursor is an aligned u64 inside the mapping, which
-        // the sender holds until it refreshes its receivers (not while
-        // this runs: it makes no call).
-        .map(|base| unsafe { std::ptr::read_volatile((base + 128) as *const u64) })
+        .map(|base| base + 128)
         .collect()
 }
 
