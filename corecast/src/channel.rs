@@ -279,12 +279,24 @@ impl Channel {
     /// Attaches a new sender that waits with `wait`.
     pub fn sender_with(&self, wait: WaitStrategy) -> Result<Sender, ChannelError> {
         let (name, options) = (&self.link.name, &self.link.options);
-        match self.feed {
+        match &self.feed {
             // It sends into the feed and holds a handle on this channel,
             // whose end (destroyed, keeper gone) it must see.
-            Some(_) => Sender::open_fed(Link::connect_feed(name, options)?, Link::connect(name, options)?, wait),
-            None => Sender::open(Link::connect(name, options)?, wait),
+            Some(feed) => Sender::open_fed(
+                same_instance(feed, Link::connect_feed(name, options)?)?,
+                self.this_instance(Link::connect(name, options)?)?,
+                wait,
+            ),
+            None => Sender::open(self.this_instance(Link::connect(name, options)?)?, wait),
         }
+    }
+
+    /// `link`, a new connection by this channel's name, if it reached this
+    /// channel: a name destroyed and created again since this handle was
+    /// opened names another channel, and an endpoint of this handle must
+    /// not attach to it.
+    fn this_instance(&self, link: Link) -> Result<Link, ChannelError> {
+        same_instance(&self.link, link)
     }
 
     /// Attaches a new receiver with the default wait strategy. It receives
@@ -319,7 +331,7 @@ impl Channel {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn receiver_with_options(&self, options: ReceiverOptions) -> Result<Receiver, ChannelError> {
-        Receiver::open(Link::connect(&self.link.name, &self.link.options)?, options)
+        Receiver::open(self.this_instance(Link::connect(&self.link.name, &self.link.options)?)?, options)
     }
 
     /// The channel's name.
@@ -569,4 +581,14 @@ pub fn list() -> Result<Vec<String>, ChannelError> {
         names_in_channel_dir()?.into_iter().filter(|n| Link::connect(n, &OpenOptions::default()).is_ok()).collect();
     names.sort();
     Ok(names)
+}
+
+/// `new`, a connection by the name `old` was made by, if it reached the
+/// same instance of the channel (`ChannelError::Destroyed` if not).
+fn same_instance(old: &Link, new: Link) -> Result<Link, ChannelError> {
+    if new.membership.instance() == old.membership.instance() {
+        Ok(new)
+    } else {
+        Err(ChannelError::Destroyed(old.name.clone()))
+    }
 }

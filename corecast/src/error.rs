@@ -23,8 +23,9 @@ pub enum ChannelError {
     /// The channel's file permissions do not allow this process to open it.
     PermissionDenied(String),
     /// The channel this call reached was destroyed (or its name taken by
-    /// a new channel) as it was being opened; opening the name again
-    /// reaches whatever channel holds it now.
+    /// a new channel) as it was being opened, or, for an endpoint of a
+    /// [`Channel`](crate::Channel) handle, since the handle was opened:
+    /// opening the name again reaches whatever channel holds it now.
     Destroyed(String),
     /// The channel already has its maximum number of senders or receivers.
     Full {
@@ -259,7 +260,7 @@ impl fmt::Display for ChannelError {
             Self::AlreadyExists(n) => write!(f, "channel {n:?} already exists"),
             Self::NotFound(n) => write!(f, "no channel named {n:?} is alive"),
             Self::PermissionDenied(n) => write!(f, "permission denied opening channel {n:?}"),
-            Self::Destroyed(n) => write!(f, "channel {n:?} was destroyed as it was being opened"),
+            Self::Destroyed(n) => write!(f, "channel {n:?} was destroyed (the name may now be another channel's)"),
             Self::Full { name, role, max } => {
                 write!(f, "channel {name:?} already has its maximum of {max} {role}s")
             }

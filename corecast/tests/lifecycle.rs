@@ -110,3 +110,23 @@ fn a_hello_that_reaches_a_destroyed_channel_is_told_destroyed() {
     // And nobody opening the name afterwards reaches that channel.
     assert!(matches!(Channel::open(&name), Err(ChannelError::NotFound(_))));
 }
+
+/// A handle's endpoints attach to the channel the handle opened: once it is
+/// destroyed and its name created again, they are refused (`Destroyed`),
+/// never attached to the new channel, whose own handle attaches them.
+#[test]
+fn endpoints_of_a_handle_never_attach_to_a_channel_created_again_under_its_name() {
+    let name = unique("recreated-under-a-handle");
+    let first = Channel::create(&name, &ChannelConfig::default()).unwrap();
+    let old = Channel::open(&name).unwrap();
+    first.destroy().unwrap();
+    let second = Channel::create(&name, &ChannelConfig::default()).unwrap();
+    assert_ne!(old.instance(), second.instance());
+    assert!(matches!(old.receiver(), Err(ChannelError::Destroyed(n)) if n == name));
+    assert!(matches!(old.sender(), Err(ChannelError::Destroyed(n)) if n == name));
+    let mut tx = second.sender().unwrap();
+    let mut rx = second.receiver().unwrap();
+    tx.send(b"to the new channel").unwrap();
+    assert_eq!(&rx.recv_in_place().unwrap()[..], b"to the new channel");
+    assert_eq!(second.status().unwrap().members.len(), 2, "the old handle attached nobody here");
+}
