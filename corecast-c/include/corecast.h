@@ -75,8 +75,9 @@ typedef enum {
   // The buffer is smaller than the message; nothing was consumed, and the
   // length out-parameter holds the size needed.
   CORECAST_BUFFER_TOO_SMALL = -18,
-  // Messages this receiver had not read were overwritten (it was declared
-  // dead or evicted).
+  // Messages this receiver had not read were overwritten (it is lossy and
+  // was lapped, or it was declared dead or evicted);
+  // `corecast_last_error_numbers` gives the numbers it missed.
   CORECAST_OVERRUN = -19,
   // A sender evicted this receiver for holding it back past the deadline.
   CORECAST_EVICTED = -20,
@@ -97,8 +98,9 @@ typedef enum {
   // receiver of a non-equivocating channel: its copier evicts them).
   CORECAST_NOT_IN_THIS_MODE = -26,
   // Messages were lost upstream of this channel (it relays another host's
-  // channel through a bridge); the message names the range. The next
-  // receive goes on after them.
+  // channel through a bridge); the message and
+  // `corecast_last_error_numbers` name the range. The next receive goes
+  // on after them.
   CORECAST_GAP = -27,
   // The handle was made before this process forked: the library's memory
   // does not follow a `fork`; open the channel again in the child.
@@ -474,7 +476,8 @@ corecast_status corecast_inspection_member_progress(corecast_inspection_t *inspe
 // `CORECAST_INVALID_ARGUMENT` for any other value) and, if `lossy` is
 // nonzero, as a lossy receiver: no sender ever waits for it, and when
 // senders lap it its next receive returns `CORECAST_OVERRUN` (the message
-// says how many numbers it missed) before it goes on from the oldest
+// says how many numbers it missed, `corecast_last_error_numbers` which)
+// before it goes on from the oldest
 // message still in the ring.
 //
 // # Safety
@@ -911,6 +914,20 @@ corecast_status corecast_sender_evict(corecast_sender_t *sender, size_t k);
 // until the next failing call on this thread; copy it to keep it. Calls
 // that succeed leave it unchanged.
 const char *corecast_last_error_message(void);
+
+// The sequence numbers the calling thread's last error named, as
+// numbers: `CORECAST_OVERRUN` (the numbers this receiver missed),
+// `CORECAST_GAP` (the upstream numbers lost), `CORECAST_CONTESTED` and
+// `CORECAST_CLAIM_VOIDED` (the one number). Returns 1 and writes the
+// first and the last of them (inclusive) to `*first` and `*last`; returns
+// 0, writing nothing, when that error named none (or no call on this
+// thread failed yet), or when either pointer is NULL. Like the message,
+// calls that succeed leave it unchanged; this call never changes it.
+//
+// # Safety
+// `first` and `last` are NULL or valid and aligned for writing a
+// `uint64_t`.
+int corecast_last_error_numbers(uint64_t *first, uint64_t *last);
 
 // The name of a status code (`"CORECAST_WOULD_BLOCK"`), or
 // `"CORECAST_UNKNOWN"`. A static string: never free it.

@@ -75,7 +75,8 @@ pub enum corecast_start {
 /// `CORECAST_INVALID_ARGUMENT` for any other value) and, if `lossy` is
 /// nonzero, as a lossy receiver: no sender ever waits for it, and when
 /// senders lap it its next receive returns `CORECAST_OVERRUN` (the message
-/// says how many numbers it missed) before it goes on from the oldest
+/// says how many numbers it missed, `corecast_last_error_numbers` which)
+/// before it goes on from the oldest
 /// message still in the ring.
 ///
 /// # Safety

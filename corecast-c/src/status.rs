@@ -5,7 +5,7 @@
 //! is that of an `int`), and leaves a sentence saying what went wrong in
 //! [`corecast_last_error_message`] (per thread, like `errno`).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, c_int, CStr, CString};
 
 use corecast::{ChannelError, RecvError, SendError};
@@ -58,8 +58,9 @@ pub enum corecast_status {
     /// The buffer is smaller than the message; nothing was consumed, and the
     /// length out-parameter holds the size needed.
     CORECAST_BUFFER_TOO_SMALL = -18,
-    /// Messages this receiver had not read were overwritten (it was declared
-    /// dead or evicted).
+    /// Messages this receiver had not read were overwritten (it is lossy and
+    /// was lapped, or it was declared dead or evicted);
+    /// `corecast_last_error_numbers` gives the numbers it missed.
     CORECAST_OVERRUN = -19,
     /// A sender evicted this receiver for holding it back past the deadline.
     CORECAST_EVICTED = -20,
@@ -80,8 +81,9 @@ pub enum corecast_status {
     /// receiver of a non-equivocating channel: its copier evicts them).
     CORECAST_NOT_IN_THIS_MODE = -26,
     /// Messages were lost upstream of this channel (it relays another host's
-    /// channel through a bridge); the message names the range. The next
-    /// receive goes on after them.
+    /// channel through a bridge); the message and
+    /// `corecast_last_error_numbers` name the range. The next receive goes
+    /// on after them.
     CORECAST_GAP = -27,
     /// The handle was made before this process forked: the library's memory
     /// does not follow a `fork`; open the channel again in the child.
@@ -145,6 +147,9 @@ const ALL: [corecast_status; 34] = [
 
 thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+    /// The numbers the last error named, first and last (see
+    /// `corecast_last_error_numbers`).
+    static LAST_NUMBERS: Cell<Option<(u64, u64)>> = const { Cell::new(None) };
 }
 
 /// Records `message` as this thread's last error and returns `status`.
@@ -153,6 +158,14 @@ pub(crate) fn fail(status: corecast_status, message: impl Into<String>) -> corec
     text.retain(|c| c != '\0');
     let text = CString::new(text).unwrap_or_default();
     LAST_ERROR.with(|e| *e.borrow_mut() = text);
+    LAST_NUMBERS.set(None);
+    status
+}
+
+/// [`fail`] for an error about the numbers `first..=last`.
+fn fail_numbered(status: corecast_status, message: String, first: u64, last: u64) -> corecast_status {
+    fail(status, message);
+    LAST_NUMBERS.set(Some((first, last)));
     status
 }
 
@@ -197,7 +210,10 @@ pub(crate) fn send(e: SendError) -> corecast_status {
         SendError::Io { .. } => CORECAST_IO,
         _ => CORECAST_INTERNAL,
     };
-    fail(status, e.to_string())
+    match e {
+        SendError::ClaimVoided { seq } => fail_numbered(status, e.to_string(), seq, seq),
+        _ => fail(status, e.to_string()),
+    }
 }
 
 /// A status for a failed receive.
@@ -217,7 +233,16 @@ pub(crate) fn recv(e: RecvError) -> corecast_status {
         RecvError::Io { .. } => CORECAST_IO,
         _ => CORECAST_INTERNAL,
     };
-    fail(status, e.to_string())
+    let numbers = match e {
+        RecvError::Overrun { expected, lost } => Some((expected, expected.saturating_add(lost.max(1) - 1))),
+        RecvError::Gap { first, last } => Some((first, last)),
+        RecvError::Contested { seq } => Some((seq, seq)),
+        _ => None,
+    };
+    match numbers {
+        Some((first, last)) => fail_numbered(status, e.to_string(), first, last),
+        None => fail(status, e.to_string()),
+    }
 }
 
 /// The calling thread's last error, as a NUL-terminated sentence (empty
@@ -227,6 +252,33 @@ pub(crate) fn recv(e: RecvError) -> corecast_status {
 #[no_mangle]
 pub extern "C" fn corecast_last_error_message() -> *const c_char {
     LAST_ERROR.with(|e| e.borrow().as_ptr())
+}
+
+/// The sequence numbers the calling thread's last error named, as
+/// numbers: `CORECAST_OVERRUN` (the numbers this receiver missed),
+/// `CORECAST_GAP` (the upstream numbers lost), `CORECAST_CONTESTED` and
+/// `CORECAST_CLAIM_VOIDED` (the one number). Returns 1 and writes the
+/// first and the last of them (inclusive) to `*first` and `*last`; returns
+/// 0, writing nothing, when that error named none (or no call on this
+/// thread failed yet), or when either pointer is NULL. Like the message,
+/// calls that succeed leave it unchanged; this call never changes it.
+///
+/// # Safety
+/// `first` and `last` are NULL or valid and aligned for writing a
+/// `uint64_t`.
+#[no_mangle]
+pub unsafe extern "C" fn corecast_last_error_numbers(first: *mut u64, last: *mut u64) -> c_int {
+    match LAST_NUMBERS.get() {
+        Some((f, l)) if !first.is_null() && !last.is_null() => {
+            // SAFETY: both non-NULL, so valid and aligned by `# Safety`.
+            unsafe {
+                first.write(f);
+                last.write(l);
+            }
+            1
+        }
+        _ => 0,
+    }
 }
 
 /// The name of a status code (`"CORECAST_WOULD_BLOCK"`), or

@@ -421,7 +421,16 @@ fn receivers_open_from_the_history_and_lossy() {
         }
         let rc = corecast_receiver_try_recv(lossy, buf.as_mut_ptr().cast(), buf.len(), &mut len);
         assert_eq!(rc, corecast_status::CORECAST_OVERRUN);
+        let (mut first, mut last) = (0u64, 0u64);
+        assert_eq!(corecast_last_error_numbers(&mut first, null_mut()), 0, "a NULL out-parameter");
+        assert_eq!(corecast_last_error_numbers(&mut first, &mut last), 1, "an overrun names its numbers");
+        assert_eq!(first, 5, "it joined at number 5 and got nothing before it was lapped");
         assert_eq!(corecast_receiver_try_recv(lossy, buf.as_mut_ptr().cast(), buf.len(), &mut len), OK);
+        // Message `i` went out as number 5 + i: everything before it was lost.
+        assert_eq!(last, 5 + u64::from(buf[0]) - 1, "the lost numbers end just before the one delivered");
+        assert_eq!(corecast_last_error_numbers(&mut first, &mut last), 1, "a success leaves it as it was");
+        assert_eq!(corecast_receiver_open_with(chan, 9, 0, &mut bad), corecast_status::CORECAST_INVALID_ARGUMENT);
+        assert_eq!(corecast_last_error_numbers(&mut first, &mut last), 0, "an error that names no number");
         assert_eq!(corecast_receiver_close(lossy), OK);
         assert_eq!(corecast_sender_close(tx), OK);
         assert_eq!(corecast_config_close(cfg), OK);
