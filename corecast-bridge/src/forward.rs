@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use corecast::{Channel, RecvError};
+use corecast::{Channel, ChannelError, RecvError};
 use zenoh::bytes::ZBytes;
 use zenoh::qos::CongestionControl;
 use zenoh::Wait;
@@ -91,7 +91,14 @@ pub fn forward(name: &str, key: &str, net: &Net, hosts: usize, stop: &AtomicBool
             // Held the channel back past its deadline: attach again; the
             // next message says nothing is known since `prev`.
             RecvError::Evicted | RecvError::Overrun { .. } => {
-                rx = chan.receiver().map_err(BridgeError::Channel)?;
+                rx = match chan.receiver() {
+                    Ok(rx) => rx,
+                    // The channel ended meanwhile (a name created again
+                    // since is another channel, never joined by this
+                    // handle): as its end below.
+                    Err(ChannelError::Destroyed(_) | ChannelError::KeeperGone) => return Ok(done),
+                    Err(e) => return Err(BridgeError::Channel(e)),
+                };
                 prev = NONE;
                 done.reattached += 1;
             }
