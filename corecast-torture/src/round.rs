@@ -295,6 +295,14 @@ impl<'a> Round<'a> {
     /// After a keeper kill: how many names `clean` removed that were the
     /// round's, and whether the round's name is still there.
     fn clean_up(&self) -> (usize, bool) {
+        // SIGKILL takes effect as the keeper exits: members are told of its
+        // death (its robust futex) before its files, the listening socket
+        // among them, are closed, and a `clean` in between finds the name
+        // still answered. The contract is about a keeper that is dead.
+        let t0 = Instant::now();
+        while self.keeper_killed && super::leaks::alive(self.keeper_pid) && t0.elapsed() < GUARD {
+            std::thread::sleep(Duration::from_millis(5));
+        }
         // A killed keeper cannot remove its name; a new participant does.
         let cleaned = if self.keeper_killed {
             corecast::clean().unwrap_or_default().iter().filter(|n| *n == self.name).count()
