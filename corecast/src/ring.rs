@@ -544,8 +544,9 @@ pub(crate) fn try_claim_exclusive(next: &AtomicU64, claim: &AtomicU64, mut has_r
 }
 
 /// A receiver's announcement that it decided number `seq` among several
-/// sender regions, made before it looks at the claim words again and
-/// before it delivers or passes `seq` (`receiver::decide`). Every piece of
+/// sender regions (and every number from its cursor to `seq`: a run,
+/// `receiver::run`), made before it looks at the claim words again and
+/// before it delivers or passes any of them (`receiver::decide`). Every piece of
 /// evidence that a number was taken lives where a sender member can erase
 /// it (`next`, its own claim word and slot) except here: a sender that
 /// wins `seq` after such a member rewound `next` reads this

@@ -185,6 +185,29 @@ fn a_member_truncating_the_region_it_hands_over_cannot_kill_the_keeper() {
     }
 }
 
+/// Held by each test that maps endpoints in this process and then finds
+/// one among its mappings by name, for as long as it maps any: tests run
+/// on threads of one process, and endpoints two of them map at once could
+/// not be told apart.
+static MAPPING_ALONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn mapping_alone() -> std::sync::MutexGuard<'static, ()> {
+    MAPPING_ALONE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A sender of `chan` made in this process, with the sequencer's `next`
+/// and its own region (both writable) as `hostile_mappings` finds them;
+/// made under `mapping_alone`.
+fn hostile_sender(
+    chan: &Channel,
+    _alone: &std::sync::MutexGuard<'static, ()>,
+) -> (corecast::Sender, &'static AtomicU64, usize) {
+    let before = memory_map();
+    let tx = chan.sender().unwrap();
+    let (next, region) = hostile_mappings(&before);
+    (tx, next, region)
+}
+
 /// The sequencer's `next` and this process's own sender region (both
 /// writable), found among the mappings made after `before`.
 fn hostile_mappings(before: &[String]) -> (&'static AtomicU64, usize) {
@@ -778,14 +801,13 @@ fn rewind_and_wipe(next: &AtomicU64, region: usize, slots: u64, seq: u64) {
 /// receiver then gets.
 #[test]
 fn a_sender_rewinding_past_a_number_a_receiver_took_loses_no_honest_message() {
+    let alone = mapping_alone();
     let name = unique("rewinder");
     let config = ChannelConfig { deadline: None, ..cfg(8, 2, 0o600, Delivery::Direct) };
     let chan = Channel::create(&name, &config).unwrap();
     let (mut early, mut late) = (chan.receiver().unwrap(), chan.receiver().unwrap());
     let mut honest = chan.sender().unwrap();
-    let before = memory_map();
-    let mut hostile = chan.sender().unwrap();
-    let (next, region) = hostile_mappings(&before);
+    let (mut hostile, next, region) = hostile_sender(&chan, &alone);
     let mut buf = [0u8; 64];
     hostile.send(b"hostile").unwrap();
     let taken = next.load(Ordering::SeqCst) - 1;
@@ -799,6 +821,42 @@ fn a_sender_rewinding_past_a_number_a_receiver_took_loses_no_honest_message() {
     }
 }
 
+/// The same rewind into numbers a receiver decided ahead: a receiver that
+/// finds several numbers published decides them at one look, and what it
+/// announces covers each of them, so an honest sender offered any of them
+/// again voids it and publishes past them.
+#[test]
+fn a_sender_rewinding_into_numbers_a_receiver_decided_ahead_loses_no_honest_message() {
+    let alone = mapping_alone();
+    let name = unique("rewind-run");
+    let config = ChannelConfig { deadline: None, ..cfg(8, 2, 0o600, Delivery::Direct) };
+    let chan = Channel::create(&name, &config).unwrap();
+    let mut rx = chan.receiver().unwrap();
+    let mut honest = chan.sender().unwrap();
+    let (mut hostile, next, region) = hostile_sender(&chan, &alone);
+    let mut buf = [0u8; 64];
+    // A look with both senders attached: the receiver maps both regions.
+    assert!(matches!(rx.try_recv(&mut buf), Err(RecvError::WouldBlock)));
+    for m in [b"hostile 0", b"hostile 1", b"hostile 2"] {
+        hostile.send(m).unwrap();
+    }
+    let first = next.load(Ordering::SeqCst) - 3;
+    let n = rx.try_recv(&mut buf).unwrap();
+    assert_eq!(&buf[..n], b"hostile 0");
+    rewind_and_wipe(next, region, 8, first + 1);
+    honest.send_timeout(b"honest", GUARD).unwrap();
+    let mut before_honest = Vec::new();
+    loop {
+        let n = rx.recv_timeout(&mut buf, GUARD).unwrap_or_else(|e| panic!("{e} after {before_honest:?}"));
+        if &buf[..n] == b"honest" {
+            break;
+        }
+        before_honest.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+    }
+    // What it decided before the rewind, if anything, and in order.
+    assert!(["hostile 1", "hostile 2"].starts_with(&before_honest.iter().map(String::as_str).collect::<Vec<_>>()));
+}
+
 /// The same rewind in a channel with one sender slot, by a sender that
 /// then leaves while the receiver still holds its message in place (its
 /// cursor still at the number): the sender that takes its place must not
@@ -807,6 +865,7 @@ fn a_sender_rewinding_past_a_number_a_receiver_took_loses_no_honest_message() {
 /// new sender joins.
 #[test]
 fn a_sender_leaving_a_rewound_sequencer_loses_no_message_of_the_next_sender() {
+    let alone = mapping_alone();
     // A lossy receiver too: no sender waits for it, yet none may reuse a
     // number it passed without telling it.
     for lossy in [false, true] {
@@ -814,9 +873,7 @@ fn a_sender_leaving_a_rewound_sequencer_loses_no_message_of_the_next_sender() {
         let config = ChannelConfig { deadline: None, ..cfg(8, 1, 0o600, Delivery::Direct) };
         let chan = Channel::create(&name, &config).unwrap();
         let mut rx = chan.receiver_with_options(ReceiverOptions { lossy, ..ReceiverOptions::default() }).unwrap();
-        let before = memory_map();
-        let mut hostile = chan.sender().unwrap();
-        let (next, region) = hostile_mappings(&before);
+        let (mut hostile, next, region) = hostile_sender(&chan, &alone);
         hostile.send(b"hostile").unwrap();
         let held = rx.try_recv_in_place().unwrap();
         assert_eq!(&held[..], b"hostile");
@@ -852,6 +909,7 @@ fn receiver_cursor_words(before: &[String]) -> (&'static AtomicU64, &'static Ato
 /// honest message reaches the other receiver.
 #[test]
 fn a_receiver_saying_it_passed_numbers_it_never_saw_is_evicted() {
+    let _alone = mapping_alone();
     for beyond_reach in [false, true] {
         let name = unique(&format!("liar-{beyond_reach}"));
         let config = ChannelConfig { deadline: None, ..cfg(8, 2, 0o600, Delivery::Direct) };

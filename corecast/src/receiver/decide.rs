@@ -43,9 +43,22 @@ use crate::error::RecvError;
 use crate::ring::{self, Probe};
 use crate::sync::Ordering;
 
+/// The claim word of the region whose slots are `slots`. SeqCst, and
+/// before its slots: pairs with the claimer's SeqCst claim stores
+/// (`ring::try_claim`) after this receiver's SeqCst load of `next`; and a
+/// sender publishes a number before it names a later one, so a word naming
+/// a later number means a slot read after it shows that number settled if
+/// it ever will.
+#[inline(always)]
+pub(super) fn claim_word(slots: &crate::region::SlotArray) -> u64 {
+    // SAFETY: `regions` is rebuilt whenever the mapped regions change, so
+    // each region is mapped.
+    unsafe { slots.header() }.claim.0.load(Ordering::SeqCst)
+}
+
 /// What one sender region says about the number a receiver is owed
 /// (rules 2 and 3).
-enum Says {
+pub(super) enum Says {
     /// Nothing to weigh: its last claim is older, or what it shows has no
     /// claim behind it.
     Nothing,
@@ -169,17 +182,19 @@ impl Receiver {
 
     /// What region `j`, whose slots are `slots`, says about number `s`.
     #[inline(always)]
-    fn says(&self, j: usize, slots: &crate::region::SlotArray, s: u64) -> Says {
+    pub(super) fn says(&self, j: usize, slots: &crate::region::SlotArray, s: u64) -> Says {
+        self.says_with(j, slots, s, claim_word(slots))
+    }
+
+    /// What region `j` says about number `s`, with `word` its claim word
+    /// read by [`claim_word`] after this receiver's look at `next` showed
+    /// `s` claimed, and before this reads the slot.
+    #[inline(always)]
+    pub(super) fn says_with(&self, j: usize, slots: &crate::region::SlotArray, s: u64, word: u64) -> Says {
         let ring_len = u64::from(self.link.membership.geometry.slots);
         // SAFETY: `regions` is rebuilt whenever the mapped regions
         // change, so each region is mapped.
-        let (header, slot) = unsafe { (slots.header(), slots.slot(s)) };
-        // SeqCst, and before the slot: pairs with the claimer's SeqCst
-        // claim stores (ring::try_claim) after this receiver's SeqCst
-        // load of `next`; and a sender publishes a number before it
-        // names a later one, so a word naming a later number means the
-        // slot read next shows this one settled if it ever will.
-        let word = header.claim.0.load(Ordering::SeqCst);
+        let slot = unsafe { slots.slot(s) };
         let Some(named) = ring::named(word).filter(|&n| n >= s) else {
             // Its last claim is older than `s`: it neither publishes
             // `s` with its claim behind it nor is pending for it (an
@@ -229,12 +244,17 @@ impl Receiver {
     /// receiver maps every sender region the keeper lists.
     #[inline]
     pub(super) fn decidable(&self, s: u64) -> bool {
+        ring::claimed_past(self.claimed_up_to(), s) && self.link.membership.generation() == self.generation
+    }
+
+    /// The sequencer's `next`, read for rule 1.
+    #[inline]
+    pub(super) fn claimed_up_to(&self) -> u64 {
         // SeqCst: pairs with the winner's SeqCst compare-exchange on `next`
         // (ring::try_claim) and a repairer's SeqCst lock (ring::repair_target):
         // this receiver's cursor store came before, with the SeqCst fence
         // of its last consume between.
-        let next = self.sequencer.next().load(Ordering::SeqCst);
-        ring::claimed_past(next, s) && self.link.membership.generation() == self.generation
+        self.sequencer.next().load(Ordering::SeqCst)
     }
 
     /// Whether sender `j` may report gaps: the channel's owner (a bridge

@@ -5,6 +5,7 @@ mod decide;
 mod fd;
 mod join;
 mod message;
+mod run;
 mod sleep;
 mod wait_any;
 
@@ -81,6 +82,9 @@ pub struct Receiver {
     /// the per-message loops over several regions walk instead of the
     /// table. Rebuilt with `sole`.
     regions: Vec<(usize, SlotArray)>,
+    /// Numbers decided ahead at one look among several regions (`run`);
+    /// cleared with `regions`.
+    run: run::Run,
     /// The values of the futex words a sleep waits on, kept between
     /// sleeps so that sleeping allocates nothing.
     sleep_values: Vec<u32>,
@@ -212,6 +216,7 @@ impl Receiver {
             exclusive: g.exclusive_sender(),
             sole: None,
             regions: Vec::with_capacity(g.max_senders as usize),
+            run: run::Run::default(),
             sleep_values: Vec::with_capacity(2 + g.max_senders as usize),
             holes_untold: 0,
             holes_told_at: None,
@@ -362,6 +367,8 @@ impl Receiver {
         // stamp changed while we copied, the bytes may be torn: never
         // return them.
         if !self.slot_intact(slot, frame) {
+            // Whatever the run decided for this number is looked at again.
+            self.run.clear();
             if self.lossy {
                 self.pass_overtaken();
                 return Err(self.tell_loss().unwrap_or(RecvError::WouldBlock));
@@ -602,6 +609,24 @@ impl Receiver {
                 _ => None,
             };
         }
+        // Several regions: a number decided ahead at an earlier look, as
+        // long as the membership is the one it was decided under, or a run
+        // decided now.
+        if self.link.membership.generation() == self.generation {
+            if let Some(decided) = self.run.get(self.next) {
+                return Some(decided);
+            }
+        }
+        if !self.lossy {
+            // Nothing shown: what `decide` answers without reading the
+            // words every claim writes.
+            if !self.anything_shown(self.next) {
+                return None;
+            }
+            if let Some(decided) = self.decide_run() {
+                return Some(decided);
+            }
+        }
         match self.locate(false) {
             Ok(Some(Found::Ready { sender, frame })) => {
                 self.hint = sender;
@@ -822,6 +847,7 @@ impl Receiver {
         });
         self.regions.clear();
         self.regions.extend(self.senders.mapped().map(|(j, p)| (j, p.region.slot_array())));
+        self.run.clear();
         refreshed
     }
 }
