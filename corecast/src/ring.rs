@@ -124,6 +124,14 @@ pub(crate) fn probe(slot: &SlotHeader, seq: u64, b: &Bounds) -> Result<Probe, Ba
     }
 }
 
+/// Whether `slot` holds no number from `seq` on: never written, or a
+/// number below `seq` (misplaced or not), where [`probe`] answers `Absent`
+/// or a misplaced-number error. Acquire, as `probe`.
+#[inline(always)]
+pub(crate) fn shows_older(slot: &SlotHeader, seq: u64) -> bool {
+    slot.stamp.load(Ordering::Acquire) >> 2 <= seq
+}
+
 /// The frame of the message `seq` published in `slot`, validated.
 #[inline(always)]
 fn published_frame(slot: &SlotHeader, seq: u64, b: &Bounds) -> Result<Frame, BadSlot> {

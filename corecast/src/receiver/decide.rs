@@ -203,6 +203,13 @@ impl Receiver {
             return Says::Nothing;
         };
         let names_s = named == s;
+        // The common case for every region but the number's winner: its
+        // slot still shows an older number (or a misplaced one), which is
+        // what `probe` answers `Absent` (or an error) for, and its word does
+        // not name `s`: nothing, by the last arm below, without the probe.
+        if !names_s && ring::shows_older(slot, s) {
+            return Says::Nothing;
+        }
         // Rule 3: its claim word stands behind what its slot shows.
         let proves_s = named - s < ring_len;
         match ring::probe(slot, s, &slots.bounds) {

@@ -40,9 +40,10 @@ pub(super) struct Run {
     start: u64,
     end: u64,
     from: Vec<(usize, Frame)>,
-    /// The claim words of the first look, by position in `regions`.
-    words: Vec<u64>,
 }
+
+/// No region seen publishing the number yet.
+const NOBODY: usize = usize::MAX;
 
 impl Run {
     /// The decided message of number `s`, if the run holds it.
@@ -61,6 +62,14 @@ impl Run {
     }
 }
 
+/// How many numbers from `s` on, at most `limit`, a region whose claim word
+/// names `named` may say anything about: none above `named` (its last
+/// claim is older than they are).
+#[inline(always)]
+fn within(named: u64, s: u64, limit: usize) -> usize {
+    named.checked_sub(s).map_or(0, |d| d.saturating_add(1).min(limit as u64) as usize)
+}
+
 impl Receiver {
     /// Decides a run of numbers from `self.next` (see the module), and
     /// returns its first message; `None` when the first number is not the
@@ -74,38 +83,38 @@ impl Receiver {
             return None;
         }
         let mut run = std::mem::take(&mut self.run);
-        run.words.clear();
-        run.words.extend(self.regions.iter().map(|(_, slots)| claim_word(slots)));
+        // `claimed_past`: `next > s`, unlocked.
+        let mut stop = (next - s).min(RUN_MAX as u64) as usize;
         run.from.clear();
-        let last = next.min(s.saturating_add(RUN_MAX as u64));
-        for t in s..last {
-            match self.sole_publisher(&run.words, t) {
-                Some(found) => run.from.push(found),
-                None => break,
+        run.from.resize(stop, (NOBODY, Frame { len: 0, at: 0 }));
+        // Region by region (each word read once, after `next`), each over
+        // the numbers it may say anything about; the run stops before the
+        // first number any region says more of than nothing or a message,
+        // or that a second region publishes.
+        for &(j, ref slots) in &self.regions {
+            let word = claim_word(slots);
+            for i in 0..ring::named(word).map_or(0, |named| within(named, s, stop)) {
+                match self.says_with(j, slots, s + i as u64, word) {
+                    Says::Nothing => {}
+                    Says::Publishes(Found::Ready { sender, frame }) if run.from[i].0 == NOBODY => {
+                        run.from[i] = (sender, frame);
+                    }
+                    _ => {
+                        stop = i;
+                        break;
+                    }
+                }
             }
         }
+        // And before the first that no region publishes.
+        let decided = run.from[..stop].iter().position(|&(j, _)| j == NOBODY).unwrap_or(stop);
         run.start = s;
-        run.end = s + run.from.len() as u64;
-        if run.end > s {
+        run.end = s + decided as u64;
+        if decided > 0 {
             run.end = self.stands_run(&run);
         }
         self.run = run;
         self.run.get(s)
-    }
-
-    /// The one region that publishes `t` as a message, if every region
-    /// says so by rules 2 and 3 with its claim word in `words`.
-    #[inline(always)]
-    fn sole_publisher(&self, words: &[u64], t: u64) -> Option<(usize, Frame)> {
-        let mut one = None;
-        for (&(j, ref slots), &word) in self.regions.iter().zip(words) {
-            match self.says_with(j, slots, t, word) {
-                Says::Nothing => {}
-                Says::Publishes(Found::Ready { sender, frame }) if one.is_none() => one = Some((sender, frame)),
-                _ => return None,
-            }
-        }
-        one
     }
 
     /// Announces `run` decided and takes the second look of `stands` at
@@ -113,25 +122,25 @@ impl Receiver {
     /// before the first that some other region now claims or shows).
     fn stands_run(&self, run: &Run) -> u64 {
         ring::announce_decided(&self.region.header().cursor.0, run.end - 1);
-        let mut end = run.end;
+        let mut end = (run.end - run.start) as usize;
         // Every region, changed claim word or not: a sender that won a
         // number of the run again after a rewind may be back at the very
         // claim word it showed at the first look.
         for &(j, ref slots) in &self.regions {
             let word = claim_word(slots);
-            for t in run.start..end {
-                if run.get(t).is_some_and(|(from, _)| from == j) {
+            for i in 0..ring::named(word).map_or(0, |named| within(named, run.start, end)) {
+                if run.from[i].0 == j {
                     continue;
                 }
                 if matches!(
-                    self.says_with(j, slots, t, word),
+                    self.says_with(j, slots, run.start + i as u64, word),
                     Says::Pending { .. } | Says::Newer { pending: true } | Says::Publishes(_)
                 ) {
-                    end = t;
+                    end = i;
                     break;
                 }
             }
         }
-        end
+        run.start + end as u64
     }
 }
