@@ -182,7 +182,7 @@ impl Receiver {
 
     /// What region `j`, whose slots are `slots`, says about number `s`.
     #[inline(always)]
-    pub(super) fn says(&self, j: usize, slots: &crate::region::SlotArray, s: u64) -> Says {
+    fn says(&self, j: usize, slots: &crate::region::SlotArray, s: u64) -> Says {
         self.says_with(j, slots, s, claim_word(slots))
     }
 
