@@ -894,6 +894,205 @@ fn a_sender_leaving_a_rewound_sequencer_loses_no_message_of_the_next_sender() {
     }
 }
 
+/// A sender member that moves `next` back over the last messages of the
+/// honest senders once they left (from its own process, after its own
+/// departure or before it): the numbers stay claimed in the departed
+/// senders' regions, which the keeper keeps; a receiver told that every
+/// sender is gone must first have every message published, not only those
+/// below the rewound `next`.
+#[test]
+fn a_sender_rewinding_after_the_honest_senders_left_loses_none_of_their_messages() {
+    let count = 6u64;
+    for close_first in [false, true] {
+        let name = unique(&format!("rewind-end-{close_first}"));
+        let config = ChannelConfig { deadline: None, ..cfg(8, 2, 0o600, Delivery::Direct) };
+        let chan = Channel::create(&name, &config).unwrap();
+        let mut rx = chan.receiver().unwrap();
+        let mut honest = chan.sender().unwrap();
+        for k in 0..count {
+            honest.send(&payload(k, 0, 64)).unwrap();
+        }
+        drop(honest);
+        let mut rewinder = fork({
+            let name = name.clone();
+            move |out| {
+                let before = memory_map();
+                let chan = Channel::open(&name).unwrap();
+                let sockets_before = socket_fds();
+                let tx = chan.sender().unwrap();
+                let (next, _) = hostile_mappings(&before);
+                if close_first {
+                    // Leaves as far as the keeper can tell (the sender's
+                    // connection closed) and keeps the sequencer mapped.
+                    for fd in socket_fds().into_iter().filter(|fd| !sockets_before.contains(fd)) {
+                        // SAFETY: closes a socket of this child's own sender,
+                        // which is never used again (forgotten below).
+                        unsafe { libc::close(fd) };
+                    }
+                    wait_until("the keeper sees the sender gone", GUARD, || {
+                        chan.members().iter().all(|m| !m.is_sender || m.state != "live")
+                    });
+                }
+                next.fetch_sub(3, Ordering::SeqCst);
+                std::mem::forget(tx);
+                use std::io::Write;
+                writeln!(out, "rewound").unwrap();
+                loop {
+                    std::thread::sleep(Duration::from_secs(1));
+                }
+            }
+        });
+        assert_eq!(rewinder.read_line(), "rewound");
+        if !close_first {
+            rewinder.kill(libc::SIGKILL);
+        }
+        wait_until("the keeper sees every sender gone", GUARD, || {
+            chan.members().iter().all(|m| !m.is_sender || m.state != "live")
+        });
+        let mut buf = [0u8; 64];
+        for k in 0..count {
+            let n = rx
+                .recv_timeout(&mut buf, GUARD)
+                .unwrap_or_else(|e| panic!("close first {close_first}, message {k}: {e}"));
+            assert_eq!(&buf[..n], &payload(k, 0, 64)[..], "close first {close_first}, message {k}");
+        }
+        let end = rx.recv_timeout(&mut buf, GUARD);
+        assert!(matches!(end, Err(RecvError::AllSendersGone)), "close first {close_first}: {end:?}");
+        rewinder.kill(libc::SIGKILL);
+        let _ = rewinder.wait(GUARD);
+    }
+}
+
+/// A sender member that leaves, then shows a claim of the number a
+/// receiver is at in its own region, through the mapping it kept: a claim
+/// pending forever that no stalled-claim void looks at (its sender is not
+/// live). The keeper excludes a departed sender whose region changes, and
+/// the receiver gets every honest message behind that number before it is
+/// told every sender is gone.
+#[test]
+fn a_sender_claiming_again_after_it_left_is_excluded_and_holds_back_no_honest_message() {
+    let count = 6u64;
+    let name = unique("claim-after-leaving");
+    let config = ChannelConfig { deadline: None, ..cfg(8, 2, 0o600, Delivery::Direct) };
+    let chan = Channel::create(&name, &config).unwrap();
+    let mut rx = chan.receiver().unwrap();
+    let mut honest = chan.sender().unwrap();
+    let mut pipe = [0i32; 2];
+    // SAFETY: `pipe` has room for the two descriptors.
+    assert_eq!(unsafe { libc::pipe(pipe.as_mut_ptr()) }, 0);
+    let (go_read, go_write) = (pipe[0], pipe[1]);
+    let mut claimer = fork({
+        let name = name.clone();
+        move |out| {
+            let before = memory_map();
+            let chan = Channel::open(&name).unwrap();
+            let sockets_before = socket_fds();
+            let tx = chan.sender().unwrap();
+            let (_, region) = hostile_mappings(&before);
+            use std::io::Write;
+            writeln!(out, "attached").unwrap();
+            // Told to go once the receiver read three messages: its number.
+            let at = 3u64;
+            let mut go = [0u8; 1];
+            // SAFETY: reads into a local buffer from the pipe made before the fork.
+            assert_eq!(unsafe { libc::read(go_read, go.as_mut_ptr().cast(), 1) }, 1);
+            for fd in socket_fds().into_iter().filter(|fd| !sockets_before.contains(fd)) {
+                // SAFETY: closes a socket of this child's own sender, which
+                // is never used again (forgotten below).
+                unsafe { libc::close(fd) };
+            }
+            wait_until("the keeper sees the claimer gone", GUARD, || {
+                chan.members().iter().any(|m| m.is_sender && m.index == tx.index() && m.state != "live")
+            });
+            // SAFETY: the child writes its own writable mapping: its claim
+            // word, in flight for `at` (`(at + 1) << 2 | 1`).
+            unsafe { std::ptr::write_volatile((region + CLAIM) as *mut u64, ((at + 1) << 2) | 1) };
+            std::mem::forget(tx);
+            writeln!(out, "claimed").unwrap();
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
+    });
+    assert_eq!(claimer.read_line(), "attached");
+    let mut buf = [0u8; 64];
+    // A look with both senders attached: the receiver maps both regions.
+    assert!(matches!(rx.try_recv(&mut buf), Err(RecvError::WouldBlock)));
+    for k in 0..3 {
+        honest.send(&payload(k, 0, 64)).unwrap();
+        let n = rx.recv_timeout(&mut buf, GUARD).unwrap();
+        assert_eq!(&buf[..n], &payload(k, 0, 64)[..], "message {k}");
+    }
+    // It leaves, then claims the receiver's number, before anyone else.
+    // SAFETY: writes one byte from a local buffer into the pipe made above.
+    assert_eq!(unsafe { libc::write(go_write, [1u8].as_ptr().cast(), 1) }, 1);
+    assert_eq!(claimer.read_line(), "claimed");
+    for k in 3..count {
+        honest.send(&payload(k, 0, 64)).unwrap();
+    }
+    drop(honest);
+    for k in 3..count {
+        let n = rx.recv_timeout(&mut buf, GUARD).unwrap_or_else(|e| panic!("message {k}: {e}"));
+        assert_eq!(&buf[..n], &payload(k, 0, 64)[..], "message {k}");
+    }
+    let end = rx.recv_timeout(&mut buf, GUARD);
+    assert!(matches!(end, Err(RecvError::AllSendersGone)), "{end:?}");
+    assert!(chan.members().iter().any(|m| m.state == "excluded"), "the claimer is excluded");
+    claimer.kill(libc::SIGKILL);
+    let _ = claimer.wait(GUARD);
+}
+
+/// A departed sender's slot goes to a newcomer only once every receiver
+/// passed the numbers it claimed, wherever a sender member moved `next`:
+/// a slot handed over with the departed sender's messages unread would
+/// unmap them.
+#[test]
+fn a_rewind_before_a_sender_leaves_does_not_free_its_slot_early() {
+    let alone = mapping_alone();
+    let count = 6u64;
+    let name = unique("rewind-slot");
+    let config = ChannelConfig { deadline: None, ..cfg(8, 2, 0o600, Delivery::Direct) };
+    let chan = Channel::create(&name, &config).unwrap();
+    let mut rx = chan.receiver().unwrap();
+    let mut honest = chan.sender().unwrap();
+    let (hostile, next, _) = hostile_sender(&chan, &alone);
+    let mut buf = [0u8; 64];
+    assert!(matches!(rx.try_recv(&mut buf), Err(RecvError::WouldBlock)));
+    for k in 0..count {
+        honest.send(&payload(k, 0, 64)).unwrap();
+    }
+    for k in 0..3 {
+        let n = rx.recv_timeout(&mut buf, GUARD).unwrap();
+        assert_eq!(&buf[..n], &payload(k, 0, 64)[..], "message {k}");
+    }
+    next.fetch_sub(3, Ordering::SeqCst);
+    drop(honest);
+    wait_until("the keeper sees the honest sender gone", GUARD, || {
+        chan.members().iter().filter(|m| m.is_sender && m.state == "live").count() == 1
+    });
+    // Its slot is the only one free; while the receiver still needs its
+    // messages a newcomer is refused (or, once they are read, let in).
+    let newcomer = chan.sender();
+    for k in 3..count {
+        let n = rx.recv_timeout(&mut buf, GUARD).unwrap_or_else(|e| panic!("message {k}: {e}"));
+        assert_eq!(&buf[..n], &payload(k, 0, 64)[..], "message {k}");
+    }
+    assert!(newcomer.is_err(), "the departed sender's slot was handed over with its messages unread");
+    drop(hostile);
+}
+
+/// This process's open sockets.
+fn socket_fds() -> Vec<i32> {
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let fd = e.file_name().to_str()?.parse().ok()?;
+            std::fs::read_link(e.path()).ok()?.to_str()?.starts_with("socket:").then_some(fd)
+        })
+        .collect()
+}
+
 /// A receiver's own region, writable (its cursor line is on the second
 /// 128-byte line: `next`, the wake word, then `decided`).
 fn receiver_cursor_words(before: &[String]) -> (&'static AtomicU64, &'static AtomicU64) {

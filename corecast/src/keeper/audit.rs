@@ -97,6 +97,7 @@ impl Keeper {
     pub(super) fn audit(&mut self, now: Instant) {
         self.audit.last = Some(now);
         self.exclude_corrupt_senders();
+        self.exclude_rewritten_departed();
         let Some(next) = self.repaired_next() else { return };
         self.wake_at_holes(next);
         self.void_stalled_claims(now, next);
@@ -173,6 +174,50 @@ impl Keeper {
         }
         self.raise_floor(next);
         Some(next)
+    }
+
+    /// Raises the floor past every number sender `j` claimed (its claim
+    /// word, once settled by `void_own_claim`), as it departs: from now on
+    /// nothing it ever wins can show that they were claimed but its own
+    /// region, and `next` is a word any other sender member can move back
+    /// below them after it left (and after it leaves itself, from a
+    /// mapping it kept). Receivers decide every number below the floor
+    /// without waiting for `next` (`Receiver::decidable`), so its last
+    /// messages are still delivered before anyone is told every sender is
+    /// gone. A word beyond every honest reach is a hostile sender's, and an
+    /// excluded sender's is not trusted at all: they vouch for nothing; `next` itself is repaired too, when it can be.
+    pub(super) fn vouch_for_claims_of(&mut self, j: usize) {
+        let slots = u64::from(self.membership.geometry.slots);
+        // What an honest claim can reach: the slowest receiver's cursor
+        // plus the ring, lossy receivers counting only when there are no
+        // others. Without a receiver nothing is owed to anyone (a receiver
+        // that joins starts at a repaired `next`), and nothing bounds a
+        // word: it vouches for nothing.
+        let slowest = self.live_cursors().into_iter().min().or_else(|| self.cursors(true).into_iter().min());
+        let reach = slowest.map(|c| c.saturating_add(slots).min(ring::MAX_NUMBER));
+        let claimed = ring::taken_below(self.claim_word(j));
+        if !self.is_excluded(j) && reach.is_some_and(|r| claimed <= r) {
+            self.raise_floor(claimed);
+        }
+        let _ = self.repaired_next();
+    }
+
+    /// Excludes every departed sender whose claim word changed since it
+    /// departed: nobody honest writes a departed sender's region, so it is
+    /// a member writing through a mapping it kept after leaving (a claim
+    /// shown pending there would hold every receiver at its number, and no
+    /// stalled-claim void looks at departed senders). Receivers stop
+    /// mapping the region.
+    pub(super) fn exclude_rewritten_departed(&mut self) {
+        for j in 0..self.senders.len() {
+            let rewritten = self.senders[j]
+                .as_ref()
+                .and_then(|s| s.departed)
+                .is_some_and(|d| !self.is_excluded(j) && self.claim_word(j) != d.word);
+            if rewritten {
+                self.exclude(j);
+            }
+        }
     }
 
     /// Raises the floor every sender checks its claims against to `to`

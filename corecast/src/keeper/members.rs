@@ -3,7 +3,7 @@
 
 use std::os::fd::OwnedFd;
 
-use super::{Keeper, ReceiverSlot, Role, SenderSlot};
+use super::{Departure, Keeper, ReceiverSlot, Role, SenderSlot};
 use crate::corruption::{Corruption, Region};
 use crate::error::ChannelError;
 use crate::layout::*;
@@ -37,7 +37,7 @@ impl Keeper {
         let min_cursor = self.min_live_cursor();
         let free = (0..self.senders.len()).find(|&j| match &self.senders[j] {
             None => true,
-            Some(s) => s.departed_at.is_some_and(|d| d <= min_cursor),
+            Some(s) => s.departed.is_some_and(|d| d.at <= min_cursor),
         });
         let Some(j) = free else { return (Reply::status(proto::FULL), Vec::new()) };
         let region = match Self::adopt(&fd, Region::Sender, g.sender_region_bytes(), true)
@@ -56,7 +56,7 @@ impl Keeper {
         if g.exclusive_sender() {
             self.move_next_past_shown();
         }
-        self.senders[j] = Some(SenderSlot { fd, wake, region, departed_at: None });
+        self.senders[j] = Some(SenderSlot { fd, wake, region, departed: None });
         self.audit.forget_sender(j);
         let e = self.membership.sender(j);
         e.voided.store(0, Ordering::Relaxed);
@@ -160,14 +160,17 @@ impl Keeper {
                 }
             }
             Role::Sender(j) => {
-                // SeqCst: read in the one total order of the claims of `next` (ring::try_claim), so it is never older than a claim the reader already saw.
-                let next = self.sequencer.next().load(Ordering::SeqCst) & !ring::NEXT_LOCKED;
-                if let Some(s) = self.senders[j].as_mut() {
-                    s.departed_at = Some(next.min(ring::MAX_NUMBER));
-                }
                 // Settled before its state changes: a receiver told every
                 // sender is gone has nothing left to wait for.
                 self.void_own_claim(j);
+                self.vouch_for_claims_of(j);
+                // SeqCst: read in the one total order of the claims of `next` (ring::try_claim), so it is never older than a claim the reader already saw.
+                let next = self.sequencer.next().load(Ordering::SeqCst) & !ring::NEXT_LOCKED;
+                let at = next.max(self.membership.floor()).min(ring::MAX_NUMBER);
+                let word = self.claim_word(j);
+                if let Some(s) = self.senders[j].as_mut() {
+                    s.departed = Some(Departure { at, word });
+                }
                 // SeqCst: membership state is half of a store-then-load handshake with members (a member arms, then re-reads state; the keeper stores state, then bumps and wakes): release/acquire cannot order a store before a later load.
                 self.membership.sender(j).state.store(state, Ordering::SeqCst);
                 if let Some(s) = &self.senders[j] {

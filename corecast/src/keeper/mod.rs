@@ -61,9 +61,21 @@ struct SenderSlot {
     /// The peers' end of the sender's wake fd.
     wake: OwnedFd,
     region: SenderRegion,
-    /// `next` when the sender departed: receivers below it may still need
+    /// Set when the sender departed.
+    departed: Option<Departure>,
+}
+
+/// What the keeper recorded of a sender as it departed.
+#[derive(Clone, Copy)]
+struct Departure {
+    /// Where claims had gone (`next`, or the floor the departure raised
+    /// past every claim of the sender): receivers below it may still need
     /// this region, so the slot is not reused before they pass it.
-    departed_at: Option<u64>,
+    at: u64,
+    /// Its claim word, settled: a departed sender writes no more, so a
+    /// word that changes after this is a member writing through a mapping
+    /// it kept (`Keeper::exclude_rewritten_departed`).
+    word: u64,
 }
 
 struct ReceiverSlot {
@@ -381,6 +393,9 @@ impl Keeper {
             }
             // At most one look per millisecond, however many receivers ask.
             Op::AuditNow if matches!(self.conns[k].role, Role::Receiver(..)) => {
+                // Not limited: a receiver asks before it is told every
+                // sender is gone (a few loads per departed sender).
+                self.exclude_rewritten_departed();
                 let now = Instant::now();
                 if self.audit_due_in().is_some() && !self.audited_recently(now) {
                     self.audit(now);

@@ -8,11 +8,12 @@
 //! lose an honest message, with these rules:
 //!
 //! 1. Nothing is decided for `S` until `next` is past it (read fresh, not
-//!    locked by a repair): the winner of `S` stored its claim word before
-//!    moving `next` (`ring::try_claim`), so it is visible now, and a region
-//!    that shows `S` before anyone claimed it (a forgery ahead of the
-//!    sequencer) is never taken. Nor until this receiver maps every sender
-//!    attached (the membership generation is the one of its last refresh).
+//!    locked by a repair), or the keeper's floor is: the winner of `S`
+//!    stored its claim word before moving `next` (`ring::try_claim`), so it
+//!    is visible now, and a region that shows `S` before anyone claimed it
+//!    (a forgery ahead of the sequencer) is never taken. Nor until this
+//!    receiver maps every sender attached (the membership generation is
+//!    the one of its last refresh).
 //! 2. A region is *pending* for `S` when its claim word names `S` and its
 //!    slot does not show `S` settled yet (the winner between its claim and
 //!    its publish, or a loser about to withdraw): the decision waits. A
@@ -145,8 +146,14 @@ impl Receiver {
         // floor: a member may move `next` back below a number a receiver
         // passed as a hole, and the keeper's floor (trusted, it only grows)
         // is what every sender checks a claim against.
+        // Passing a hole is a decision like any other: announced, and it
+        // stands only if no sender won the number meanwhile (one that read
+        // the floor before the keeper raised it past the number).
         if published.is_none() && !voided && !newer {
-            return Ok(Some(if s < self.link.membership.floor() { Found::Hole } else { Found::HoleAboveFloor }));
+            if s >= self.link.membership.floor() {
+                return Ok(Some(Found::HoleAboveFloor));
+            }
+            return Ok(Some(if self.stands(None, false) { Found::Hole } else { Found::NotYet }));
         }
         // A message, or a void: passing it over is a decision too.
         let from = match published {
@@ -247,11 +254,24 @@ impl Receiver {
         })
     }
 
-    /// Rule 1: `s` was claimed (`next` is past it, not locked) and this
-    /// receiver maps every sender region the keeper lists.
+    /// Rule 1: `s` was claimed (`next` is past it, not locked, or the
+    /// keeper's floor is) and this receiver maps every sender region the
+    /// keeper lists. The floor counts because a sender member can move
+    /// `next` back below numbers other senders won, and the keeper raises
+    /// the floor past a departing sender's claims, which no sender is left
+    /// to repair `next` for. Where a sender won a number below the floor,
+    /// the floor vouches as `next` does: the keeper read `next` past it, a
+    /// claim word naming it or a receiver's cursor past it before it raised
+    /// the floor (Release, read with Acquire here), so the winner's claim
+    /// word is as visible as after a look at `next`. The floor also passes
+    /// numbers nobody won (a hole, a claim the keeper revoked in flight, a
+    /// hostile word or cursor within reach): senders never claim below it,
+    /// and one that read it stale meets the announcement every decision
+    /// makes, holes included (`stands`).
     #[inline]
     pub(super) fn decidable(&self, s: u64) -> bool {
-        ring::claimed_past(self.claimed_up_to(), s) && self.link.membership.generation() == self.generation
+        let m = &self.link.membership;
+        (ring::claimed_past(self.claimed_up_to(), s) || s < m.floor()) && m.generation() == self.generation
     }
 
     /// The sequencer's `next`, read for rule 1.

@@ -95,6 +95,9 @@ pub struct Receiver {
     /// The last number this receiver asked the keeper to look at, as a hole
     /// above its floor.
     audit_asked_at: Option<u64>,
+    /// The number at which this receiver last asked the keeper to look
+    /// before telling that every sender is gone.
+    end_checked_at: Option<u64>,
     /// Polls that found nothing at once, counted for `THOROUGH_EVERY`.
     polls: u32,
     /// Quick polls that found nothing, counted for `FULL_EVERY` (their
@@ -221,6 +224,7 @@ impl Receiver {
             holes_untold: 0,
             holes_told_at: None,
             audit_asked_at: None,
+            end_checked_at: None,
             polls: 0,
             quick_polls: 0,
             ended: false,
@@ -747,6 +751,15 @@ impl Receiver {
             // channel has receivers, and wakes those waiting at a hole)
             // lets this receiver pass it; the ending is told after that.
             if !any_live && any_ever && found != Some(Found::HoleAboveFloor) {
+                // First the keeper looks, once per number: a departed
+                // member still writing its region (a claim shown pending
+                // that nobody will settle) is excluded, and this receiver
+                // looks again without it.
+                if self.end_checked_at != Some(self.next) && self.link.membership.keeper_alive() {
+                    self.end_checked_at = Some(self.next);
+                    self.link.call_arg(Op::AuditNow, self.next)?;
+                    continue;
+                }
                 return Err(RecvError::AllSendersGone);
             }
             // Without its keeper nobody would tell this receiver that its
