@@ -29,10 +29,23 @@ pub struct Args {
     /// non-equivocating (default: three rounds in ten non-equivocating).
     #[arg(long, value_parser = ["direct", "non-equivocating"])]
     delivery: Option<String>,
+    /// Sequencer attackers that leave (close their keeper connection) and
+    /// go on moving `next` and showing claims through the mappings they
+    /// keep. Not among the default rounds: it still finds losses (a known
+    /// open hole).
+    #[arg(long)]
+    leaving_attackers: bool,
 }
 
 /// Runs it.
 pub fn run(a: Args) -> Result<ExitCode> {
     let delivery = a.delivery.map(|d| if d == "direct" { Delivery::Direct } else { Delivery::NonEquivocating });
-    corecast_torture::run(Config { seconds: a.seconds, seed: a.seed, verbose: a.verbose, kind: a.kind, delivery })
+    corecast_torture::run(Config {
+        seconds: a.seconds,
+        seed: a.seed,
+        verbose: a.verbose,
+        kind: a.kind,
+        delivery,
+        leaving_attackers: a.leaving_attackers,
+    })
 }

@@ -68,6 +68,65 @@ fn move_sequencer(plan: &HostilePlan, rng: &mut Rng, tx: &mut corecast::Sender) 
     Ok(())
 }
 
+/// Leaves as far as the keeper can tell (closes its sender's connection)
+/// and goes on through the mappings it keeps: once the other senders are
+/// gone too (or its linger is over), it moves `next` back by up to two
+/// rings, or shows a claim of the number the slowest receiver is at, in
+/// flight, in its own region (a claim nobody will settle), `moves` times.
+/// Every message the honest senders sent must still arrive: receivers are
+/// told every sender is gone only after the last one.
+fn leave_and_go_on(
+    plan: &HostilePlan,
+    rng: &mut Rng,
+    chan: &Channel,
+    tx: corecast::Sender,
+    sockets_before: &[i32],
+) -> Result<(), String> {
+    let next = sequencer_next().ok_or("no corecast-sequencer mapping")?;
+    let (lo, _) = own_region().ok_or("no writable corecast-sender mapping")?;
+    let region = Region { base: lo, slots: u64::from(plan.slots) };
+    let cursors = receiver_cursors();
+    for fd in socket_fds().into_iter().filter(|fd| !sockets_before.contains(fd)) {
+        // SAFETY: closes a socket its sender opened; the sender is never
+        // used again (forgotten below, so that its mappings stay).
+        unsafe { libc::close(fd) };
+    }
+    std::mem::forget(tx);
+    let until = std::time::Instant::now() + plan.linger;
+    while std::time::Instant::now() < until && chan.members().iter().any(|m| m.is_sender && m.state == "live") {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let ring = u64::from(plan.slots);
+    for _ in 0..plan.words {
+        if rng.chance(0.5) {
+            let by = rng.range(1, 2 * ring);
+            let _ = next.fetch_update(std::sync::atomic::Ordering::SeqCst, std::sync::atomic::Ordering::SeqCst, |n| {
+                Some(n.saturating_sub(by))
+            });
+        } else {
+            // SAFETY: each is an aligned u64 inside a receiver mapping the
+            // forgotten sender keeps for the life of this process.
+            let slowest = cursors.iter().map(|&at| unsafe { std::ptr::read_volatile(at as *const u64) }).min();
+            if let Some(at) = slowest {
+                region.write(region.base + 3 * 128, ((at + 1) << 2) | 1);
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_micros(rng.range(10, 1000)));
+    }
+    Ok(())
+}
+
+/// This process's open sockets.
+fn socket_fds() -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else { return Vec::new() };
+    dir.filter_map(|e| {
+        let e = e.ok()?;
+        let fd = e.file_name().to_str()?.parse().ok()?;
+        std::fs::read_link(e.path()).ok()?.to_str()?.starts_with("socket:").then_some(fd)
+    })
+    .collect()
+}
+
 /// Sends the forger's bytes as an ordinary message and waits (up to
 /// `pause`) until a receiver has taken it; then, if no other sender has
 /// claimed a number since (so nothing of theirs proves it taken either),
@@ -188,6 +247,7 @@ pub fn run(name: &str, plan: &HostilePlan, log: &mut Log, start: Option<OwnedFd>
         Ok(c) => c,
         Err(e) => return fail(log, format!("hostile: open: {e}")),
     };
+    let sockets_before = socket_fds();
     let tx = match chan.sender() {
         Ok(t) => t,
         Err(e) => return fail(log, format!("hostile: attach: {e}")),
@@ -202,7 +262,13 @@ pub fn run(name: &str, plan: &HostilePlan, log: &mut Log, start: Option<OwnedFd>
         if let Err(e) = move_sequencer(plan, &mut rng, &mut tx) {
             return fail(log, format!("hostile: {e}"));
         }
-        drop(tx);
+        if plan.leaves {
+            if let Err(e) = leave_and_go_on(plan, &mut rng, &chan, tx, &sockets_before) {
+                return fail(log, format!("hostile: {e}"));
+            }
+        } else {
+            drop(tx);
+        }
         drop(chan);
         log.put(Event::End { how: End::Done, next: 0 });
         return 0;

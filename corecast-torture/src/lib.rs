@@ -49,6 +49,9 @@ pub struct Config {
     pub kind: Option<Kind>,
     /// Run every round on channels of this delivery (default: mixed).
     pub delivery: Option<corecast::Delivery>,
+    /// Sequencer attackers leave (close their keeper connection) and go on
+    /// through the mappings they keep (`hostile::leave_and_go_on`).
+    pub leaving_attackers: bool,
 }
 
 /// Runs the suite, printing the figures; exit 0 when every must-be-zero
@@ -66,7 +69,10 @@ pub fn run(a: Config) -> Result<ExitCode> {
     let mut keepers = Vec::new();
     let mut round = 0u32;
     while t0.elapsed() < Duration::from_secs(a.seconds) && !interrupt::requested() {
-        let plan = plan::RoundPlan::draw(seed, round, a.kind, a.delivery);
+        let mut plan = plan::RoundPlan::draw(seed, round, a.kind, a.delivery);
+        if let Some(h) = plan.hostile.as_mut() {
+            h.leaves = a.leaving_attackers;
+        }
         let result = round::run(&format!("{prefix}{round}"), plan)?;
         keepers.push(result.keeper_pid);
         keepers.extend(result.second_keeper);

@@ -119,6 +119,9 @@ pub struct HostilePlan {
     /// The channel's ring length (sequencer moves are drawn around it, and
     /// where the frame area lies in a region).
     pub slots: u32,
+    /// A sequencer attacker leaves after its moves and goes on through the
+    /// mappings it keeps (`corecast torture --leaving-attackers`).
+    pub leaves: bool,
 }
 
 /// How the hostile writer overwrites its region.
@@ -282,6 +285,7 @@ impl RoundPlan {
             linger: run_for,
             seed: rng.next_u64(),
             slots,
+            leaves: false,
         });
         let flooder = rng.chance(0.15);
         // Drawn here, after every earlier draw, so that older seeds keep

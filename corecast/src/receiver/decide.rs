@@ -94,7 +94,10 @@ impl Receiver {
     /// and an honest sender that then wins it either shows here, or sees
     /// the announcement and voids its claim. (With one region mapped no
     /// other sender is attached; one that joins is kept off every number a
-    /// receiver may be deciding by the keeper, `Keeper::join_sender`.)
+    /// receiver may be deciding by the keeper, `Keeper::join_sender`. Its
+    /// one sender never claims a number twice, so only a hole, which a
+    /// `next` moved back by a member that left or was excluded may offer
+    /// it, is announced there too.)
     #[inline(never)]
     pub(super) fn decide(&self, thorough: bool) -> Result<Option<Found>, RecvError> {
         let s = self.next;
@@ -146,14 +149,17 @@ impl Receiver {
         // floor: a member may move `next` back below a number a receiver
         // passed as a hole, and the keeper's floor (trusted, it only grows)
         // is what every sender checks a claim against.
-        // Passing a hole is a decision like any other: announced, and it
-        // stands only if no sender won the number meanwhile (one that read
-        // the floor before the keeper raised it past the number).
+        // Passing a hole is announced, and stands only if no sender won
+        // the number meanwhile (one that read the floor before the keeper
+        // raised it past the number, offered the number by a `next` a
+        // member moved back): with one region mapped too, since its sender
+        // may be that one (a message or a void there is its own claim,
+        // which it never makes twice).
         if published.is_none() && !voided && !newer {
             if s >= self.link.membership.floor() {
                 return Ok(Some(Found::HoleAboveFloor));
             }
-            return Ok(Some(if self.stands(None, false) { Found::Hole } else { Found::NotYet }));
+            return Ok(Some(if self.stands_announced(None, false) { Found::Hole } else { Found::NotYet }));
         }
         // A message, or a void: passing it over is a decision too.
         let from = match published {
@@ -175,9 +181,11 @@ impl Receiver {
     /// `decide`).
     #[inline]
     fn stands(&self, from: Option<usize>, contested: bool) -> bool {
-        if self.regions.len() < 2 {
-            return true;
-        }
+        self.regions.len() < 2 || self.stands_announced(from, contested)
+    }
+
+    /// `stands`, announced and looked at again whatever the regions mapped.
+    fn stands_announced(&self, from: Option<usize>, contested: bool) -> bool {
         let s = self.next;
         ring::announce_decided(&self.region.header().cursor.0, s);
         !self.regions.iter().filter(|&&(j, _)| Some(j) != from).any(|(j, slots)| match self.says(*j, slots, s) {
