@@ -916,25 +916,11 @@ fn a_sender_rewinding_after_the_honest_senders_left_loses_none_of_their_messages
         let mut rewinder = fork({
             let name = name.clone();
             move |out| {
-                let before = memory_map();
-                let chan = Channel::open(&name).unwrap();
-                let sockets_before = socket_fds();
-                let tx = chan.sender().unwrap();
-                let (next, _) = hostile_mappings(&before);
+                let leaver = Leaver::attach(&name);
                 if close_first {
-                    // Leaves as far as the keeper can tell (the sender's
-                    // connection closed) and keeps the sequencer mapped.
-                    for fd in socket_fds().into_iter().filter(|fd| !sockets_before.contains(fd)) {
-                        // SAFETY: closes a socket of this child's own sender,
-                        // which is never used again (forgotten below).
-                        unsafe { libc::close(fd) };
-                    }
-                    wait_until("the keeper sees the sender gone", GUARD, || {
-                        chan.members().iter().all(|m| !m.is_sender || m.state != "live")
-                    });
+                    leaver.leave();
                 }
-                next.fetch_sub(3, Ordering::SeqCst);
-                std::mem::forget(tx);
+                leaver.next.fetch_sub(3, Ordering::SeqCst);
                 use std::io::Write;
                 writeln!(out, "rewound").unwrap();
                 loop {
@@ -984,11 +970,7 @@ fn a_sender_claiming_again_after_it_left_is_excluded_and_holds_back_no_honest_me
     let mut claimer = fork({
         let name = name.clone();
         move |out| {
-            let before = memory_map();
-            let chan = Channel::open(&name).unwrap();
-            let sockets_before = socket_fds();
-            let tx = chan.sender().unwrap();
-            let (_, region) = hostile_mappings(&before);
+            let leaver = Leaver::attach(&name);
             use std::io::Write;
             writeln!(out, "attached").unwrap();
             // Told to go once the receiver read three messages: its number.
@@ -996,18 +978,10 @@ fn a_sender_claiming_again_after_it_left_is_excluded_and_holds_back_no_honest_me
             let mut go = [0u8; 1];
             // SAFETY: reads into a local buffer from the pipe made before the fork.
             assert_eq!(unsafe { libc::read(go_read, go.as_mut_ptr().cast(), 1) }, 1);
-            for fd in socket_fds().into_iter().filter(|fd| !sockets_before.contains(fd)) {
-                // SAFETY: closes a socket of this child's own sender, which
-                // is never used again (forgotten below).
-                unsafe { libc::close(fd) };
-            }
-            wait_until("the keeper sees the claimer gone", GUARD, || {
-                chan.members().iter().any(|m| m.is_sender && m.index == tx.index() && m.state != "live")
-            });
+            leaver.leave();
             // SAFETY: the child writes its own writable mapping: its claim
             // word, in flight for `at` (`(at + 1) << 2 | 1`).
-            unsafe { std::ptr::write_volatile((region + CLAIM) as *mut u64, ((at + 1) << 2) | 1) };
-            std::mem::forget(tx);
+            unsafe { std::ptr::write_volatile((leaver.region + CLAIM) as *mut u64, ((at + 1) << 2) | 1) };
             writeln!(out, "claimed").unwrap();
             loop {
                 std::thread::sleep(Duration::from_secs(1));
@@ -1079,6 +1053,42 @@ fn a_rewind_before_a_sender_leaves_does_not_free_its_slot_early() {
     }
     assert!(newcomer.is_err(), "the departed sender's slot was handed over with its messages unread");
     drop(hostile);
+}
+
+/// A sender attached in a child process that can leave as far as the
+/// keeper can tell (its connection closed) and keep its mappings: the
+/// sequencer's `next` and its own region, both writable.
+struct Leaver {
+    chan: Channel,
+    tx: std::mem::ManuallyDrop<corecast::Sender>,
+    next: &'static AtomicU64,
+    region: usize,
+    sockets_before: Vec<i32>,
+}
+
+impl Leaver {
+    fn attach(name: &str) -> Leaver {
+        let before = memory_map();
+        let chan = Channel::open(name).unwrap();
+        let sockets_before = socket_fds();
+        let tx = std::mem::ManuallyDrop::new(chan.sender().unwrap());
+        let (next, region) = hostile_mappings(&before);
+        Leaver { chan, tx, next, region, sockets_before }
+    }
+
+    /// Closes the sender's connection (never dropping the sender, so its
+    /// mappings stay) and waits until the keeper sees it gone.
+    fn leave(&self) {
+        for fd in socket_fds().into_iter().filter(|fd| !self.sockets_before.contains(fd)) {
+            // SAFETY: closes a socket of this child's own sender, which is
+            // never used or dropped again.
+            unsafe { libc::close(fd) };
+        }
+        let index = self.tx.index();
+        wait_until("the keeper sees the sender gone", GUARD, || {
+            self.chan.members().iter().any(|m| m.is_sender && m.index == index && m.state != "live")
+        });
+    }
 }
 
 /// This process's open sockets.
