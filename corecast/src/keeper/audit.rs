@@ -187,19 +187,25 @@ impl Keeper {
     /// gone. A word beyond every honest reach is a hostile sender's, and an
     /// excluded sender's is not trusted at all: they vouch for nothing; `next` itself is repaired too, when it can be.
     pub(super) fn vouch_for_claims_of(&mut self, j: usize) {
-        let slots = u64::from(self.membership.geometry.slots);
-        // What an honest claim can reach: the slowest receiver's cursor
-        // plus the ring, lossy receivers counting only when there are no
-        // others. Without a receiver nothing is owed to anyone (a receiver
-        // that joins starts at a repaired `next`), and nothing bounds a
-        // word: it vouches for nothing.
-        let slowest = self.live_cursors().into_iter().min().or_else(|| self.cursors(true).into_iter().min());
-        let reach = slowest.map(|c| c.saturating_add(slots).min(ring::MAX_NUMBER));
+        // Without a receiver nothing is owed to anyone (a receiver that
+        // joins starts at a repaired `next`), and nothing bounds a word: it
+        // vouches for nothing.
+        let reach = self.honest_reach().map(|r| r.min(ring::MAX_NUMBER));
         let claimed = ring::taken_below(self.claim_word(j));
         if !self.is_excluded(j) && reach.is_some_and(|r| claimed <= r) {
             self.raise_floor(claimed);
         }
         let _ = self.repaired_next();
+    }
+
+    /// What an honest receiver can reach: the slowest one's cursor plus
+    /// the ring (a cursor beyond is a lie, and bounds nothing); lossy
+    /// receivers count only when there are no others. `None` without a
+    /// receiver.
+    pub(super) fn honest_reach(&self) -> Option<u64> {
+        let slots = u64::from(self.membership.geometry.slots);
+        let slowest = self.live_cursors().into_iter().min().or_else(|| self.cursors(true).into_iter().min());
+        slowest.map(|c| c.saturating_add(slots))
     }
 
     /// Excludes every departed sender whose claim word changed since it

@@ -224,13 +224,8 @@ impl Keeper {
     /// claim checks against it.
     fn keep_off_decided(&mut self, j: usize) {
         crate::sync::fence(Ordering::SeqCst);
-        let slots = u64::from(self.membership.geometry.slots);
-        // What an honest receiver can reach: the slowest one's cursor plus
-        // the ring (a cursor beyond is a lie, and bounds nothing); lossy
-        // receivers count only when there are no others.
+        let Some(reach) = self.honest_reach() else { return };
         let cursors = self.cursors(true);
-        let slowest = self.live_cursors().into_iter().min().or_else(|| cursors.iter().copied().min());
-        let Some(reach) = slowest.map(|c| c.saturating_add(slots)) else { return };
         let Some(target) = cursors.into_iter().map(|c| c.saturating_add(1).min(reach)).max() else { return };
         let seq = self.sequencer.next();
         // SeqCst: one total order with every claim and repair of `next`.
