@@ -183,8 +183,9 @@ pub const FORGED: [u8; 28] = *b"forged by a hostile sender!!";
 
 /// Where a sender region's parts lie (layout::SenderHeader, SlotHeader):
 /// the claim word on the header's fourth 128-byte line, then a table of
-/// slot headers from byte 512, 64 bytes apart (a stamp, a length, the frame's first
-/// 64-byte unit), then the frame area from the next 128-byte line.
+/// slot headers from byte 512, 128 bytes apart (a stamp, a length, the frame's first
+/// 64-byte unit, then room for a payload carried in the slot), then the
+/// frame area from the next 128-byte line.
 struct Region {
     base: usize,
     slots: u64,
@@ -192,11 +193,11 @@ struct Region {
 
 impl Region {
     fn slot(&self, seq: u64) -> usize {
-        self.base + 512 + (seq % self.slots) as usize * 64
+        self.base + 512 + (seq % self.slots) as usize * 128
     }
 
     fn frames(&self) -> usize {
-        self.base + 512 + (self.slots as usize * 64).next_multiple_of(128)
+        self.base + 512 + self.slots as usize * 128
     }
 
     /// Writes `value` at `addr`, a word of this process's own writable
@@ -288,16 +289,19 @@ pub fn run(name: &str, plan: &HostilePlan, log: &mut Log, start: Option<OwnedFd>
         }
         Attack::BadLength => {
             // A number it won, published by hand with a length longer
-            // than the channel's largest message, or a frame past the end of
-            // the area; the loan is neither committed nor dropped.
+            // than the channel's largest message, a frame past the end of
+            // the area, or a payload in the slot longer than the slot's
+            // 112 bytes of room (`u32::MAX` names the slot, not a unit);
+            // the loan is neither committed nor dropped.
             if let Ok(loan) = tx.loan(1) {
                 let slot = region.slot(loan.sequence());
-                if plan.seed.is_multiple_of(2) {
-                    region.write(slot + 8, u32::MAX);
-                } else {
-                    region.write(slot + 8, 1u32);
-                    region.write(slot + 12, u32::MAX);
-                }
+                let (len, at) = match plan.seed % 3 {
+                    0 => (u32::MAX, 0),
+                    1 => (1, u32::MAX - 1),
+                    _ => (113, u32::MAX),
+                };
+                region.write(slot + 8, len);
+                region.write(slot + 12, at);
                 region.write(slot, ((loan.sequence() + 1) << 2) | 1);
                 std::mem::forget(loan);
             }

@@ -20,8 +20,10 @@ use crate::sync::{AtomicU32, AtomicU64};
 /// changes (7: a sender region is a table of slot headers and an area of
 /// frames, each message in its own frame of its own length; 8: the geometry
 /// keeps a history, receivers have a kind; 9: a receiver's cursor line
-/// carries the number it decided last, `Cursor::decided`).
-pub(crate) const LAYOUT_VERSION: u32 = 9;
+/// carries the number it decided last, `Cursor::decided`; 10: a slot
+/// header takes a line pair and carries a small message itself,
+/// `ring::INLINE_AT`).
+pub(crate) const LAYOUT_VERSION: u32 = 10;
 /// Alignment and padding unit for hot fields.
 pub(crate) const LINE: usize = 128;
 
@@ -63,10 +65,16 @@ pub(crate) const MAX_MESSAGE_BYTES: u32 = 64 << 20;
 /// message and offsets fit a `u32` as a count of units.
 pub(crate) const FRAME: usize = 64;
 
-/// Distance between two slot headers in a sender region's table: a cache
-/// line each, so a sender stamping one number never takes the line a
-/// receiver is reading the previous one from.
-pub(crate) const SLOT_STRIDE: usize = 64;
+/// Distance between two slot headers in a sender region's table: a line
+/// pair each, so a sender stamping one number never takes the line a
+/// receiver is reading the previous one from, and a message of up to
+/// [`INLINE_BYTES`] lies right after its header (`ring::INLINE_AT`): the
+/// stamp and the payload then travel between cores together, where a
+/// frame of its own would be one more line to move per message.
+pub(crate) const SLOT_STRIDE: usize = 128;
+
+/// The most payload bytes a slot carries after its header.
+pub(crate) const INLINE_BYTES: u32 = (SLOT_STRIDE - std::mem::size_of::<SlotHeader>()) as u32;
 
 /// The bytes a frame of `len` payload bytes occupies.
 pub(crate) fn frame_bytes(len: usize) -> usize {
@@ -401,7 +409,8 @@ pub(crate) struct SlotHeader {
     /// Payload length in bytes; valid when the stamp says published.
     pub(crate) len: AtomicU32,
     /// Where the payload's frame starts in the frame area, in [`FRAME`]
-    /// units; valid when the stamp says published.
+    /// units, or `ring::INLINE_AT`: right after this header; valid when
+    /// the stamp says published.
     pub(crate) at: AtomicU32,
 }
 

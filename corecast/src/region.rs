@@ -300,13 +300,25 @@ impl SlotArray {
         unsafe { &*self.base.add(std::mem::size_of::<SenderHeader>() + i * SLOT_STRIDE).cast() }
     }
 
-    /// The first byte of `frame`.
+    /// The first byte of `frame`, the payload of number `seq`: right
+    /// after the slot header of `seq` when inline, else in the frame area.
     ///
     /// # Safety
     /// As for [`SlotArray::header`], and `frame` lies inside the frame area
-    /// (`ring::probe` checked it, or this process's own sender allocated it).
+    /// or is inline with at most `INLINE_BYTES` (`ring::probe` checked it,
+    /// or this process's own sender made it).
     #[inline]
-    pub(crate) unsafe fn payload(&self, frame: Frame) -> *mut u8 {
+    pub(crate) unsafe fn payload(&self, seq: u64, frame: Frame) -> *mut u8 {
+        if frame.is_inline() {
+            debug_assert!(frame.len <= INLINE_BYTES);
+            let i = (seq & self.mask) as usize;
+            // SAFETY: slot `i`'s line pair (SLOT_STRIDE bytes of the table,
+            // mapped by the caller's guarantee) holds its header, then
+            // INLINE_BYTES of payload.
+            return unsafe {
+                self.base.add(std::mem::size_of::<SenderHeader>() + i * SLOT_STRIDE + std::mem::size_of::<SlotHeader>())
+            };
+        }
         debug_assert!(frame.offset() + frame.len as usize <= self.bounds.units as usize * FRAME);
         // SAFETY: inside the frame area by the caller's guarantee, which
         // lies inside the mapping.
@@ -374,14 +386,19 @@ impl SenderRegion {
         unsafe { self.slots.slot(seq) }
     }
 
-    /// The first byte of `frame`, which must lie inside the frame area.
+    /// The first byte of `frame`, the payload of number `seq`, which must
+    /// lie inside the frame area or be inline with at most `INLINE_BYTES`.
     #[inline]
-    pub(crate) fn payload(&self, frame: Frame) -> *mut u8 {
-        let end = frame.offset() as u64 + u64::from(frame.len);
-        assert!(end <= self.geometry.ring_bytes, "a frame outside the area");
+    pub(crate) fn payload(&self, seq: u64, frame: Frame) -> *mut u8 {
+        if frame.is_inline() {
+            assert!(frame.len <= INLINE_BYTES, "an inline payload longer than its slot");
+        } else {
+            let end = frame.offset() as u64 + u64::from(frame.len);
+            assert!(end <= self.geometry.ring_bytes, "a frame outside the area");
+        }
         // SAFETY: `self` owns the mapping `slots` was taken from; the frame
-        // is inside the area (asserted).
-        unsafe { self.slots.payload(frame) }
+        // is inside the area or its slot (asserted).
+        unsafe { self.slots.payload(seq, frame) }
     }
 }
 

@@ -22,7 +22,7 @@
 //! can be told apart from the slot's earlier and later occupants.
 
 pub(crate) use crate::layout::Bounds;
-use crate::layout::{Cursor, SlotHeader};
+use crate::layout::{Cursor, SlotHeader, INLINE_BYTES};
 use crate::sync::{AtomicU64, Ordering};
 
 /// Being written by the sender that holds the number: not readable yet.
@@ -44,19 +44,39 @@ pub(crate) fn stamp(seq: u64, kind: u64) -> u64 {
     ((seq + 1) << 2) | kind
 }
 
-/// Where a published message's payload lies in its sender's frame area:
-/// `len` bytes from unit `at` (of [`crate::layout::FRAME`] bytes). Checked
-/// against the region's [`Bounds`] before a [`Probe`] hands one out.
+/// Where a published message's payload lies: `len` bytes from unit `at`
+/// (of [`crate::layout::FRAME`] bytes) of its sender's frame area, or, when
+/// `at` is [`INLINE_AT`], right after its slot header. Checked against the
+/// region's [`Bounds`] before a [`Probe`] hands one out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Frame {
     pub(crate) len: u32,
     pub(crate) at: u32,
 }
 
+/// The `at` of a payload carried in its slot, after the header: at most
+/// [`INLINE_BYTES`] of it. No frame unit has this number (an area is
+/// below 2^28 units, `Geometry::check`).
+pub(crate) const INLINE_AT: u32 = u32::MAX;
+
 impl Frame {
-    /// The frame's first byte, from the start of the frame area.
+    /// A payload of `len` bytes (at most [`INLINE_BYTES`]) carried in its slot.
+    #[inline]
+    pub(crate) fn inline(len: u32) -> Frame {
+        Frame { len, at: INLINE_AT }
+    }
+
+    /// Whether the payload lies in its slot rather than in the frame area.
+    #[inline]
+    pub(crate) fn is_inline(self) -> bool {
+        self.at == INLINE_AT
+    }
+
+    /// The frame's first byte, from the start of the frame area (not for
+    /// an inline payload).
     #[inline]
     pub(crate) fn offset(self) -> usize {
+        debug_assert!(!self.is_inline());
         self.at as usize * crate::layout::FRAME
     }
 }
@@ -141,9 +161,14 @@ fn published_frame(slot: &SlotHeader, seq: u64, b: &Bounds) -> Result<Frame, Bad
     if len > b.max_message {
         return Err(BadSlot::TooLong { seq, len, max: b.max_message });
     }
-    // In units, so nothing overflows: the frame's last byte is inside the area.
-    let room = u64::from(b.units.saturating_sub(at)) * crate::layout::FRAME as u64;
-    if at > b.units || u64::from(len) > room {
+    // In units, so nothing overflows: the frame's last byte is inside the
+    // area; an inline payload's, inside its slot.
+    let room = if at == INLINE_AT {
+        u64::from(INLINE_BYTES)
+    } else {
+        u64::from(b.units.saturating_sub(at)) * crate::layout::FRAME as u64
+    };
+    if (at > b.units && at != INLINE_AT) || u64::from(len) > room {
         return Err(BadSlot::OutOfArea { seq, at, len });
     }
     Ok(Frame { len, at })
@@ -172,6 +197,9 @@ impl std::fmt::Display for BadSlot {
             }
             BadSlot::TooLong { seq, len, max } => {
                 write!(f, "message {seq} claims {len} bytes, more than the channel's largest message ({max})")
+            }
+            BadSlot::OutOfArea { seq, at: INLINE_AT, len } => {
+                write!(f, "message {seq} claims {len} bytes in its slot, which carries {INLINE_BYTES}")
             }
             BadSlot::OutOfArea { seq, at, len } => {
                 write!(f, "message {seq} claims {len} bytes from unit {at}, past the end of its frame area")
@@ -633,7 +661,10 @@ mod probe_tests {
             KIND_VOID => Ok(Probe::Void),
             KIND_WRITING => Ok(Probe::Writing),
             _ if len > b.max_message => Err(BadSlot::TooLong { seq, len, max: b.max_message }),
-            _ if at > b.units || end > u64::from(b.units) * 64 => Err(BadSlot::OutOfArea { seq, at, len }),
+            _ if at == INLINE_AT && len > INLINE_BYTES => Err(BadSlot::OutOfArea { seq, at, len }),
+            _ if at != INLINE_AT && (at > b.units || end > u64::from(b.units) * 64) => {
+                Err(BadSlot::OutOfArea { seq, at, len })
+            }
             KIND_PUBLISHED => Ok(Probe::Ready(frame)),
             _ if len == GAP_BYTES => Ok(Probe::Gap(frame)),
             _ => Err(BadSlot::BadGap { seq, len }),
@@ -644,7 +675,8 @@ mod probe_tests {
         #![proptest_config(ProptestConfig { cases: 2048, ..ProptestConfig::default() })]
         /// Stamps near the number asked for (any kind, the same slot or
         /// not; half of them the number itself, published), garbage, and
-        /// frames inside the area, at its end and far past it: the probe
+        /// frames inside the area, at its end and far past it, and in the
+        /// slot, within and beyond its inline bytes: the probe
         /// answers as the checks one by one do.
         #[test]
         fn the_probe_answers_as_its_checks_one_by_one(
@@ -653,7 +685,7 @@ mod probe_tests {
             kind in prop_oneof![Just(KIND_PUBLISHED), 0u64..4],
             garbage in proptest::option::weighted(0.2, any::<u64>()),
             len in prop_oneof![0u32..300, Just(GAP_BYTES), any::<u32>()],
-            at in prop_oneof![0u32..40, Just(28), any::<u32>()],
+            at in prop_oneof![0u32..40, Just(28), Just(INLINE_AT), any::<u32>()],
         ) {
             // 32 units of 64 bytes: frames from unit 28 on end past the area.
             let b = Bounds { slots: 8, max_message: 256, units: 32 };

@@ -14,7 +14,7 @@
 //! (the ring's back-pressure rule), so no frame is rewritten while anyone
 //! entitled to it can read it.
 
-use crate::layout::{Geometry, FRAME};
+use crate::layout::{Geometry, FRAME, INLINE_BYTES};
 use crate::ring::Frame;
 
 /// The units a frame of `len` bytes takes.
@@ -47,9 +47,28 @@ impl Frames {
         }
     }
 
-    /// [`Space::hold`]; the slot's own frame when fixed.
+    /// What a payload of `len` bytes reserves when it fits in its slot,
+    /// after the header: no frame ([`Reserved::INLINE`]); `None` when it
+    /// needs one.
+    #[inline(always)]
+    pub(crate) fn inline(&mut self, len: usize) -> Option<Reserved> {
+        if len > INLINE_BYTES as usize {
+            return None;
+        }
+        if let Frames::Packed(space) = self {
+            // Nothing waits for frame room any more.
+            space.wanted = None;
+        }
+        Some(Reserved::INLINE)
+    }
+
+    /// [`Space::hold`]; the slot's own frame when fixed; the slot itself
+    /// for a payload it carries ([`Frames::inline`]).
     #[inline(always)]
     pub(crate) fn hold(&mut self, seq: u64, r: Reserved, len: usize) -> Frame {
+        if r == Reserved::INLINE {
+            return Frame::inline(len as u32);
+        }
         match self {
             Frames::Fixed { units, mask } => Frame { len: len as u32, at: ((seq & *mask) * *units) as u32 },
             Frames::Packed(space) => space.hold(seq, r, len),
@@ -124,6 +143,9 @@ pub(crate) struct Reserved {
 impl Reserved {
     /// What a sender of fixed frames holds: its slot's frame, always there.
     pub(crate) const FIXED: Reserved = Reserved { start: 0, at: 0, units: 0 };
+    /// A payload carried in its slot, after the header (`ring::INLINE_AT`):
+    /// no frame at all.
+    pub(crate) const INLINE: Reserved = Reserved { start: 0, at: u64::MAX, units: 0 };
 }
 
 impl Space {

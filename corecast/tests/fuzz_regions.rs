@@ -155,12 +155,14 @@ fn forge_number_zero(claim: bool) -> Result<Vec<u8>, corecast::RecvError> {
     assert_eq!(honest_claim, 4 | 3, "the honest sender's claim word names number 0, won");
     // SAFETY: the forger writes its own writable mapping (legitimately mapped).
     unsafe {
-        // The same frame (unit 0 of the area after the 8-slot table).
-        let frames = 512 + (8 * 64usize).next_multiple_of(128);
-        let unit = std::ptr::read_volatile((real + off + 12) as *const u32) as usize;
-        std::ptr::write_volatile((forger + frames + unit * 64) as *mut [u8; 16], *b"a forged message");
+        // The same place: in the slot, after its 16-byte header (the
+        // honest 16 bytes are carried there), or the same frame of the
+        // area after the 8-slot table of 128-byte slots.
+        let unit = std::ptr::read_volatile((real + off + 12) as *const u32);
+        let payload = if unit == u32::MAX { off + 16 } else { 512 + 8 * 128 + unit as usize * 64 };
+        std::ptr::write_volatile((forger + payload) as *mut [u8; 16], *b"a forged message");
         std::ptr::write_volatile((forger + off + 8) as *mut u32, 16);
-        std::ptr::write_volatile((forger + off + 12) as *mut u32, unit as u32);
+        std::ptr::write_volatile((forger + off + 12) as *mut u32, unit);
         if claim {
             std::ptr::write_volatile((forger + claim_at) as *mut u64, honest_claim);
         }

@@ -221,19 +221,20 @@ fn hostile_mappings(before: &[String]) -> (&'static AtomicU64, usize) {
 
 /// Offsets in a sender region (layout::SenderHeader, SlotHeader): the
 /// claim word on the header's fourth 128-byte line, then a table of
-/// slot headers from byte 512, 64 bytes apart (a stamp, a length, the frame's
-/// first 64-byte unit), then the frame area, from the next 128-byte line.
+/// slot headers from byte 512, 128 bytes apart (a stamp, a length, the frame's
+/// first 64-byte unit or `u32::MAX`, then room for a payload of up to 112
+/// bytes carried in the slot), then the frame area.
 const CLAIM: usize = 3 * 128;
 const SLOTS: usize = 512;
 
 /// The header of the slot of `s` in a region of `slots` slots at `region`.
 fn slot_of(region: usize, slots: u64, s: u64) -> usize {
-    region + SLOTS + (s % slots) as usize * 64
+    region + SLOTS + (s % slots) as usize * 128
 }
 
 /// The start of the frame area of a region of `slots` slots.
 fn frames_of(region: usize, slots: u64) -> usize {
-    region + SLOTS + (slots as usize * 64).next_multiple_of(128)
+    region + SLOTS + slots as usize * 128
 }
 
 /// A hostile sender that, for every number another sender claims, names it
@@ -351,8 +352,9 @@ fn a_sender_forging_the_numbers_another_sender_wins_never_replaces_an_honest_mes
 /// error forever, and no receiver reads outside the region.
 #[test]
 fn a_published_frame_no_region_holds_is_passed_over_and_its_sender_excluded() {
-    // (length, first unit): 32 slots of 64 bytes make a 32-unit area.
-    let bad_frames = [(1u32 << 30, 0u32), (64, 32), (65, 31), (16, u32::MAX)];
+    // (length, first unit): 32 slots of 64 bytes make a 32-unit area
+    // (`u32::MAX` names no unit: the payload carried in the slot).
+    let bad_frames = [(1u32 << 30, 0u32), (64, 32), (65, 31), (16, u32::MAX - 1), (65, u32::MAX)];
     for (delivery, (bad_len, bad_at)) in
         [Delivery::Direct, Delivery::NonEquivocating].into_iter().flat_map(|d| bad_frames.map(|f| (d, f)))
     {
@@ -563,11 +565,13 @@ fn control_is_the_owners_not_a_members() {
             let s = loan.sequence();
             let report = [0u64.to_le_bytes(), 1000u64.to_le_bytes()].concat();
             loan.as_mut_slice().copy_from_slice(&report);
-            let unit = (loan.as_mut_slice().as_ptr() as usize - frames_of(region, 8)) / 64;
             let slot = slot_of(region, 8, s);
+            // Where the loan lies: in its slot (16 bytes fit), or a frame.
+            let payload = loan.as_mut_slice().as_ptr() as usize;
+            let at = if payload == slot + 16 { u32::MAX } else { ((payload - frames_of(region, 8)) / 64) as u32 };
             // SAFETY: the member writes its own region.
             unsafe {
-                std::ptr::write_volatile((slot + 12) as *mut u32, unit as u32);
+                std::ptr::write_volatile((slot + 12) as *mut u32, at);
                 std::ptr::write_volatile((slot + 8) as *mut u32, 16);
                 std::ptr::write_volatile(slot as *mut u64, ((s + 1) << 2) | 3);
             }

@@ -24,7 +24,11 @@ impl<'a> Message<'a> {
     #[inline]
     pub(crate) fn new(rx: &'a mut Receiver, sender: usize, frame: Frame) -> Message<'a> {
         let (slot, payload) = rx.slot_of(sender, frame);
-        crate::sys::prefetch::read(payload.wrapping_add(crate::layout::frame_bytes(frame.len as usize)));
+        // The next frame, where a sender of frames puts the next message
+        // (not past an inline payload: that line is the next slot's).
+        if !frame.is_inline() {
+            crate::sys::prefetch::read(payload.wrapping_add(crate::layout::frame_bytes(frame.len as usize)));
+        }
         Message { rx, slot, payload, sender, frame }
     }
 

@@ -422,12 +422,13 @@ impl Receiver {
     fn slot_of(&self, sender: usize, frame: Frame) -> (*const SlotHeader, *const u8) {
         if let Some(sole) = self.sole.filter(|s| s.index == sender) {
             // SAFETY: `sole` is rebuilt whenever the mapped regions change,
-            // so its region is mapped; the frame is inside its frame area
-            // (checked by `ring::probe` against these very bounds).
-            return unsafe { (sole.slots.slot(self.next), sole.slots.payload(frame)) };
+            // so its region is mapped; the frame is inside its frame area,
+            // or inline within its slot's room (checked by `ring::probe`
+            // against these very bounds).
+            return unsafe { (sole.slots.slot(self.next), sole.slots.payload(self.next, frame)) };
         }
         let region = self.region_of(sender);
-        (region.slot(self.next), region.payload(frame))
+        (region.slot(self.next), region.payload(self.next, frame))
     }
 
     /// The region of `sender`, where a message was located.

@@ -27,10 +27,13 @@ impl Loan<'_> {
     #[inline]
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
         // SAFETY: the sender holds `seq` and the frame (inside its own
-        // region's frame area, `Space`): it is written only by this process
+        // region's frame area, `Space`, or inline in the slot of `seq`,
+        // which it holds with the number): it is written only by this process
         // and read by no receiver until the stamp is published; the borrow
         // of `self` keeps it exclusive.
-        unsafe { std::slice::from_raw_parts_mut(self.sender.region.payload(self.frame), self.frame.len as usize) }
+        unsafe {
+            std::slice::from_raw_parts_mut(self.sender.region.payload(self.seq, self.frame), self.frame.len as usize)
+        }
     }
 
     /// The sequence number this message will carry.

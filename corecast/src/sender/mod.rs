@@ -217,10 +217,11 @@ impl Sender {
         let (seq, frame) = self.try_claim_armed(msg.len())?;
         // SAFETY: this sender holds `seq` and the frame (`msg.len()` bytes,
         // inside its own region's frame area, which no live receiver reads:
-        // `space`), so nobody else writes it and nobody reads it until the
+        // `space`; or in the slot of `seq`, which it holds with the
+        // number), so nobody else writes it and nobody reads it until the
         // stamp is published. (If the keeper voids the claim meanwhile,
         // receivers skip the slot and never read these bytes.)
-        unsafe { std::ptr::copy_nonoverlapping(msg.as_ptr(), self.region.payload(frame), msg.len()) };
+        unsafe { std::ptr::copy_nonoverlapping(msg.as_ptr(), self.region.payload(seq, frame), msg.len()) };
         self.publish(seq, frame, kind)
     }
 
@@ -429,6 +430,9 @@ impl Sender {
     /// the frames still held leave no room.
     #[inline(always)]
     fn reserve(&mut self, g: &Geometry, len: usize) -> Result<Reserved, SendError> {
+        if let Some(inline) = self.space.inline(len) {
+            return Ok(inline);
+        }
         let Frames::Packed(space) = &mut self.space else { return Ok(Reserved::FIXED) };
         let (room, link, region) = (&mut self.room, &self.link, &self.region);
         if !room.sync(link, g) {
