@@ -758,8 +758,17 @@ impl Receiver {
                 // looks again without it.
                 if self.end_checked_at != Some(self.next) && self.link.membership.keeper_alive() {
                     self.end_checked_at = Some(self.next);
-                    self.link.call_arg(Op::AuditNow, self.next)?;
-                    continue;
+                    match self.link.call_arg(Op::AuditNow, self.next) {
+                        // Gone meanwhile (its container ended with the last
+                        // sender, say): nobody excludes anyone any more, so
+                        // what the regions show now is final, and every
+                        // sender left.
+                        Err(ChannelError::KeeperGone) => {}
+                        other => {
+                            other?;
+                            continue;
+                        }
+                    }
                 }
                 return Err(RecvError::AllSendersGone);
             }
