@@ -51,23 +51,26 @@ def test_a_loan_is_written_in_place_and_committed_or_aborted(name):
 
 
 def test_a_loan_takes_the_size_it_asks_for_and_the_ring_its_bytes(name):
-    # 320 bytes per sender: five 64-byte units, while 8 numbers may be in flight.
-    with corecast.Channel.create(name, slots=8, max_message=130, ring_bytes=320) as ch:
-        assert ch.config["ring_bytes"] == 320
+    # 640 bytes per sender: ten 64-byte units, while 8 numbers may be in
+    # flight; a message of up to 112 bytes rides in its slot and takes none.
+    with corecast.Channel.create(name, slots=8, max_message=250, ring_bytes=640) as ch:
+        assert ch.config["ring_bytes"] == 640
         tx, rx = ch.sender(), ch.receiver()
         with pytest.raises(corecast.TooLarge):
-            tx.loan(131)
-        with tx.loan(130) as loan:  # three units
-            assert len(loan) == 130
-            loan.view[:3] = b"big"
-            loan.commit(3)  # gives two units back
-        for i in range(4):  # one unit each: 1 + 4 = 5, the whole area
-            tx.send(bytes([i]) * 64)
+            tx.loan(251)
+        big = b"big" * 40
+        with tx.loan(250) as loan:  # four units
+            assert len(loan) == 250
+            loan.view[:120] = big
+            loan.commit(120)  # gives two units back
+        for i in range(4):  # two units each: 2 + 8 = 10, the whole area
+            tx.send(bytes([i]) * 120)
         with pytest.raises(corecast.WouldBlock):
-            tx.try_send(b"x")  # numbers are left, bytes are not
-        assert rx.recv() == b"big"
-        tx.try_send(b"x")  # the first frame was given back
-        assert [rx.recv() for _ in range(5)] == [bytes([i]) * 64 for i in range(4)] + [b"x"]
+            tx.try_send(b"y" * 120)  # numbers are left, bytes are not
+        tx.try_send(b"x")  # carried in its slot: no bytes needed
+        assert rx.recv() == big
+        tx.try_send(b"y" * 120)  # the first frame was given back
+        assert [rx.recv() for _ in range(6)] == [bytes([i]) * 120 for i in range(4)] + [b"x", b"y" * 120]
 
 
 def test_a_view_that_outlives_its_message_blocks_the_release(name):
