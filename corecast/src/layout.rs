@@ -22,8 +22,9 @@ use crate::sync::{AtomicU32, AtomicU64};
 /// keeps a history, receivers have a kind; 9: a receiver's cursor line
 /// carries the number it decided last, `Cursor::decided`; 10: a slot
 /// header takes a line pair and carries a small message itself,
-/// `ring::INLINE_AT`).
-pub(crate) const LAYOUT_VERSION: u32 = 10;
+/// `ring::INLINE_AT`; 11: what a receiver decided moves off its cursor line
+/// to a line of its own, `ReceiverHeader::decided`).
+pub(crate) const LAYOUT_VERSION: u32 = 11;
 /// Alignment and padding unit for hot fields.
 pub(crate) const LINE: usize = 128;
 
@@ -426,6 +427,15 @@ pub(crate) struct ReceiverHeader {
     /// An [`Arm`] word: set while the receiver sleeps (or is about to) on
     /// the doorbells, or waits on its event fd.
     pub(crate) sleeping: Line<AtomicU32>,
+    /// One past the last number this receiver passed where a sender that
+    /// wins it again after a rewind of `next` must hear of it: what it
+    /// decided among several sender regions (delivers, or passes as void,
+    /// hole or contested), stored before its cursor moves past it, and its
+    /// start (`ring::announce_decided`). Every winner among several sender
+    /// slots reads it (`ring::passed_by`): on a line of its own, written
+    /// once per decided run, where the cursor's line changes at every
+    /// message.
+    pub(crate) decided: Line<AtomicU64>,
 }
 
 /// A receiver's progress: every sequence number below `next` is consumed.
@@ -436,12 +446,6 @@ pub(crate) struct Cursor {
     /// Low 32 bits of `next`, stored after it: the futex word a sender
     /// blocked on back-pressure sleeps on.
     pub(crate) wake: AtomicU32,
-    /// One past the last number this receiver decided among several
-    /// sender regions (what it delivers, or passes as void or contested),
-    /// stored before its cursor moves past it: a sender that wins a number
-    /// below this after a rewind of `next` knows a receiver passed it
-    /// (`ring::announce_decided`).
-    pub(crate) decided: AtomicU64,
 }
 
 /// The encoding of a waiter's arm word: `peers_fence | count << 2 | mode`.

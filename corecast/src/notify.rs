@@ -371,7 +371,7 @@ mod loom_model {
                 slots: (0..slots)
                     .map(|_| SlotHeader { stamp: AtomicU64::new(0), len: AtomicU32::new(0), at: AtomicU32::new(0) })
                     .collect(),
-                cursor: Cursor { next: AtomicU64::new(0), wake: AtomicU32::new(0), decided: AtomicU64::new(0) },
+                cursor: Cursor { next: AtomicU64::new(0), wake: AtomicU32::new(0) },
                 sleeping: AtomicU32::new(Arm::AWAKE),
                 doorbell: AtomicU32::new(0),
                 space_waiting: AtomicU32::new(Arm::AWAKE),

@@ -508,7 +508,7 @@ pub(crate) fn revoke_claim(claim: &AtomicU64, seq: u64) -> bool {
 /// Claims the next number if `has_room(S)` says the ring has room for it.
 ///
 /// `claim` is the claim word in this sender's own region: `S` in flight is
-/// stored (SeqCst) before the compare-exchange so that, if this process
+/// stored before the compare-exchange so that, if this process
 /// dies or stalls between winning `S` and publishing it, the keeper can
 /// find `S` and void it (R4), and so that a number no sender claims is
 /// known to be a hole; it becomes `S` won right after the compare-exchange
@@ -516,18 +516,35 @@ pub(crate) fn revoke_claim(claim: &AtomicU64, seq: u64) -> bool {
 /// [`publish_unless_voided`]). The word always names this sender's last claim,
 /// which lets every other sender see that a number offered by a rewound
 /// `next` was taken.
-/// The SeqCst store and compare-exchange pair with the keeper's SeqCst
-/// loads of `next` then of the claim words (`keeper::audit`): a keeper
-/// that sees `next > S` sees this claim or its clearing.
+/// The store is `Release` and the compare-exchange SeqCst (a release
+/// too): a keeper, receiver or repairer whose SeqCst load or locking of
+/// `next` reads this compare-exchange or a later move (every move of `next`
+/// among several senders is a read-modify-write, a claim's, a repair's or
+/// the keeper's: they form its release sequence) sees this claim or its
+/// clearing when it loads the claim word next
+/// (`keeper::audit`, `receiver::decide`). A move of `next` by a plain store
+/// (only a hostile member makes one) carries no such promise; what a reader
+/// then fails to see is a hole at worst, and every hole a receiver passes
+/// is announced first, which this sender's check after winning reads
+/// ([`announce_decided`]). (A SeqCst store would be a locked instruction
+/// on x86, and on the line other senders read at every claim: measured,
+/// about a tenth of a sender's CPU per message at two senders.)
 #[inline(always)]
 pub(crate) fn try_claim(next: &AtomicU64, claim: &AtomicU64, mut has_room: impl FnMut(u64) -> bool) -> Claim {
+    // Both lines are written below, `next`'s by every sender: asked for
+    // owned at once, where the load of `next` would fetch it shared and the
+    // compare-exchange fetch it again to own it.
+    crate::sync::prefetch_owned(next);
+    crate::sync::prefetch_owned(claim);
     let before = claim.load(Ordering::Relaxed);
     loop {
         let s = next.load(Ordering::SeqCst);
         if !has_room(s) {
             return Claim::Full(s);
         }
-        claim.store(claim_word(s, CLAIM_IN_FLIGHT), Ordering::SeqCst);
+        // Release: ordered before the compare-exchange below, whose readers
+        // it pairs with (see above).
+        claim.store(claim_word(s, CLAIM_IN_FLIGHT), Ordering::Release);
         if next.compare_exchange(s, s + 1, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
             // Won: from now on the word proves `s` taken (`taken_below`), so
             // a sender offered `s` by a rewound `next` knows. A compare-
@@ -540,7 +557,8 @@ pub(crate) fn try_claim(next: &AtomicU64, claim: &AtomicU64, mut has_room: impl 
             );
             return if won.is_ok() { Claim::Won(s) } else { Claim::Revoked(s) };
         }
-        claim.store(before, Ordering::SeqCst);
+        // Release: as the store in flight it takes back.
+        claim.store(before, Ordering::Release);
         crate::sync::spin_hint();
     }
 }
@@ -548,7 +566,7 @@ pub(crate) fn try_claim(next: &AtomicU64, claim: &AtomicU64, mut has_room: impl 
 /// [`try_claim`] for a channel created with one sender slot, where no other
 /// sender can move `next` (the keeper moves it only to repair a sequencer
 /// that this sender itself tampered with): plain stores and one fence
-/// instead of four locked instructions, no retry. Otherwise the claim word
+/// instead of two locked instructions, no retry. Otherwise the claim word
 /// goes through the same states in the same order, so the keeper reads it
 /// the same way: the `Release` store of `next` pairs with the keeper's
 /// SeqCst load of `next`, so a keeper that sees `next > S` then sees `S` in
@@ -593,8 +611,8 @@ pub(crate) fn try_claim_exclusive(next: &AtomicU64, claim: &AtomicU64, mut has_r
 /// second look sees the winner's claim word, or the winner sees this (the
 /// loom model `a_receiver_that_decided_a_number_and_a_sender_winning_it_again_see_each_other`).
 #[inline]
-pub(crate) fn announce_decided(cursor: &Cursor, seq: u64) {
-    cursor.decided.store(seq + 1, Ordering::Relaxed);
+pub(crate) fn announce_decided(decided: &AtomicU64, seq: u64) {
+    decided.store(seq + 1, Ordering::Relaxed);
     crate::sync::fence(Ordering::SeqCst);
 }
 
@@ -606,14 +624,19 @@ pub(crate) fn after_winning() {
 }
 
 /// How far a receiver says it has gone: one past the last number it
-/// consumed or decided (its cursor, its announcement). An honest receiver
-/// is never past a number an honest sender wins: it passes a number only
-/// once it is settled, and repairs of `next` never reopen one it passed.
+/// decided among several sender regions, or its start
+/// ([`announce_decided`]). Its cursor is not read: a receiver moves it past
+/// a number only after announcing it, except where it maps one sender
+/// region, whose sender never claims a number twice, and where a sender
+/// that joins is kept off every number it may be deciding
+/// (`Keeper::join_sender`). An honest receiver is never past a number an
+/// honest sender wins: it passes a number only once it is settled, and
+/// repairs of `next` never reopen one it passed.
 #[inline]
-pub(crate) fn passed_by(cursor: &Cursor) -> u64 {
-    // Relaxed: after `after_winning`'s fence, which orders these loads
-    // after the claim; the cursor's Acquire pairing is the room check's.
-    cursor.next.load(Ordering::Relaxed).max(cursor.decided.load(Ordering::Relaxed))
+pub(crate) fn passed_by(decided: &AtomicU64) -> u64 {
+    // Relaxed: after `after_winning`'s fence, which orders this load after
+    // the claim.
+    decided.load(Ordering::Relaxed)
 }
 
 /// Moves a receiver's cursor to `to`: everything below is consumed.
@@ -742,7 +765,7 @@ mod loom_model {
                 next: AtomicU64::new(0),
                 claims: (0..senders).map(|_| AtomicU64::new(0)).collect(),
                 regions: (0..senders).map(|_| region()).collect(),
-                cursor: Cursor { next: AtomicU64::new(0), wake: AtomicU32::new(0), decided: AtomicU64::new(0) },
+                cursor: Cursor { next: AtomicU64::new(0), wake: AtomicU32::new(0) },
                 r,
             })
         }
@@ -992,18 +1015,17 @@ mod loom_model {
         loom::model(|| {
             let next = Arc::new(AtomicU64::new(0));
             let claim = Arc::new(AtomicU64::new(0));
-            let cursor =
-                Arc::new(Cursor { next: AtomicU64::new(0), wake: AtomicU32::new(0), decided: AtomicU64::new(0) });
+            let decided = Arc::new(AtomicU64::new(0));
             let honest = {
-                let (next, claim, cursor) = (next.clone(), claim.clone(), cursor.clone());
+                let (next, claim, decided) = (next.clone(), claim.clone(), decided.clone());
                 loom::thread::spawn(move || {
                     let won = try_claim(&next, &claim, |_| true);
                     assert_eq!(won, Claim::Won(0));
                     after_winning();
-                    passed_by(&cursor) <= 0
+                    passed_by(&decided) <= 0
                 })
             };
-            announce_decided(&cursor, 0);
+            announce_decided(&decided, 0);
             let seen = named(claim.load(Ordering::SeqCst)) == Some(0);
             let publishes = honest.join().unwrap();
             assert!(seen || !publishes, "the receiver kept number 0 and the honest sender published it too");

@@ -476,7 +476,7 @@ mod loom_model {
                     .map(|_| SlotHeader { stamp: AtomicU64::new(0), len: AtomicU32::new(0), at: AtomicU32::new(0) })
                     .collect(),
                 units: (0..UNITS).map(|_| UnsafeCell::new(u64::MAX)).collect(),
-                cursor: Cursor { next: AtomicU64::new(0), wake: AtomicU32::new(0), decided: AtomicU64::new(0) },
+                cursor: Cursor { next: AtomicU64::new(0), wake: AtomicU32::new(0) },
             });
             let sender = {
                 let shared = shared.clone();

@@ -784,6 +784,13 @@ fn disguised_names_and_unsafe_directories_are_refused() {
     std::fs::remove_dir_all(&base).unwrap();
 }
 
+/// A channel of two sender slots for the rewind attacks, without a
+/// deadline (nothing is voided for being slow).
+fn rewind_channel(tag: &str) -> Channel {
+    let config = ChannelConfig { deadline: None, ..cfg(8, 2, 0o600, Delivery::Direct) };
+    Channel::create(&unique(tag), &config).unwrap()
+}
+
 /// The rewind after the fact: `next` stored back to `seq`, which this
 /// process's sender region (at `region`, of `slots` slots) won, and the
 /// claim word and slot that prove it taken wiped.
@@ -806,9 +813,7 @@ fn rewind_and_wipe(next: &AtomicU64, region: usize, slots: u64, seq: u64) {
 #[test]
 fn a_sender_rewinding_past_a_number_a_receiver_took_loses_no_honest_message() {
     let alone = mapping_alone();
-    let name = unique("rewinder");
-    let config = ChannelConfig { deadline: None, ..cfg(8, 2, 0o600, Delivery::Direct) };
-    let chan = Channel::create(&name, &config).unwrap();
+    let chan = rewind_channel("rewinder");
     let (mut early, mut late) = (chan.receiver().unwrap(), chan.receiver().unwrap());
     let mut honest = chan.sender().unwrap();
     let (mut hostile, next, region) = hostile_sender(&chan, &alone);
@@ -832,9 +837,7 @@ fn a_sender_rewinding_past_a_number_a_receiver_took_loses_no_honest_message() {
 #[test]
 fn a_sender_rewinding_into_numbers_a_receiver_decided_ahead_loses_no_honest_message() {
     let alone = mapping_alone();
-    let name = unique("rewind-run");
-    let config = ChannelConfig { deadline: None, ..cfg(8, 2, 0o600, Delivery::Direct) };
-    let chan = Channel::create(&name, &config).unwrap();
+    let chan = rewind_channel("rewind-run");
     let mut rx = chan.receiver().unwrap();
     let mut honest = chan.sender().unwrap();
     let (mut hostile, next, region) = hostile_sender(&chan, &alone);
@@ -859,6 +862,29 @@ fn a_sender_rewinding_into_numbers_a_receiver_decided_ahead_loses_no_honest_mess
     }
     // What it decided before the rewind, if anything, and in order.
     assert!(["hostile 1", "hostile 2"].starts_with(&before_honest.iter().map(String::as_str).collect::<Vec<_>>()));
+}
+
+/// The same rewind below where a receiver started: a receiver that joins
+/// after the member's message starts past it, so an honest sender offered
+/// that number again must not publish it where that receiver never looks
+/// (the keeper's floor, raised to `next` as the receiver joins, and the
+/// receiver's start, which counts as passed, `ring::passed_by`, both say
+/// so).
+#[test]
+fn a_sender_rewinding_below_a_receivers_start_loses_no_honest_message() {
+    let alone = mapping_alone();
+    let chan = rewind_channel("rewind-start");
+    let mut honest = chan.sender().unwrap();
+    let (mut hostile, next, region) = hostile_sender(&chan, &alone);
+    hostile.send(b"hostile").unwrap();
+    let taken = next.load(Ordering::SeqCst) - 1;
+    let mut rx = chan.receiver().unwrap();
+    assert!(rx.next_sequence() > taken, "a receiver that joins later starts past what was sent");
+    rewind_and_wipe(next, region, 8, taken);
+    honest.send_timeout(b"honest", GUARD).unwrap();
+    let mut buf = [0u8; 64];
+    let n = rx.recv_timeout(&mut buf, GUARD).unwrap();
+    assert_eq!(&buf[..n], b"honest");
 }
 
 /// The same rewind in a channel with one sender slot, by a sender that
@@ -1107,13 +1133,14 @@ fn socket_fds() -> Vec<i32> {
         .collect()
 }
 
-/// A receiver's own region, writable (its cursor line is on the second
-/// 128-byte line: `next`, the wake word, then `decided`).
+/// A receiver's own region, writable: its cursor (`next`, on the second
+/// 128-byte line) and its `decided` word (alone on the fourth, after the
+/// arm word's).
 fn receiver_cursor_words(before: &[String]) -> (&'static AtomicU64, &'static AtomicU64) {
     let (region, _) = new_mapping("corecast-receiver", before, true);
     // SAFETY: both words are inside this process's own mapping of its
     // receiver region, which lives as long as that receiver (the test).
-    unsafe { (&*((region + 128) as *const AtomicU64), &*((region + 144) as *const AtomicU64)) }
+    unsafe { (&*((region + 128) as *const AtomicU64), &*((region + 384) as *const AtomicU64)) }
 }
 
 /// A receiver member that says it decided numbers nobody published makes

@@ -29,7 +29,7 @@ impl Keeper {
 
     /// Sender `j`'s claim word (0 without a region).
     pub(super) fn claim_word(&self, j: usize) -> u64 {
-        // SeqCst: pairs with the sender's SeqCst claim stores (ring::try_claim).
+        // SeqCst: after the keeper's SeqCst load of `next`, which pairs with the claimer's compare-exchange after its claim store (ring::try_claim).
         self.senders[j].as_ref().map_or(0, |s| s.region.header().claim.0.load(Ordering::SeqCst))
     }
 

@@ -45,7 +45,7 @@ use crate::ring::{self, Probe};
 use crate::sync::Ordering;
 
 /// The claim word of the region whose slots are `slots`. SeqCst, and
-/// before its slots: pairs with the claimer's SeqCst claim stores
+/// before its slots: pairs with the claimer's claim stores
 /// (`ring::try_claim`) after this receiver's SeqCst load of `next`; and a
 /// sender publishes a number before it names a later one, so a word naming
 /// a later number means a slot read after it shows that number settled if
@@ -187,7 +187,7 @@ impl Receiver {
     /// `stands`, announced and looked at again whatever the regions mapped.
     fn stands_announced(&self, from: Option<usize>, contested: bool) -> bool {
         let s = self.next;
-        ring::announce_decided(&self.region.header().cursor.0, s);
+        ring::announce_decided(&self.region.header().decided.0, s);
         !self.regions.iter().filter(|&&(j, _)| Some(j) != from).any(|(j, slots)| match self.says(*j, slots, s) {
             Says::Pending { .. } | Says::Newer { pending: true } => true,
             Says::Publishes(_) => !contested,

@@ -191,6 +191,9 @@ impl Receiver {
         let sequencer =
             Sequencer::open(Link::map_sequencer(&fds.remove(0), &g, false)?, &g).map_err(ChannelError::Corrupt)?;
         ring::advance(&region.header().cursor.0, reply.seq);
+        // Everything below its start is passed, for a sender that wins a
+        // number there again (`ring::passed_by`).
+        region.header().decided.0.store(reply.seq, Ordering::Relaxed);
         // Acquire pairs with the keeper's state store after its epoch bump: a changed epoch is another member.
         let epoch = link.membership.receiver(reply.index as usize).epoch.load(Ordering::Acquire);
         let mut rx = Receiver {

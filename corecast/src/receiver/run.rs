@@ -121,7 +121,7 @@ impl Receiver {
     /// every number in it: the end of the part that stands (every number
     /// before the first that some other region now claims or shows).
     fn stands_run(&self, run: &Run) -> u64 {
-        ring::announce_decided(&self.region.header().cursor.0, run.end - 1);
+        ring::announce_decided(&self.region.header().decided.0, run.end - 1);
         let mut end = (run.end - run.start) as usize;
         // Every region, changed claim word or not: a sender that won a
         // number of the run again after a rewind may be back at the very

@@ -10,14 +10,14 @@ use std::ops::Deref;
 
 use super::words::Words;
 use crate::error::ChannelError;
-use crate::layout::{Arm, Cursor};
+use crate::layout::Arm;
 use crate::link::Link;
 use crate::notify::Notified;
 use crate::peers::{self, PeerTable};
 use crate::proto::Op;
 use crate::region::ReceiverRegion;
 use crate::ring;
-use crate::sync::{AtomicU32, Ordering};
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
 
 /// The receivers' table and their arm words; changed only by
 /// [`Receivers::refresh`], which rebuilds both together.
@@ -26,14 +26,15 @@ pub(super) struct Receivers {
     table: PeerTable<ReceiverRegion>,
     /// The arm word of each mapped receiver of `table`, in its mapping.
     arm_words: Words<AtomicU32>,
-    /// The cursor line of each mapped receiver of `table`, in its mapping.
-    cursors: Words<Cursor>,
+    /// The decided word of each mapped receiver of `table`, in its
+    /// mapping (`ring::passed_by`).
+    decided: Words<AtomicU64>,
 }
 
 impl Receivers {
     /// No receiver mapped, room for `capacity`.
     pub(super) fn empty(capacity: usize) -> Receivers {
-        Receivers { table: peers::empty(capacity), arm_words: Words::new(), cursors: Words::new() }
+        Receivers { table: peers::empty(capacity), arm_words: Words::new(), decided: Words::new() }
     }
 
     /// Maps the receivers the keeper lists (`notified` forgets each one
@@ -42,7 +43,7 @@ impl Receivers {
         // Cleared first: no pointer outlives a mapping the refresh drops,
         // even when the refresh fails half way.
         self.arm_words.clear();
-        self.cursors.clear();
+        self.decided.clear();
         let r = peers::refresh(
             link,
             Op::FetchReceivers,
@@ -53,7 +54,7 @@ impl Receivers {
             |i| notified.forget(i),
         );
         self.arm_words.extend(self.table.mapped().map(|(_, p)| &p.region.header().sleeping.0));
-        self.cursors.extend(self.table.mapped().map(|(_, p)| &p.region.header().cursor.0));
+        self.decided.extend(self.table.mapped().map(|(_, p)| &p.region.header().decided.0));
         r
     }
 
@@ -61,7 +62,7 @@ impl Receivers {
     /// [`ring::passed_by`] of every mapped receiver.
     #[inline(always)]
     pub(super) fn furthest_passed(&self) -> u64 {
-        self.cursors.iter().map(ring::passed_by).max().unwrap_or(0)
+        self.decided.iter().map(ring::passed_by).max().unwrap_or(0)
     }
 
     /// Whether some receiver's arm word asks anything of a publish: it

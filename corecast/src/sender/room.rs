@@ -114,7 +114,7 @@ impl Room {
         let m = &link.membership;
         let mut reach = None;
         for (j, r) in self.senders.mapped().map(|(j, p)| (j, &p.region)) {
-            // Acquire pairs with the sender's SeqCst stores of its claim.
+            // Acquire pairs with the sender's release stores of its claim.
             let c = ring::taken_below(r.header().claim.0.load(Ordering::Acquire));
             if c <= s || m.sender(j).excluded.load(Ordering::Relaxed) != 0 {
                 continue;
@@ -174,7 +174,7 @@ impl Room {
     fn sanction_passers(&mut self, link: &Link, g: &Geometry, seq: u64) {
         let reach = self.raw_reach(&link.membership, g);
         for (i, p) in self.receivers.mapped() {
-            let by = ring::passed_by(&p.region.header().cursor.0);
+            let by = ring::passed_by(&p.region.header().decided.0);
             if by <= seq {
                 continue;
             }
