@@ -887,6 +887,54 @@ fn a_sender_rewinding_below_a_receivers_start_loses_no_honest_message() {
     assert_eq!(&buf[..n], b"honest");
 }
 
+/// The one sender attached to a channel of several sender slots shows a
+/// number nobody claimed yet, a copy of its last message restamped one
+/// ahead: a receiver that takes that region's messages without deciding
+/// among regions still takes nothing ahead of the sequencer, however far
+/// it saw `next` go before, and gets the message the sender then claims
+/// and publishes for that number.
+#[test]
+fn a_sole_sender_showing_a_number_ahead_of_the_sequencer_is_not_taken() {
+    let alone = mapping_alone();
+    let chan = rewind_channel("sole-ahead");
+    let mut rx = chan.receiver().unwrap();
+    let (mut tx, next, region) = hostile_sender(&chan, &alone);
+    let mut buf = [0u8; 64];
+    for round in 0..3u64 {
+        for m in [b"message a", b"message b"] {
+            tx.send(m).unwrap();
+        }
+        // The receiver takes one: it has read `next` past both.
+        let n = rx.try_recv(&mut buf).unwrap();
+        assert_eq!(&buf[..n], b"message a", "round {round}");
+        let last = next.load(Ordering::SeqCst) - 1;
+        let (from, to) = (slot_of(region, 8, last), slot_of(region, 8, last + 1));
+        // SAFETY: the sender member writes its own writable mapping: the
+        // slot (line pair) of `last + 1`, with `last`'s bytes and a stamp
+        // one number later.
+        let before = unsafe {
+            let before = std::ptr::read_volatile(to as *const [u8; 128]);
+            let mut bytes = std::ptr::read_volatile(from as *const [u8; 128]);
+            let stamp = u64::from_le_bytes(bytes[..8].try_into().unwrap()) + (1 << 2);
+            bytes[..8].copy_from_slice(&stamp.to_le_bytes());
+            std::ptr::write_volatile(to as *mut [u8; 128], bytes);
+            before
+        };
+        let n = rx.try_recv(&mut buf).unwrap();
+        assert_eq!(&buf[..n], b"message b", "round {round}");
+        assert!(
+            matches!(rx.try_recv(&mut buf), Err(RecvError::WouldBlock)),
+            "round {round}: a number nobody claimed was taken"
+        );
+        // The forgery taken back (its own publish would fail on it).
+        // SAFETY: as above.
+        unsafe { std::ptr::write_volatile(to as *mut [u8; 128], before) };
+        tx.send(b"claimed").unwrap();
+        let n = rx.try_recv(&mut buf).unwrap();
+        assert_eq!(&buf[..n], b"claimed", "round {round}");
+    }
+}
+
 /// The same rewind in a channel with one sender slot, by a sender that
 /// then leaves while the receiver still holds its message in place (its
 /// cursor still at the number): the sender that takes its place must not

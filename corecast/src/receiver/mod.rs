@@ -78,6 +78,10 @@ pub struct Receiver {
     /// this, without the table of regions. Rebuilt by every refresh, the
     /// only place the mapped regions change.
     sole: Option<SoleSender>,
+    /// The last `next` (unlocked) this receiver read to take a message from
+    /// `sole`, or 0; cleared by every refresh (`sole_claimed`). This
+    /// process's own word (an atomic only so that `&self` may update it).
+    sole_next_seen: std::sync::atomic::AtomicU64,
     /// Every mapped sender region as (index, slots), in index order: what
     /// the per-message loops over several regions walk instead of the
     /// table. Rebuilt with `sole`.
@@ -221,6 +225,7 @@ impl Receiver {
             sequencer,
             exclusive: g.exclusive_sender(),
             sole: None,
+            sole_next_seen: std::sync::atomic::AtomicU64::new(0),
             regions: Vec::with_capacity(g.max_senders as usize),
             run: run::Run::default(),
             sleep_values: Vec::with_capacity(2 + g.max_senders as usize),
@@ -812,9 +817,34 @@ impl Receiver {
     /// departed one shows (`Keeper::join_sender`).
     #[inline(always)]
     fn sole_decided(&self) -> bool {
-        self.link.membership.generation() == self.generation
-            // SeqCst: as in `decidable`.
-            && (self.exclusive || ring::claimed_past(self.sequencer.next().load(Ordering::SeqCst), self.next))
+        self.link.membership.generation() == self.generation && (self.exclusive || self.sole_claimed())
+    }
+
+    /// Whether `self.next` was claimed, for a message in the sole region:
+    /// `next` was seen past it since the last refresh. `next` is read again
+    /// only once the value last seen is not past it, not at every message
+    /// (a line every claim writes: a transfer each way per message). A
+    /// value seen earlier still says the number was taken: `next` goes
+    /// back only by a repair, which never goes back to a number a receiver
+    /// may be deciding (`ring::repair_target`: past every cursor), or by a
+    /// member's rewind, after which whatever the sole region shows for it
+    /// is that region's sender's own claim or its own forgery, as it would
+    /// be with `next` read now; and a sender that joins meanwhile changes
+    /// the generation, which `sole_decided` reads fresh, and is kept off
+    /// the number by the keeper (`Keeper::join_sender`).
+    #[inline(always)]
+    fn sole_claimed(&self) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.next < self.sole_next_seen.load(Relaxed) {
+            return true;
+        }
+        // SeqCst: as in `decidable`.
+        let next = self.sequencer.next().load(Ordering::SeqCst);
+        if !ring::claimed_past(next, self.next) {
+            return false;
+        }
+        self.sole_next_seen.store(next, Relaxed);
+        true
     }
 
     /// Counts a hole passed over for the keeper's tally of tampering
@@ -874,6 +904,7 @@ impl Receiver {
         self.regions.clear();
         self.regions.extend(self.senders.mapped().map(|(j, p)| (j, p.region.slot_array())));
         self.run.clear();
+        *self.sole_next_seen.get_mut() = 0;
         refreshed
     }
 }
