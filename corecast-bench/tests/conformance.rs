@@ -56,6 +56,7 @@ conformance_tests! {
     corecast_c => "corecast-c",
     corecast_packed => "corecast-packed",
     corecast_history => "corecast-history",
+    corecast_spare => "corecast-spare",
     #[cfg(feature = "iceoryx2")]
     iceoryx2 => "iceoryx2",
     #[cfg(feature = "iceoryx2")]

@@ -110,6 +110,7 @@ pub fn all_with(options: &Options) -> Vec<Box<dyn crate::transport::Mechanism>> 
         Box::new(corecast_channel::Corecast::NON_EQUIVOCATING),
         Box::new(corecast_channel::Corecast::packed(options.packed_ring_bytes)),
         Box::new(corecast_channel::Corecast::with_history(options.history)),
+        Box::new(corecast_channel::Corecast::SPARE),
         Box::new(open_mpi::Mpi::point_to_point()),
         Box::new(open_mpi::Mpi::bcast()),
         Box::new(limit::Limit::SPIN),

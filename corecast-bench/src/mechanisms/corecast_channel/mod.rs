@@ -19,9 +19,10 @@
 //! Three ways in, the same channels: the Rust API ([`Native`]: `corecast`,
 //! `corecast-spin`, `corecast-sleep`, `corecast-nap`, `corecast-packed`,
 //! whose senders' messages are packed by length into a frame area of a
-//! set size, `ChannelConfig::ring_bytes`, and `corecast-history`, whose
+//! set size, `ChannelConfig::ring_bytes`, `corecast-history`, whose
 //! channels keep their last messages for receivers that join late,
-//! `ChannelConfig::history`), its tokio endpoints ([`Aio`]:
+//! `ChannelConfig::history`, and `corecast-spare`, whose channels have a
+//! sender slot more than senders), its tokio endpoints ([`Aio`]:
 //! `corecast-async`, `corecast-sleep`'s channels with every wait an await
 //! on a wake fd in a current-thread runtime) and the C API ([`CApi`]:
 //! `corecast-c`, calling the very functions a C program calls), so the
@@ -145,6 +146,10 @@ pub struct Corecast<A> {
     /// channel keeps for receivers that join late (at most what its ring
     /// allows: `slots` less its senders).
     history: u32,
+    /// Sender slots each channel has beyond the senders the run attaches
+    /// (`ChannelConfig::max_senders` = senders + this): a channel made
+    /// for more senders than it has, as the library's default config is.
+    spare_senders: u32,
     api: PhantomData<fn() -> A>,
 }
 
@@ -159,6 +164,7 @@ impl Corecast<Native> {
         bridge_latency: false,
         ring_bytes: None,
         history: 0,
+        spare_senders: 0,
         api: PhantomData,
     };
     /// Busy-polling endpoints.
@@ -171,6 +177,7 @@ impl Corecast<Native> {
         bridge_latency: false,
         ring_bytes: None,
         history: 0,
+        spare_senders: 0,
         api: PhantomData,
     };
     /// Endpoints that sleep on a futex at once.
@@ -183,6 +190,7 @@ impl Corecast<Native> {
         bridge_latency: false,
         ring_bytes: None,
         history: 0,
+        spare_senders: 0,
         api: PhantomData,
     };
     /// Endpoints that poll and nap, never sleeping on a futex: the
@@ -196,6 +204,7 @@ impl Corecast<Native> {
         bridge_latency: false,
         ring_bytes: None,
         history: 0,
+        spare_senders: 0,
         api: PhantomData,
     };
     /// Non-equivocating channels (a trusted copier between senders and
@@ -209,6 +218,7 @@ impl Corecast<Native> {
         bridge_latency: false,
         ring_bytes: None,
         history: 0,
+        spare_senders: 0,
         api: PhantomData,
     };
 }
@@ -233,6 +243,7 @@ impl Corecast<Native> {
             bridge_latency: false,
             ring_bytes: Some(ring_bytes),
             history: 0,
+            spare_senders: 0,
             api: PhantomData,
         }
     }
@@ -260,6 +271,20 @@ impl Corecast<Native> {
 }
 
 impl Corecast<Native> {
+    /// Default waits, each channel made with one sender slot more than the
+    /// run attaches senders: what a channel made for more senders than it
+    /// has (`ChannelConfig::default()` has 4) costs, beside `corecast`,
+    /// whose channels have exactly as many slots as senders (a channel of
+    /// one sender slot takes the exclusive claim, see `ring`).
+    pub const SPARE: Corecast<Native> = Corecast {
+        name: "corecast-spare",
+        describe: "corecast channels, default waiting, each made with one sender slot more than it has senders",
+        spare_senders: 1,
+        ..Corecast::ADAPTIVE
+    };
+}
+
+impl Corecast<Native> {
     /// corecast across hosts: each host's processes on channels of that
     /// host, joined by `corecast bridge` over Zenoh (default waits).
     /// (its default throughput mode: what queues behind a busy link
@@ -274,6 +299,7 @@ impl Corecast<Native> {
         bridge_latency: false,
         ring_bytes: None,
         history: 0,
+        spare_senders: 0,
         api: PhantomData,
     };
     /// The same with bridges in latency mode (`--latency`: each message
@@ -288,6 +314,7 @@ impl Corecast<Native> {
         bridge_latency: true,
         ring_bytes: None,
         history: 0,
+        spare_senders: 0,
         api: PhantomData,
     };
 }
@@ -303,6 +330,7 @@ impl Corecast<CApi> {
         bridge_latency: false,
         ring_bytes: None,
         history: 0,
+        spare_senders: 0,
         api: PhantomData,
     };
 }
@@ -324,6 +352,7 @@ impl Corecast<Aio> {
         bridge_latency: false,
         ring_bytes: None,
         history: 0,
+        spare_senders: 0,
         api: PhantomData,
     };
 }
@@ -442,7 +471,7 @@ impl<A: Api> Mechanism for Corecast<A> {
         let config = self.config(topology);
         let mut channels = Vec::new();
         for c in &plan.channels {
-            let (max_senders, max_receivers) = (c.senders as u32, c.receivers as u32);
+            let (max_senders, max_receivers) = (c.senders as u32 + self.spare_senders, c.receivers as u32);
             let history = history_within(self.history, config.slots, max_senders);
             let config = ChannelConfig { max_senders, max_receivers, history, ..config };
             channels.push(Channel::create(&c.name, &config).map_err(|e| err("create", e))?);
