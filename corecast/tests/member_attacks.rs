@@ -149,6 +149,7 @@ fn join_while_truncating(name: &str, op: u32, bytes: i64, tries: u32) -> u32 {
 /// As a receiver and as a sender, from another user through mode 0666.
 #[test]
 fn a_member_truncating_the_region_it_hands_over_cannot_kill_the_keeper() {
+    let _alone = mapping_alone();
     if !needs_root("a_member_truncating_the_region_it_hands_over_cannot_kill_the_keeper") {
         return;
     }
@@ -185,10 +186,11 @@ fn a_member_truncating_the_region_it_hands_over_cannot_kill_the_keeper() {
     }
 }
 
-/// Held by each test that maps endpoints in this process and then finds
-/// one among its mappings by name, for as long as it maps any: tests run
-/// on threads of one process, and endpoints two of them map at once could
-/// not be told apart.
+/// Held by every test here that maps a channel or endpoints in this
+/// process, for as long as it maps any: tests run on threads of one
+/// process, and a test that finds its own endpoint among the mappings by
+/// name (`new_mapping`) could otherwise take another test's, write into
+/// it, and fault once that test unmaps it.
 static MAPPING_ALONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn mapping_alone() -> std::sync::MutexGuard<'static, ()> {
@@ -244,6 +246,7 @@ fn frames_of(region: usize, slots: u64) -> usize {
 /// non-equivocating channel every receiver gets the same outcome.
 #[test]
 fn a_sender_forging_the_numbers_another_sender_wins_never_replaces_an_honest_message() {
+    let _alone = mapping_alone();
     for delivery in [Delivery::Direct, Delivery::NonEquivocating] {
         let name = unique(&format!("forge-{delivery:?}"));
         let slots = 8u64;
@@ -352,6 +355,7 @@ fn a_sender_forging_the_numbers_another_sender_wins_never_replaces_an_honest_mes
 /// error forever, and no receiver reads outside the region.
 #[test]
 fn a_published_frame_no_region_holds_is_passed_over_and_its_sender_excluded() {
+    let _alone = mapping_alone();
     // (length, first unit): 32 slots of 64 bytes make a 32-unit area
     // (`u32::MAX` names no unit: the payload carried in the slot).
     let bad_frames = [(1u32 << 30, 0u32), (64, 32), (65, 31), (16, u32::MAX - 1), (65, u32::MAX)];
@@ -423,6 +427,7 @@ fn publish_bad_frame(name: &str, len: u32, at: u32) -> common::Child {
 /// then `AllSendersGone`; the bad number never ends the stream early.
 #[test]
 fn a_bad_frame_before_the_honest_sender_leaves_loses_none_of_its_messages() {
+    let _alone = mapping_alone();
     for hostile_dies in [false, true] {
         let name = unique(&format!("bad-len-gone-{hostile_dies}"));
         let chan =
@@ -471,6 +476,7 @@ fn a_bad_frame_before_the_honest_sender_leaves_loses_none_of_its_messages() {
 /// keeper's 10 s request timeout and failed).
 #[test]
 fn the_keeper_answers_the_receiver_whose_request_excludes_a_sender() {
+    let _alone = mapping_alone();
     let name = unique("bad-len-newest");
     let chan =
         Channel::create(&name, &ChannelConfig { deadline: None, ..cfg(32, 2, 0o600, Delivery::Direct) }).unwrap();
@@ -540,6 +546,7 @@ fn the_keeper_answers_the_receiver_whose_request_excludes_a_sender() {
 /// API or by writing a gap into its own region by hand.
 #[test]
 fn control_is_the_owners_not_a_members() {
+    let _alone = mapping_alone();
     if !needs_root("control_is_the_owners_not_a_members") {
         return;
     }
@@ -594,6 +601,7 @@ fn control_is_the_owners_not_a_members() {
 /// few hundred; the owner's requests are served meanwhile.
 #[test]
 fn a_user_flooding_the_keeper_with_connections_cannot_lock_out_the_owner() {
+    let _alone = mapping_alone();
     if !needs_root("a_user_flooding_the_keeper_with_connections_cannot_lock_out_the_owner") {
         return;
     }
@@ -642,6 +650,7 @@ fn a_user_flooding_the_keeper_with_connections_cannot_lock_out_the_owner() {
 /// endpoint return within their bounds, with a typed error for the open.
 #[test]
 fn a_stopped_keeper_bounds_every_request() {
+    let _alone = mapping_alone();
     let name = unique("keeper-stopped");
     let chan = Channel::create(&name, &cfg(8, 2, 0o600, Delivery::Direct)).unwrap();
     let rx = chan.receiver().unwrap();
@@ -663,6 +672,7 @@ fn a_stopped_keeper_bounds_every_request() {
 /// that says whose channel it expects is refused instead of sending to it.
 #[test]
 fn a_name_squatted_by_another_user_is_refused_when_the_owner_is_expected() {
+    let _alone = mapping_alone();
     if !needs_root("a_name_squatted_by_another_user_is_refused_when_the_owner_is_expected") {
         return;
     }
@@ -696,6 +706,7 @@ fn a_name_squatted_by_another_user_is_refused_when_the_owner_is_expected() {
 /// honest message arrives, intact and in order.
 #[test]
 fn a_sender_moving_the_sequencer_without_end_loses_no_honest_message() {
+    let _alone = mapping_alone();
     let name = unique("bumper");
     let slots = 16u64;
     let chan = Channel::create(&name, &cfg(slots as u32, 2, 0o600, Delivery::Direct)).unwrap();
@@ -746,6 +757,7 @@ fn a_sender_moving_the_sequencer_without_end_loses_no_honest_message() {
 /// safe to hold names, are refused with a typed error.
 #[test]
 fn disguised_names_and_unsafe_directories_are_refused() {
+    let _alone = mapping_alone();
     let c = cfg(2, 1, 0o600, Delivery::Direct);
     for bad in ["a\u{202e}b", "zero\u{200b}width", "bom\u{feff}", "tab\tname", " lead", "trail ", "nb\u{a0}sp"] {
         assert!(matches!(Channel::create(bad, &c), Err(ChannelError::InvalidName(_))), "{bad:?}");
@@ -980,6 +992,7 @@ fn a_sender_leaving_a_rewound_sequencer_loses_no_message_of_the_next_sender() {
 /// below the rewound `next`.
 #[test]
 fn a_sender_rewinding_after_the_honest_senders_left_loses_none_of_their_messages() {
+    let _alone = mapping_alone();
     let count = 6u64;
     for close_first in [false, true] {
         let name = unique(&format!("rewind-end-{close_first}"));
@@ -1035,6 +1048,7 @@ fn a_sender_rewinding_after_the_honest_senders_left_loses_none_of_their_messages
 /// told every sender is gone.
 #[test]
 fn a_sender_claiming_again_after_it_left_is_excluded_and_holds_back_no_honest_message() {
+    let _alone = mapping_alone();
     let count = 6u64;
     let name = unique("claim-after-leaving");
     let config = ChannelConfig { deadline: None, ..cfg(8, 2, 0o600, Delivery::Direct) };
