@@ -15,14 +15,3 @@ pub(crate) fn spin_hint() {
     #[cfg(not(loom))]
     std::hint::spin_loop();
 }
-
-/// Asks for the line of `word` to be owned by this core before a store or
-/// a locked instruction on it (`sys::prefetch::write`); nothing under loom,
-/// where it would change no outcome.
-#[inline(always)]
-pub(crate) fn prefetch_owned<T>(word: &T) {
-    #[cfg(not(loom))]
-    crate::sys::prefetch::write((word as *const T).cast());
-    #[cfg(loom)]
-    let _ = word;
-}

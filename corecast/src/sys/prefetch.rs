@@ -43,12 +43,10 @@ fn has_prefetchw() -> bool {
     // Relaxed: a value computed alike by every thread that stores it.
     match HAS.load(Ordering::Relaxed) {
         0 => {
-            // SAFETY: CPUID exists on every x86_64 CPU; leaf 0x8000_0001
-            // exists where the highest extended leaf reaches it.
-            let has = {
-                core::arch::x86_64::__cpuid(0x8000_0000).eax >= 0x8000_0001
-                    && core::arch::x86_64::__cpuid(0x8000_0001).ecx & (1 << 8) != 0
-            };
+            // Leaf 0x8000_0001 is asked only where the highest extended
+            // leaf reaches it (std has no name for this feature to detect).
+            let has = core::arch::x86_64::__cpuid(0x8000_0000).eax >= 0x8000_0001
+                && core::arch::x86_64::__cpuid(0x8000_0001).ecx & (1 << 8) != 0;
             HAS.store(if has { 2 } else { 1 }, Ordering::Relaxed);
             has
         }
