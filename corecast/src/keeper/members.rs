@@ -50,9 +50,12 @@ impl Keeper {
         // Some receiver may be taking another sender's messages from that
         // sender's region alone (or the departed one's this slot held).
         let others = self.senders.iter().any(Option::is_some);
-        // With one sender slot, receivers take a message of the one region
-        // they map without a look at `next` (`Receiver::sole_decided`): no
-        // number a departed sender showed may be claimed again.
+        // Receivers take a message of the one region they map without a
+        // look at `next` (`Receiver::sole_decided`), so they may have
+        // passed numbers nobody claimed. With one sender slot, no number the
+        // departed sender showed may be claimed again; with several,
+        // `keep_off_decided` below keeps the newcomer off every number a
+        // receiver may have passed.
         if g.exclusive_sender() {
             self.move_next_past_shown();
         }
@@ -216,11 +219,12 @@ impl Keeper {
     /// fence here (after the bump) pairs with its own and its cursor `c` is
     /// read below, and it may be deciding `c` with a message of the one
     /// region it maps, which that region's sender can then wipe and rewind
-    /// `next` under. So every such number is taken before the newcomer
-    /// gets its index: `next` at `c` (nobody claimed it yet: the common
-    /// case, an idle channel) is claimed by the keeper and voided in the
-    /// newcomer's own region; a `next` below that, which only a rewind
-    /// leaves, is moved past it. The floor follows, so that every sender's
+    /// `next` under, or may have shown without claiming it (such a receiver
+    /// does not look at `next`). So every such number is taken before the
+    /// newcomer gets its index: `next` at `c` (nobody claimed it yet: the
+    /// common case, an idle channel) is claimed by the keeper and voided in
+    /// the newcomer's own region; a `next` below that, which only a rewind
+    /// or a message shown ahead of the sequencer leaves, is moved past it. The floor follows, so that every sender's
     /// claim checks against it.
     fn keep_off_decided(&mut self, j: usize) {
         crate::sync::fence(Ordering::SeqCst);

@@ -38,6 +38,11 @@
 //! message delivered for its number, or the number is reported contested.
 //! Repairs of a tampered `next` never reopen a number any receiver decided
 //! (`ring::repair_target`).
+//!
+//! A receiver that maps one sender region takes a message it shows
+//! without these rules (`Receiver::sole_decided`): no other region can
+//! contest it, and a sender that joins is kept off every number such a
+//! receiver may have passed (`Keeper::join_sender`).
 
 use super::{Found, Receiver};
 use crate::error::RecvError;

@@ -70,18 +70,14 @@ pub struct Receiver {
     /// The channel's sequencer, mapped read-only: a number is decided only
     /// once `next` is past it (see `decide`).
     sequencer: Sequencer,
-    /// The channel has one sender slot: a message in the one region mapped
-    /// needs no look at `next` (see `ready_at_once`).
+    /// The channel has one sender slot: only that sender makes holes, so
+    /// the thorough looks that find them are fewer (`try_recv`).
     exclusive: bool,
     /// The sender region, when exactly one is mapped (the common case):
     /// the common receive reaches its slot and its space-wait word through
     /// this, without the table of regions. Rebuilt by every refresh, the
     /// only place the mapped regions change.
     sole: Option<SoleSender>,
-    /// The last `next` (unlocked) this receiver read to take a message from
-    /// `sole`, or 0; cleared by every refresh (`sole_claimed`). This
-    /// process's own word (an atomic only so that `&self` may update it).
-    sole_next_seen: std::sync::atomic::AtomicU64,
     /// Every mapped sender region as (index, slots), in index order: what
     /// the per-message loops over several regions walk instead of the
     /// table. Rebuilt with `sole`.
@@ -225,7 +221,6 @@ impl Receiver {
             sequencer,
             exclusive: g.exclusive_sender(),
             sole: None,
-            sole_next_seen: std::sync::atomic::AtomicU64::new(0),
             regions: Vec::with_capacity(g.max_senders as usize),
             run: run::Run::default(),
             sleep_values: Vec::with_capacity(2 + g.max_senders as usize),
@@ -809,42 +804,20 @@ impl Receiver {
 
     /// Whether a message found in the one region mapped may be taken
     /// without `decide`: no sender attached since the last refresh (one
-    /// that did may have won this number), and, unless the channel has one
-    /// sender slot, the number was claimed (a message shown ahead of the
-    /// sequencer is a forgery another sender's claim would contest). With
-    /// one sender slot, a second sender attaches only after the first
-    /// departed, and the keeper first moves `next` past every number the
-    /// departed one shows (`Keeper::join_sender`).
+    /// that did may have won this number). Nothing else can contest it:
+    /// every other sender is gone or excluded, and no receiver maps their
+    /// regions. `next` is not looked at (it is a line every claim writes:
+    /// a look would move it between the cores twice per message), so a
+    /// sole sender member can have a message it shows ahead of the
+    /// sequencer taken: that is a message of its own, as any it wins, and
+    /// an honest sender that joins later is kept off every number a
+    /// receiver may have passed (`Keeper::join_sender`: the keeper reads
+    /// this receiver's cursor after its generation bump and a fence, and
+    /// this receiver reads the generation after its cursor store and the
+    /// fence of its last consume, so one of the two sees the other).
     #[inline(always)]
     fn sole_decided(&self) -> bool {
-        self.link.membership.generation() == self.generation && (self.exclusive || self.sole_claimed())
-    }
-
-    /// Whether `self.next` was claimed, for a message in the sole region:
-    /// `next` was seen past it since the last refresh. `next` is read again
-    /// only once the value last seen is not past it, not at every message
-    /// (a line every claim writes: a transfer each way per message). A
-    /// value seen earlier still says the number was taken: `next` goes
-    /// back only by a repair, which never goes back to a number a receiver
-    /// may be deciding (`ring::repair_target`: past every cursor), or by a
-    /// member's rewind, after which whatever the sole region shows for it
-    /// is that region's sender's own claim or its own forgery, as it would
-    /// be with `next` read now; and a sender that joins meanwhile changes
-    /// the generation, which `sole_decided` reads fresh, and is kept off
-    /// the number by the keeper (`Keeper::join_sender`).
-    #[inline(always)]
-    fn sole_claimed(&self) -> bool {
-        use std::sync::atomic::Ordering::Relaxed;
-        if self.next < self.sole_next_seen.load(Relaxed) {
-            return true;
-        }
-        // SeqCst: as in `decidable`.
-        let next = self.sequencer.next().load(Ordering::SeqCst);
-        if !ring::claimed_past(next, self.next) {
-            return false;
-        }
-        self.sole_next_seen.store(next, Relaxed);
-        true
+        self.link.membership.generation() == self.generation
     }
 
     /// Counts a hole passed over for the keeper's tally of tampering
@@ -904,7 +877,6 @@ impl Receiver {
         self.regions.clear();
         self.regions.extend(self.senders.mapped().map(|(j, p)| (j, p.region.slot_array())));
         self.run.clear();
-        *self.sole_next_seen.get_mut() = 0;
         refreshed
     }
 }
