@@ -641,8 +641,9 @@ pub(crate) fn after_winning() {
 /// region, whose sender never claims a number twice, and where a sender
 /// that joins is kept off every number it may be deciding
 /// (`Keeper::join_sender`). An honest receiver is never past a number an
-/// honest sender wins: it passes a number only once it is settled, and
-/// repairs of `next` never reopen one it passed.
+/// honest sender wins: it passes a number only once it is settled (or
+/// shown by the one region it maps, whose passed numbers a joining sender
+/// is kept off), and repairs of `next` never reopen one it passed.
 #[inline]
 pub(crate) fn passed_by(decided: &AtomicU64) -> u64 {
     // Relaxed: after `after_winning`'s fence, which orders this load after

@@ -915,19 +915,15 @@ fn messages_a_sole_sender_shows_ahead_of_the_sequencer_never_take_an_honest_send
     let mut buf = [0u8; 64];
     hostile.send(b"hostile").unwrap();
     let last = next.load(Ordering::SeqCst) - 1;
-    for k in 1..=2u64 {
-        let (from, to) = (slot_of(region, 8, last), slot_of(region, 8, last + k));
-        // SAFETY: the sender member writes its own writable mapping: the
-        // slot (line pair) of `last + k`, with `last`'s bytes and a stamp
-        // `k` numbers later.
-        unsafe {
-            let mut bytes = std::ptr::read_volatile(from as *const [u8; 128]);
-            let stamp = u64::from_le_bytes(bytes[..8].try_into().unwrap()) + (k << 2);
-            bytes[..8].copy_from_slice(&stamp.to_le_bytes());
-            std::ptr::write_volatile(to as *mut [u8; 128], bytes);
-        }
-    }
+    let template = slot_bytes(region, last);
     let mut shown = 0;
+    while let Ok(n) = ahead.try_recv(&mut buf) {
+        assert_eq!(&buf[..n], b"hostile");
+        shown += 1;
+    }
+    for seq in last + 1..=last + 2 {
+        show_ahead(region, template, seq);
+    }
     while let Ok(n) = ahead.try_recv(&mut buf) {
         assert_eq!(&buf[..n], b"hostile");
         shown += 1;
@@ -950,6 +946,66 @@ fn messages_a_sole_sender_shows_ahead_of_the_sequencer_never_take_an_honest_send
         }
         assert_eq!(got, [0, 1, 2, 3], "{who}: every honest message, in order");
     }
+}
+
+/// The 128-byte slot (header and inline payload) of `seq` in the sender
+/// region at `region`, of 8 slots.
+fn slot_bytes(region: usize, seq: u64) -> [u8; 128] {
+    // SAFETY: a read of this process's own mapping of its sender region.
+    unsafe { std::ptr::read_volatile(slot_of(region, 8, seq) as *const [u8; 128]) }
+}
+
+/// A sender member shows `seq` published with the bytes of `template` (a
+/// slot of its own, `slot_bytes`), without claiming it.
+fn show_ahead(region: usize, mut template: [u8; 128], seq: u64) {
+    template[..8].copy_from_slice(&(((seq + 1) << 2) | 1).to_le_bytes());
+    // SAFETY: the sender member writes its own writable mapping.
+    unsafe { std::ptr::write_volatile(slot_of(region, 8, seq) as *mut [u8; 128], template) };
+}
+
+/// As above, but the sender member leads one receiver more than a ring
+/// past the other one (reusing each slot once it was read): no honest
+/// claim goes that far, so a sender that joins could not be kept off every
+/// number that receiver passed without moving `next` on its word alone.
+/// That receiver is told it was evicted, never left short; the other one
+/// gets every honest message.
+#[test]
+fn a_receiver_a_sole_sender_leads_beyond_any_honest_reach_is_told_when_a_sender_joins() {
+    let alone = mapping_alone();
+    let chan = rewind_channel("sole-beyond");
+    let (mut ahead, mut behind) = (chan.receiver().unwrap(), chan.receiver().unwrap());
+    let (mut hostile, next, region) = hostile_sender(&chan, &alone);
+    let mut buf = [0u8; 64];
+    hostile.send(b"hostile").unwrap();
+    let last = next.load(Ordering::SeqCst) - 1;
+    let template = slot_bytes(region, last);
+    // The one behind has read the sender's last claimed message: the slots
+    // reused below hold nothing it still waits for.
+    let n = behind.try_recv(&mut buf).unwrap();
+    assert_eq!(&buf[..n], b"hostile");
+    for seq in last..=last + 12 {
+        if seq > last {
+            show_ahead(region, template, seq);
+        }
+        let n = ahead.try_recv(&mut buf).unwrap();
+        assert_eq!(&buf[..n], b"hostile", "number {seq}");
+    }
+    let mut honest = chan.sender().unwrap();
+    for k in 0..4u64 {
+        honest.send_timeout(&k.to_le_bytes(), GUARD).unwrap();
+    }
+    assert!(matches!(ahead.recv_timeout(&mut buf, GUARD), Err(RecvError::Evicted)), "told, not left short");
+    let mut got = Vec::new();
+    loop {
+        match behind.recv_timeout(&mut buf, Duration::from_millis(300)) {
+            Ok(8) => got.push(u64::from_le_bytes(buf[..8].try_into().unwrap())),
+            Ok(n) => assert_eq!(&buf[..n], b"hostile"),
+            // Everything was sent before the first read.
+            Err(RecvError::Timeout) => break,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert_eq!(got, [0, 1, 2, 3], "every honest message, in order");
 }
 
 /// The same rewind in a channel with one sender slot, by a sender that

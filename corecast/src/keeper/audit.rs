@@ -114,6 +114,11 @@ impl Keeper {
     /// Every receiver's cursor as [`Keeper::live_cursors`], lossy ones
     /// too if `lossy`.
     pub(super) fn cursors(&self, lossy: bool) -> Vec<u64> {
+        self.indexed_cursors(lossy).into_iter().map(|(_, c)| c).collect()
+    }
+
+    /// [`Keeper::cursors`], each with the receiver's index.
+    pub(super) fn indexed_cursors(&self, lossy: bool) -> Vec<(usize, u64)> {
         self.receivers
             .iter()
             .enumerate()
@@ -125,7 +130,7 @@ impl Keeper {
                 // SeqCst: a repair reads the cursors after locking `next`
                 // (ring::repair_target); pairs with the receiver's fence
                 // after its cursor store (Receiver::consume).
-                (start != START_PENDING).then(|| r.region.header().cursor.0.next.load(Ordering::SeqCst).max(start))
+                (start != START_PENDING).then(|| (i, r.region.header().cursor.0.next.load(Ordering::SeqCst).max(start)))
             })
             .collect()
     }

@@ -224,13 +224,42 @@ impl Keeper {
     /// newcomer gets its index: `next` at `c` (nobody claimed it yet: the
     /// common case, an idle channel) is claimed by the keeper and voided in
     /// the newcomer's own region; a `next` below that, which only a rewind
-    /// or a message shown ahead of the sequencer leaves, is moved past it. The floor follows, so that every sender's
-    /// claim checks against it.
+    /// or a message shown ahead of the sequencer leaves, is moved past it.
+    /// The floor follows, so that every sender's claim checks against it.
+    ///
+    /// A receiver past the honest reach (the slowest receiver's cursor plus
+    /// the ring: no honest claim goes beyond), past `next` and past the
+    /// floor took a sender member's messages shown ahead of the sequencer,
+    /// or lies: it is evicted instead. `next` is never moved that far on
+    /// one cursor's word, and the newcomer's claims would fill the numbers
+    /// it passed, so it is told rather than left short. A receiver at that
+    /// bound itself may be honest (caught up), and is kept off like any
+    /// other.
     fn keep_off_decided(&mut self, j: usize) {
         crate::sync::fence(Ordering::SeqCst);
+        let cursors = self.indexed_cursors(true);
+        // The reach from cursors read after those: an honest receiver's
+        // cursor is past numbers claimed with room, which a sender saw the
+        // slowest cursor give; a read after this receiver's cursor sees
+        // that cursor or a later one.
         let Some(reach) = self.honest_reach() else { return };
-        let cursors = self.cursors(true);
-        let Some(target) = cursors.into_iter().map(|c| c.saturating_add(1).min(reach)).max() else { return };
+        // No honest receiver is past all of these: the reach, `next` (what
+        // was claimed) and the floor (what the keeper vouched for). The
+        // reach alone is not enough: a receiver senders no longer wait for
+        // (late past the deadline) may hold it below `next`.
+        // SeqCst: one total order with every claim and repair of `next`.
+        let claimed = Some(self.sequencer.next().load(Ordering::SeqCst)).filter(|n| n & ring::NEXT_LOCKED == 0);
+        let bound = reach.max(claimed.unwrap_or(0)).max(self.membership.floor());
+        let mut target = None;
+        for (i, c) in cursors {
+            if c > bound {
+                let epoch = self.membership.receiver(i).epoch.load(Ordering::Relaxed);
+                self.evict(i, epoch);
+            } else {
+                target = target.max(Some(c.saturating_add(1)));
+            }
+        }
+        let Some(target) = target else { return };
         let seq = self.sequencer.next();
         // SeqCst: one total order with every claim and repair of `next`.
         let next = seq.load(Ordering::SeqCst);

@@ -68,7 +68,8 @@ pub struct Receiver {
     /// Whether this receiver's CPU was crowded at its last wait.
     crowding: Crowding,
     /// The channel's sequencer, mapped read-only: a number is decided only
-    /// once `next` is past it (see `decide`).
+    /// once `next` is past it, where several regions are mapped (see
+    /// `decide`).
     sequencer: Sequencer,
     /// The channel has one sender slot: only that sender makes holes, so
     /// the thorough looks that find them are fewer (`try_recv`).
@@ -805,13 +806,14 @@ impl Receiver {
     /// Whether a message found in the one region mapped may be taken
     /// without `decide`: no sender attached since the last refresh (one
     /// that did may have won this number). Nothing else can contest it:
-    /// every other sender is gone or excluded, and no receiver maps their
-    /// regions. `next` is not looked at (it is a line every claim writes:
+    /// the keeper lists no other region (every other sender slot is empty
+    /// or its sender excluded). `next` is not looked at (it is a line every claim writes:
     /// a look would move it between the cores twice per message), so a
     /// sole sender member can have a message it shows ahead of the
     /// sequencer taken: that is a message of its own, as any it wins, and
     /// an honest sender that joins later is kept off every number a
-    /// receiver may have passed (`Keeper::join_sender`: the keeper reads
+    /// receiver may have passed, or the receiver is evicted when that is
+    /// beyond any honest reach (`Keeper::keep_off_decided`: the keeper reads
     /// this receiver's cursor after its generation bump and a fence, and
     /// this receiver reads the generation after its cursor store and the
     /// fence of its last consume, so one of the two sees the other).

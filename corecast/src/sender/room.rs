@@ -159,7 +159,8 @@ impl Room {
 
     /// Evicts the receivers that say they passed `seq` and cannot be
     /// honest. An honest receiver never goes beyond the slowest receiver's
-    /// reach, and says it passed a number this sender wins again only
+    /// reach (one a sole sender member led there is evicted when another
+    /// sender joins, `Keeper::keep_off_decided`), and says it passed a number this sender wins again only
     /// after a rewind, after which this sender's claims catch up with it
     /// (each voided); one that says so beyond that reach, or again after
     /// this sender's claims caught up, would hold every send back with a
