@@ -909,13 +909,9 @@ fn a_sender_rewinding_below_a_receivers_start_loses_no_honest_message() {
 #[test]
 fn messages_a_sole_sender_shows_ahead_of_the_sequencer_never_take_an_honest_senders_numbers() {
     let alone = mapping_alone();
-    let chan = rewind_channel("sole-ahead");
-    let (mut ahead, mut behind) = (chan.receiver().unwrap(), chan.receiver().unwrap());
-    let (mut hostile, next, region) = hostile_sender(&chan, &alone);
+    let SoleSender { chan, mut ahead, mut behind, _hostile, region, last, template } =
+        sole_sender("sole-ahead", &alone);
     let mut buf = [0u8; 64];
-    hostile.send(b"hostile").unwrap();
-    let last = next.load(Ordering::SeqCst) - 1;
-    let template = slot_bytes(region, last);
     let mut shown = 0;
     while let Ok(n) = ahead.try_recv(&mut buf) {
         assert_eq!(&buf[..n], b"hostile");
@@ -934,17 +930,45 @@ fn messages_a_sole_sender_shows_ahead_of_the_sequencer_never_take_an_honest_send
         honest.send_timeout(&k.to_le_bytes(), GUARD).unwrap();
     }
     for (who, rx) in [("ahead", &mut ahead), ("behind", &mut behind)] {
-        let mut got = Vec::new();
-        loop {
-            match rx.recv_timeout(&mut buf, Duration::from_millis(300)) {
-                Ok(8) => got.push(u64::from_le_bytes(buf[..8].try_into().unwrap())),
-                Ok(n) => assert_eq!(&buf[..n], b"hostile", "{who}"),
-                // Everything was sent before the first read.
-                Err(RecvError::Timeout) => break,
-                Err(e) => panic!("{who}: {e}"),
-            }
+        assert_eq!(honest_numbers(rx, who), [0, 1, 2, 3], "{who}: every honest message, in order");
+    }
+}
+
+/// A channel of two sender slots and rings of 8 with two receivers and one
+/// sender member (its mappings live as long as `_hostile`: bind it) that
+/// has sent one message, number `last`, whose slot is `template`.
+struct SoleSender {
+    chan: Channel,
+    ahead: corecast::Receiver,
+    behind: corecast::Receiver,
+    _hostile: corecast::Sender,
+    region: usize,
+    last: u64,
+    template: [u8; 128],
+}
+
+fn sole_sender(tag: &str, alone: &std::sync::MutexGuard<'static, ()>) -> SoleSender {
+    let chan = rewind_channel(tag);
+    let (ahead, behind) = (chan.receiver().unwrap(), chan.receiver().unwrap());
+    let (mut hostile, next, region) = hostile_sender(&chan, alone);
+    hostile.send(b"hostile").unwrap();
+    let last = next.load(Ordering::SeqCst) - 1;
+    let template = slot_bytes(region, last);
+    SoleSender { chan, ahead, behind, _hostile: hostile, region, last, template }
+}
+
+/// The numbers of the honest messages (8 bytes each) `rx` gets until
+/// nothing more comes, once everything was sent; the sender member's
+/// messages (`hostile`) may come between.
+fn honest_numbers(rx: &mut corecast::Receiver, who: &str) -> Vec<u64> {
+    let (mut got, mut buf) = (Vec::new(), [0u8; 64]);
+    loop {
+        match rx.recv_timeout(&mut buf, Duration::from_millis(300)) {
+            Ok(8) => got.push(u64::from_le_bytes(buf[..8].try_into().unwrap())),
+            Ok(n) => assert_eq!(&buf[..n], b"hostile", "{who}"),
+            Err(RecvError::Timeout) => return got,
+            Err(e) => panic!("{who}: {e}"),
         }
-        assert_eq!(got, [0, 1, 2, 3], "{who}: every honest message, in order");
     }
 }
 
@@ -972,13 +996,9 @@ fn show_ahead(region: usize, mut template: [u8; 128], seq: u64) {
 #[test]
 fn a_receiver_a_sole_sender_leads_beyond_any_honest_reach_is_told_when_a_sender_joins() {
     let alone = mapping_alone();
-    let chan = rewind_channel("sole-beyond");
-    let (mut ahead, mut behind) = (chan.receiver().unwrap(), chan.receiver().unwrap());
-    let (mut hostile, next, region) = hostile_sender(&chan, &alone);
+    let SoleSender { chan, mut ahead, mut behind, _hostile, region, last, template } =
+        sole_sender("sole-beyond", &alone);
     let mut buf = [0u8; 64];
-    hostile.send(b"hostile").unwrap();
-    let last = next.load(Ordering::SeqCst) - 1;
-    let template = slot_bytes(region, last);
     // The one behind has read the sender's last claimed message: the slots
     // reused below hold nothing it still waits for.
     let n = behind.try_recv(&mut buf).unwrap();
@@ -995,17 +1015,7 @@ fn a_receiver_a_sole_sender_leads_beyond_any_honest_reach_is_told_when_a_sender_
         honest.send_timeout(&k.to_le_bytes(), GUARD).unwrap();
     }
     assert!(matches!(ahead.recv_timeout(&mut buf, GUARD), Err(RecvError::Evicted)), "told, not left short");
-    let mut got = Vec::new();
-    loop {
-        match behind.recv_timeout(&mut buf, Duration::from_millis(300)) {
-            Ok(8) => got.push(u64::from_le_bytes(buf[..8].try_into().unwrap())),
-            Ok(n) => assert_eq!(&buf[..n], b"hostile"),
-            // Everything was sent before the first read.
-            Err(RecvError::Timeout) => break,
-            Err(e) => panic!("{e}"),
-        }
-    }
-    assert_eq!(got, [0, 1, 2, 3], "every honest message, in order");
+    assert_eq!(honest_numbers(&mut behind, "behind"), [0, 1, 2, 3], "every honest message, in order");
 }
 
 /// The same rewind in a channel with one sender slot, by a sender that
