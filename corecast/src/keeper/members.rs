@@ -248,8 +248,9 @@ impl Keeper {
         // reach alone is not enough: a receiver senders no longer wait for
         // (late past the deadline) may hold it below `next`.
         // SeqCst: one total order with every claim and repair of `next`.
-        let claimed = Some(self.sequencer.next().load(Ordering::SeqCst)).filter(|n| n & ring::NEXT_LOCKED == 0);
-        let bound = reach.max(claimed.unwrap_or(0)).max(self.membership.floor());
+        let next = self.sequencer.next().load(Ordering::SeqCst);
+        let claimed = if next & ring::NEXT_LOCKED == 0 { next } else { 0 };
+        let bound = reach.max(claimed).max(self.membership.floor());
         let mut target = None;
         for (i, c) in cursors {
             if c > bound {
@@ -260,9 +261,9 @@ impl Keeper {
             }
         }
         let Some(target) = target else { return };
+        // `next` as read above: a move since makes the compare-exchange
+        // fail, as a move after a fresh load would.
         let seq = self.sequencer.next();
-        // SeqCst: one total order with every claim and repair of `next`.
-        let next = seq.load(Ordering::SeqCst);
         // A repair in progress puts `next` past every cursor itself.
         if next & ring::NEXT_LOCKED == 0 && next < target {
             if next + 1 == target {

@@ -42,7 +42,8 @@
 //! A receiver that maps one sender region takes a message it shows
 //! without these rules (`Receiver::sole_decided`): no other region can
 //! contest it, and a sender that joins is kept off every number such a
-//! receiver may have passed (`Keeper::join_sender`).
+//! receiver may have passed, or the receiver is evicted where that is
+//! beyond any honest bound (`Keeper::keep_off_decided`).
 
 use super::{Found, Receiver};
 use crate::error::RecvError;

@@ -803,20 +803,20 @@ impl Receiver {
         self.decide(thorough)
     }
 
-    /// Whether a message found in the one region mapped may be taken
-    /// without `decide`: no sender attached since the last refresh (one
-    /// that did may have won this number). Nothing else can contest it:
-    /// the keeper lists no other region (every other sender slot is empty
-    /// or its sender excluded). `next` is not looked at (it is a line every claim writes:
-    /// a look would move it between the cores twice per message), so a
-    /// sole sender member can have a message it shows ahead of the
-    /// sequencer taken: that is a message of its own, as any it wins, and
-    /// an honest sender that joins later is kept off every number a
-    /// receiver may have passed, or the receiver is evicted when that is
-    /// beyond any honest reach (`Keeper::keep_off_decided`: the keeper reads
-    /// this receiver's cursor after its generation bump and a fence, and
-    /// this receiver reads the generation after its cursor store and the
-    /// fence of its last consume, so one of the two sees the other).
+    /// Whether a message found in the one region mapped may be taken without
+    /// `decide`: no sender attached since the last refresh (one that did may
+    /// have won this number). Nothing else can contest it: the keeper lists no
+    /// other region (every other sender slot is empty or its sender excluded).
+    /// `next` is not looked at (it is a line every claim writes: a look would
+    /// move it between the cores twice per message), so a sole sender member
+    /// can have a message it shows ahead of the sequencer taken: that is a
+    /// message of its own, as any it wins, and an honest sender that joins
+    /// later is kept off every number a receiver may have passed, or the
+    /// receiver is evicted when that is beyond any honest reach
+    /// (`Keeper::keep_off_decided`: the keeper reads this receiver's cursor
+    /// after its generation bump and a fence, and this receiver reads the
+    /// generation after its cursor store and the fence of its last consume, so
+    /// one of the two sees the other).
     #[inline(always)]
     fn sole_decided(&self) -> bool {
         self.link.membership.generation() == self.generation

@@ -157,19 +157,18 @@ impl Room {
         true
     }
 
-    /// Evicts the receivers that say they passed `seq` and cannot be
-    /// honest. An honest receiver never goes beyond the slowest receiver's
-    /// reach (one a sole sender member led there is evicted when another
-    /// sender joins, `Keeper::keep_off_decided`), and says it passed a number this sender wins again only
-    /// after a rewind, after which this sender's claims catch up with it
-    /// (each voided); one that says so beyond that reach, or again after
-    /// this sender's claims caught up, would hold every send back with a
+    /// Evicts the receivers that say they passed `seq` and cannot be honest. An
+    /// honest receiver never goes beyond the slowest receiver's reach (one a
+    /// sole sender member led there is evicted when another sender joins,
+    /// `Keeper::keep_off_decided`), and says it passed a number this sender
+    /// wins again only after a rewind, after which this sender's claims catch
+    /// up with it (each voided); one that says so beyond that reach, or again
+    /// after this sender's claims caught up, would hold every send back with a
     /// lie, forever: it is evicted (it learns it at its next call; a sender
-    /// member could evict it anyway). A receiver that honestly passed
-    /// numbers twice rewound by a sender member is evicted too: told, never
-    /// left short. (`seq` is voided either way: even the last lie costs
-    /// nobody a message.) The eviction itself waits for
-    /// [`Room::evict_liars`], after the void.
+    /// member could evict it anyway). A receiver that honestly passed numbers
+    /// twice rewound by a sender member is evicted too: told, never left short.
+    /// (`seq` is voided either way: even the last lie costs nobody a message.)
+    /// The eviction itself waits for [`Room::evict_liars`], after the void.
     #[cold]
     #[inline(never)]
     fn sanction_passers(&mut self, link: &Link, g: &Geometry, seq: u64) {
