@@ -90,7 +90,7 @@ pub fn forward(name: &str, key: &str, net: &Net, hosts: usize, stop: &AtomicBool
             RecvError::AllSendersGone => std::thread::sleep(Duration::from_millis(10)),
             // Held the channel back past its deadline: attach again; the
             // next message says nothing is known since `prev`.
-            RecvError::Evicted | RecvError::Overrun { .. } => {
+            RecvError::Evicted { .. } | RecvError::Overrun { .. } => {
                 rx = match chan.receiver() {
                     Ok(rx) => rx,
                     // The channel ended meanwhile (a name created again

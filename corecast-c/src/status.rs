@@ -226,7 +226,7 @@ pub(crate) fn recv(e: RecvError) -> corecast_status {
         RecvError::Overrun { .. } => CORECAST_OVERRUN,
         RecvError::Gap { .. } => CORECAST_GAP,
         RecvError::Destroyed => CORECAST_DESTROYED,
-        RecvError::Evicted => CORECAST_EVICTED,
+        RecvError::Evicted { .. } => CORECAST_EVICTED,
         RecvError::KeeperGone => CORECAST_KEEPER_GONE,
         RecvError::Contested { .. } => CORECAST_CONTESTED,
         RecvError::Corrupt(_) => CORECAST_CORRUPT,

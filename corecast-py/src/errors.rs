@@ -1,7 +1,7 @@
 //! One Python exception per Rust error variant, all under `corecast.Error`,
 //! carrying the Rust error's sentence (and its fields as attributes).
 
-use corecast::{ChannelError, RecvError, SendError};
+use corecast::{ChannelError, Eviction, RecvError, SendError};
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -27,7 +27,7 @@ errors! {
     WouldBlock: "Nothing could be done without waiting, and the call was non-blocking.",
     Timeout: "The call waited until its timeout.",
     AllSendersGone: "Every message published was received and no sender is left.",
-    Evicted: "A sender evicted this receiver for holding it back past the channel's deadline.",
+    Evicted: "The keeper evicted this receiver (`why`: 'late', 'by_owner', 'past_honest_bound' or 'unknown').",
     KeeperGone: "The channel's keeper process died.",
     ReceiversLate: "The ring is full because receivers are late past the channel's deadline (`late`).",
     Gap: "Messages `first`..=`last` were lost upstream of a bridged channel.",
@@ -53,6 +53,7 @@ errors! {
     CopierFailed: "The copier of a non-equivocating channel did not start.",
     NotInThisMode: "What was asked has no meaning for this channel's delivery.",
     BorrowActive: "A loan or borrowed message (or a view of one) is still held: finish it first.",
+    Forked: "The object was made before this process forked: a child opens the channel again.",
     Io: "A system call failed (`errno`).",
 }
 
@@ -124,6 +125,16 @@ pub(crate) fn send(py: Python<'_>, e: SendError) -> PyErr {
     }
 }
 
+/// The rule an eviction followed, as Python sees it (`Evicted.why`).
+fn eviction_name(why: Eviction) -> &'static str {
+    match why {
+        Eviction::Late => "late",
+        Eviction::ByOwner => "by_owner",
+        Eviction::PastHonestBound => "past_honest_bound",
+        _ => "unknown",
+    }
+}
+
 /// The Python exception for a failed receive.
 pub(crate) fn recv(py: Python<'_>, e: RecvError) -> PyErr {
     let s = e.to_string();
@@ -137,7 +148,7 @@ pub(crate) fn recv(py: Python<'_>, e: RecvError) -> PyErr {
         }
         RecvError::Gap { first, last } => raise::<Gap>(py, s, &[("first", obj(py, first)), ("last", obj(py, last))]),
         RecvError::Destroyed => raise::<Destroyed>(py, s, &[]),
-        RecvError::Evicted => raise::<Evicted>(py, s, &[]),
+        RecvError::Evicted { why } => raise::<Evicted>(py, s, &[("why", obj(py, eviction_name(why)))]),
         RecvError::KeeperGone => raise::<KeeperGone>(py, s, &[]),
         RecvError::Contested { seq } => raise::<Contested>(py, s, &[("seq", obj(py, seq))]),
         RecvError::Corrupt(c) => raise::<Corrupt>(py, s, &[("what", obj(py, format!("{c:?}")))]),
@@ -161,4 +172,11 @@ pub(crate) fn late_receiver(py: Python<'_>, r: &corecast::LateReceiver) -> Py<Py
 /// An error raised while a loan or borrowed message holds the endpoint.
 pub(crate) fn borrow_active(what: &str) -> PyErr {
     BorrowActive::new_err(what.to_string())
+}
+
+/// An object made before a fork, used in the child.
+pub(crate) fn forked(what: &str) -> PyErr {
+    Forked::new_err(format!(
+        "this {what} was made before a fork: its memory is not in this process; open the channel again"
+    ))
 }

@@ -78,7 +78,7 @@ pub fn run(name: &str, round: u32, plan: &ReceiverPlan, log: &mut Log) -> i32 {
             // receiver is told which, and goes on.
             Err(RecvError::Contested { seq }) => log.put(Event::Contested { seq }),
             Err(RecvError::AllSendersGone) => break End::AllSendersGone,
-            Err(RecvError::Evicted) => break End::Evicted,
+            Err(RecvError::Evicted { .. }) => break End::Evicted,
             // Lapped (lossy): told exactly what it missed, and goes on.
             Err(RecvError::Overrun { expected, lost }) if plan.lossy => log.put(Event::Lost { from: expected, lost }),
             Err(RecvError::Overrun { .. }) => break End::Overrun,

@@ -4,6 +4,7 @@ use std::fmt;
 use std::io;
 
 use crate::corruption::Corruption;
+use crate::layout::{EVICTED_BY_OWNER, EVICTED_LATE, EVICTED_PAST_HONEST_BOUND};
 
 /// Why a channel could not be created, opened, inspected or destroyed.
 #[derive(Debug)]
@@ -180,6 +181,66 @@ pub enum SendError {
     },
 }
 
+/// The rule by which the keeper evicted a receiver
+/// ([`RecvError::Evicted`]). Only the keeper evicts: a sender's request
+/// ([`crate::Sender::evict`]) is honoured for a receiver the keeper
+/// measured late itself, or when the channel's owner (or root) asks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Eviction {
+    /// It held senders back past the channel's deadline, as the keeper
+    /// measured (R8).
+    Late,
+    /// The channel's owner (or root) evicted it, late or not.
+    ByOwner,
+    /// Its cursor, or the number it announced it decided, was past every
+    /// number an honest sender could have claimed: it took messages a
+    /// sender member showed ahead of the sequencer, or it lies.
+    PastHonestBound,
+    /// Its read was overwritten, or its slot was given to another
+    /// receiver before it looked: which rule evicted it is not known.
+    Unknown,
+}
+
+impl Eviction {
+    /// The rule a receiver's member entry records (`MemberEntry::evicted_for`),
+    /// read while the entry is `evicted` and still the receiver's own;
+    /// anything else (its slot reused, or a word no keeper writes) is
+    /// `Unknown`.
+    pub(crate) fn from_entry(evicted: bool, rule: u32) -> Eviction {
+        match (evicted, rule) {
+            (true, EVICTED_LATE) => Eviction::Late,
+            (true, EVICTED_BY_OWNER) => Eviction::ByOwner,
+            (true, EVICTED_PAST_HONEST_BOUND) => Eviction::PastHonestBound,
+            _ => Eviction::Unknown,
+        }
+    }
+
+    /// The word the keeper stores for this rule.
+    pub(crate) fn word(self) -> u32 {
+        match self {
+            Eviction::Late => EVICTED_LATE,
+            Eviction::ByOwner => EVICTED_BY_OWNER,
+            Eviction::PastHonestBound => EVICTED_PAST_HONEST_BOUND,
+            Eviction::Unknown => 0,
+        }
+    }
+}
+
+impl fmt::Display for Eviction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Late => "for holding senders back past the channel's deadline",
+            Self::ByOwner => "by the channel's owner",
+            Self::PastHonestBound => {
+                "for going past every number an honest sender could have claimed \
+                 (it took messages a sender showed ahead of the sequencer, or lied)"
+            }
+            Self::Unknown => "(by a rule it can no longer read: its slot was reused or its read overwritten)",
+        })
+    }
+}
+
 /// Why a receive failed.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -218,10 +279,13 @@ pub enum RecvError {
     },
     /// The channel was destroyed.
     Destroyed,
-    /// A sender evicted this receiver for holding it back past the
-    /// channel's deadline; no message after [`crate::Receiver::next_sequence`]
-    /// will be delivered to it. Attach a new receiver to continue.
-    Evicted,
+    /// The keeper evicted this receiver, by the rule `why` says; no
+    /// message after [`crate::Receiver::next_sequence`] will be delivered
+    /// to it. Attach a new receiver to continue.
+    Evicted {
+        /// The rule it was evicted by.
+        why: Eviction,
+    },
     /// The channel's keeper died and every message published before was
     /// received: without it no sender's crash could be told, so the
     /// receiver stops here rather than wait forever.
@@ -338,7 +402,7 @@ impl fmt::Display for RecvError {
                  (lossy and lapped, evicted or declared dead)"
             ),
             Self::Destroyed => write!(f, "the channel was destroyed"),
-            Self::Evicted => write!(f, "this receiver was evicted for falling behind past the channel's deadline"),
+            Self::Evicted { why } => write!(f, "this receiver was evicted {why}"),
             Self::KeeperGone => write!(f, "the channel's keeper process is gone and every published message was read"),
             Self::Contested { seq } => write!(
                 f,
@@ -408,3 +472,22 @@ macro_rules! from_channel_error {
 }
 from_channel_error!(SendError);
 from_channel_error!(RecvError);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every rule a keeper stores reads back as itself; a word no keeper
+    /// writes, or an entry that is no longer an evicted one, reads as
+    /// `Unknown`.
+    #[test]
+    fn an_eviction_reads_back_the_rule_the_keeper_stored() {
+        for why in [Eviction::Late, Eviction::ByOwner, Eviction::PastHonestBound] {
+            assert_eq!(Eviction::from_entry(true, why.word()), why);
+            assert_eq!(Eviction::from_entry(false, why.word()), Eviction::Unknown);
+        }
+        for word in [0, 4, 77, u32::MAX] {
+            assert_eq!(Eviction::from_entry(true, word), Eviction::Unknown);
+        }
+    }
+}

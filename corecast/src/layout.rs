@@ -23,8 +23,9 @@ use crate::sync::{AtomicU32, AtomicU64};
 /// carries the number it decided last, `Cursor::decided`; 10: a slot
 /// header takes a line pair and carries a small message itself,
 /// `ring::INLINE_AT`; 11: what a receiver decided moves off its cursor line
-/// to a line of its own, `ReceiverHeader::decided`).
-pub(crate) const LAYOUT_VERSION: u32 = 11;
+/// to a line of its own, `ReceiverHeader::decided`; 12: a receiver's
+/// member entry says which rule evicted it, `MemberEntry::evicted_for`).
+pub(crate) const LAYOUT_VERSION: u32 = 12;
 /// Alignment and padding unit for hot fields.
 pub(crate) const LINE: usize = 128;
 
@@ -347,7 +348,20 @@ pub(crate) struct MemberEntry {
     /// Receivers: [`RECEIVER_LOSSY`] for a receiver no sender waits for,
     /// else 0. Set before the state turns live.
     pub(crate) kind: AtomicU32,
+    /// Receivers: the rule that evicted it (one of the `EVICTED_*`
+    /// values), stored before the state turns [`STATE_EVICTED`]; 0 while
+    /// it is not evicted. A receiver reads it only while the slot's epoch
+    /// is still its own.
+    pub(crate) evicted_for: AtomicU32,
 }
+
+/// It held a sender back past the channel's deadline, as the keeper measured.
+pub(crate) const EVICTED_LATE: u32 = 1;
+/// The channel's owner (or root) evicted it.
+pub(crate) const EVICTED_BY_OWNER: u32 = 2;
+/// Its cursor was past every bound an honest sender's claims reach when a
+/// sender joined (`Keeper::keep_off_decided`).
+pub(crate) const EVICTED_PAST_HONEST_BOUND: u32 = 3;
 
 /// A receiver senders never wait for, never count late and never evict:
 /// lapped, it learns how many messages it missed (`RecvError::Overrun`).

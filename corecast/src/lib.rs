@@ -104,10 +104,10 @@ mod wait;
 pub use channel::{clean, list, Channel, ChannelConfig, ChannelStatus, Delivery, MemberInfo, MemberStatus};
 pub use corruption::{Corruption, Region};
 #[cfg(not(loom))]
-pub use error::{ChannelError, LateReceiver, RecvError, SendError};
+pub use error::{ChannelError, Eviction, LateReceiver, RecvError, SendError};
 pub use layout::GeometryError;
 #[cfg(not(loom))]
-pub use link::channel_dir;
+pub use link::{channel_dir, TRUST_UNMAPPED_OWNER};
 #[cfg(not(loom))]
 pub use options::OpenOptions;
 #[cfg(not(loom))]

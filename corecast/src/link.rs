@@ -77,8 +77,9 @@ pub(crate) fn feed_path(name: &str) -> Result<PathBuf, ChannelError> {
 /// sticky where others may write them: whoever could rename one could put
 /// another directory in the channel directory's place. (Inside a user
 /// namespace, an owner the namespace does not map shows as the overflow
-/// uid, usually 65534: the host's root, or a user the namespace's creator
-/// chose to leave out; it is trusted as root is.)
+/// uid, usually 65534: the host's root, or any other host user, who may
+/// have made the directory first to take the names in it. It is trusted
+/// only when the user says so, [`TRUST_UNMAPPED_OWNER`].)
 pub(crate) fn check_dir(dir: &std::path::Path) -> Result<(), ChannelError> {
     let unsafe_dir = |why: String| ChannelError::UnsafeDirectory { path: dir.to_path_buf(), why };
     if dir.as_os_str().is_empty() {
@@ -107,6 +108,7 @@ enum DirFault {
     Unreadable(Errno),
     NotADirectory,
     ForeignOwner { uid: u32, me: u32 },
+    UnmappedOwner { uid: u32 },
     WritableByOthers { mode: u32 },
 }
 
@@ -120,6 +122,12 @@ impl std::fmt::Display for DirFault {
                 "is owned by uid {uid}, not by this user ({me}) or root: its owner could replace any channel's name; \
                  use a directory of your own (CORECAST_DIR), or have root make this one"
             ),
+            Self::UnmappedOwner { uid } => write!(
+                f,
+                "is owned by a user this user namespace does not map (shown as uid {uid}): any user of the host \
+                 could have made it to take the names in it; if only the host's root (or a user you trust) can \
+                 have made it, set {TRUST_UNMAPPED_OWNER}=1"
+            ),
             Self::WritableByOthers { mode } => write!(
                 f,
                 "has mode {mode:o}: others may write it without the sticky bit, so they could replace what is in it \
@@ -127,6 +135,15 @@ impl std::fmt::Display for DirFault {
             ),
         }
     }
+}
+
+/// The variable by which a user says that a directory owned by a user this
+/// user namespace does not map (shown as the overflow uid) is the host's
+/// root's, or another user's it trusts: `1` trusts it, anything else not.
+pub const TRUST_UNMAPPED_OWNER: &str = "CORECAST_TRUST_UNMAPPED_OWNER";
+
+fn unmapped_owner_trusted() -> bool {
+    std::env::var_os(TRUST_UNMAPPED_OWNER).is_some_and(|v| v == "1")
 }
 
 /// Whether `dir` is a real directory that only a trusted owner (see
@@ -137,9 +154,13 @@ fn trusted_dir(dir: &std::path::Path) -> Result<(), DirFault> {
         return Err(DirFault::NotADirectory);
     }
     let me = crate::sys::euid();
-    let unmapped = crate::sys::overflow_uid();
-    if st.uid != me && st.uid != 0 && Some(st.uid) != unmapped {
-        return Err(DirFault::ForeignOwner { uid: st.uid, me });
+    if st.uid != me && st.uid != 0 {
+        let unmapped = crate::sys::overflow_uid().filter(|&o| o == st.uid);
+        match unmapped {
+            Some(_) if unmapped_owner_trusted() => {}
+            Some(uid) => return Err(DirFault::UnmappedOwner { uid }),
+            None => return Err(DirFault::ForeignOwner { uid: st.uid, me }),
+        }
     }
     if st.mode & 0o022 != 0 && st.mode & 0o1000 == 0 {
         return Err(DirFault::WritableByOthers { mode: st.mode });
@@ -306,6 +327,10 @@ impl Link {
             (proto::PERMISSION, Op::SetDeadline) => {
                 Err(ChannelError::OwnerOnly { name: self.name.clone(), op: "change its deadline" })
             }
+            (proto::PERMISSION, Op::Evict) => Err(ChannelError::OwnerOnly {
+                name: self.name.clone(),
+                op: "evict a receiver the keeper has not measured late",
+            }),
             (status, op) => Err(ChannelError::Corrupt(Corruption::KeeperStatus { op: op.name(), status })),
         }
     }

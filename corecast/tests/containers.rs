@@ -51,8 +51,11 @@ enum User {
     Root,
     /// `nobody` (65534) with supplementary group `gid`, no user namespace.
     Nobody { gid: u32 },
-    /// A user namespace whose root is host uid `host` (rootless).
-    Rootless { host: u32 },
+    /// A user namespace whose root is host uid `host` (rootless), told to
+    /// trust directories owned by users it does not map if `trust`
+    /// (`corecast::TRUST_UNMAPPED_OWNER`: the test's volume is the host
+    /// root's).
+    Rootless { host: u32, trust: bool },
 }
 
 /// Runs `f` as PID 1 of new PID, mount, network, IPC and UTS namespaces
@@ -68,7 +71,10 @@ fn container(dir: &Path, user: User, f: impl FnOnce(&mut std::fs::File) -> i32) 
         unsafe {
             let mut flags =
                 libc::CLONE_NEWPID | libc::CLONE_NEWNET | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS | libc::CLONE_NEWNS;
-            if let User::Rootless { host } = user {
+            if let User::Rootless { host, trust } = user {
+                if trust {
+                    assert_eq!(libc::setenv(c"CORECAST_TRUST_UNMAPPED_OWNER".as_ptr(), c"1".as_ptr(), 1), 0);
+                }
                 // Become the host user first: the namespace's root maps to it.
                 assert_eq!(libc::setgroups(0, std::ptr::null()), 0);
                 assert_eq!(libc::setgid(host), 0);
@@ -79,7 +85,7 @@ fn container(dir: &Path, user: User, f: impl FnOnce(&mut std::fs::File) -> i32) 
                 flags |= libc::CLONE_NEWUSER;
             }
             assert_eq!(libc::unshare(flags), 0, "unshare: {}", std::io::Error::last_os_error());
-            if let User::Rootless { host } = user {
+            if let User::Rootless { host, .. } = user {
                 std::fs::write("/proc/self/setgroups", "deny").unwrap();
                 std::fs::write("/proc/self/uid_map", format!("0 {host} 1")).unwrap();
                 std::fs::write("/proc/self/gid_map", format!("0 {host} 1")).unwrap();
@@ -388,9 +394,10 @@ fn access_holds_across_user_namespaces_and_supplementary_groups() {
         assert_eq!((exit, report.lines().next()), (Exit::Code(0), Some("None")), "{report}");
         drop(group_only);
         // Rootless on both sides.
-        let mut rx =
-            container(&corecast::channel_dir(), User::Rootless { host: 65534 }, |out| receive_all("rootless", out));
-        let tx = container(&corecast::channel_dir(), User::Rootless { host: 65534 }, |out| {
+        let mut rx = container(&corecast::channel_dir(), User::Rootless { host: 65534, trust: true }, |out| {
+            receive_all("rootless", out)
+        });
+        let tx = container(&corecast::channel_dir(), User::Rootless { host: 65534, trust: true }, |out| {
             let chan = Channel::create("rootless", &cfg(0o666, None)).unwrap();
             send_all(&chan, 1);
             writeln!(out, "sent").unwrap();
@@ -401,7 +408,7 @@ fn access_holds_across_user_namespaces_and_supplementary_groups() {
         assert_eq!(rx.wait(GUARD), (Exit::Code(0), format!("received {COUNT}: AllSendersGone\n")));
         // A remapped root is not the host's root.
         let _private = Channel::create("root-only", &cfg(0o600, None)).unwrap();
-        let mut remapped = container(&corecast::channel_dir(), User::Rootless { host: 65534 }, |out| {
+        let mut remapped = container(&corecast::channel_dir(), User::Rootless { host: 65534, trust: true }, |out| {
             writeln!(out, "{:?}", Channel::open("root-only").err().map(|e| e.to_string())).unwrap();
             0
         });
@@ -410,6 +417,41 @@ fn access_holds_across_user_namespaces_and_supplementary_groups() {
         let _ = remapped.wait(GUARD);
     });
     assert_no_leftovers(&vol.0);
+}
+
+/// Inside a user namespace a directory whose owner the namespace does not
+/// map (another host user's, made first to take the names in it; or the
+/// host root's) is refused unless the user says to trust it, with a
+/// sentence that says how.
+#[test]
+fn a_directory_of_an_unmapped_owner_is_trusted_only_when_the_user_says_so() {
+    if !needs_root("a_directory_of_an_unmapped_owner_is_trusted_only_when_the_user_says_so") {
+        return;
+    }
+    let vol = Volume::new("unmapped");
+    // Another host user made the channel directory first.
+    let squatted = vol.0.join("corecast");
+    std::fs::create_dir(&squatted).unwrap();
+    let c = std::ffi::CString::new(squatted.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: chown and chmod of a directory this test made.
+    unsafe {
+        assert_eq!(libc::chown(c.as_ptr(), 1000, 1000), 0);
+        assert_eq!(libc::chmod(c.as_ptr(), 0o1777), 0);
+    }
+    for trust in [false, true] {
+        let mut c = container(&squatted, User::Rootless { host: 65534, trust }, |out| {
+            let r = Channel::create("victim", &cfg(0o666, None)).map(drop);
+            writeln!(out, "{:?}", r.err().map(|e| e.to_string())).unwrap();
+            0
+        });
+        let said = c.read_line();
+        if trust {
+            assert_eq!(said, "None", "trusted when told to");
+        } else {
+            assert!(said.contains("does not map") && said.contains("CORECAST_TRUST_UNMAPPED_OWNER=1"), "{said}");
+        }
+        let _ = c.wait(GUARD);
+    }
 }
 
 /// Two containers whose creators are both PID 1 create 300 channels each at

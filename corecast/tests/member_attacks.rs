@@ -1014,7 +1014,7 @@ fn a_receiver_a_sole_sender_leads_beyond_any_honest_reach_is_told_when_a_sender_
     for k in 0..4u64 {
         honest.send_timeout(&k.to_le_bytes(), GUARD).unwrap();
     }
-    assert!(matches!(ahead.recv_timeout(&mut buf, GUARD), Err(RecvError::Evicted)), "told, not left short");
+    assert!(matches!(ahead.recv_timeout(&mut buf, GUARD), Err(RecvError::Evicted { .. })), "told, not left short");
     assert_eq!(honest_numbers(&mut behind, "behind"), [0, 1, 2, 3], "every honest message, in order");
 }
 
@@ -1301,11 +1301,50 @@ fn a_receiver_saying_it_passed_numbers_it_never_saw_is_evicted() {
             // Again, one past what was claimed: a second time.
             decided.store(honest_rx.next_sequence() + 1, Ordering::SeqCst);
         }
-        assert!(matches!(liar.try_recv(&mut buf), Err(RecvError::Evicted)), "beyond reach: {beyond_reach}");
+        assert!(matches!(liar.try_recv(&mut buf), Err(RecvError::Evicted { .. })), "beyond reach: {beyond_reach}");
         // Three messages; voided: the numbers the first lie covered (3),
         // the number of the last lie and the one in flight as the eviction
         // changed the membership.
         let next = honest_rx.next_sequence();
         assert!(next <= 3 + 3 + 2, "{next}: more numbers voided than the lies covered");
     }
+}
+
+/// On a channel whose receivers are all lossy (nothing bounds the reach by
+/// a cursor senders wait for), a receiver member that says it passed 2^60
+/// wedges no sender: a non-blocking send returns, the keeper evicts the
+/// liar as past every honest bound, and the honest receiver gets every
+/// message sent.
+#[test]
+fn a_lying_receiver_of_a_lossy_channel_wedges_no_sender_and_is_evicted() {
+    let _alone = mapping_alone();
+    let name = unique("lossy-liar");
+    let config = ChannelConfig { deadline: None, ..cfg(8, 2, 0o600, Delivery::Direct) };
+    let chan = Channel::create(&name, &config).unwrap();
+    let lossy = ReceiverOptions { lossy: true, ..Default::default() };
+    let mut honest = chan.receiver_with_options(lossy).unwrap();
+    let before = memory_map();
+    let mut liar = chan.receiver_with_options(lossy).unwrap();
+    let (_, decided) = receiver_cursor_words(&before);
+    let mut tx = chan.sender().unwrap();
+    decided.store(1 << 60, Ordering::SeqCst);
+    let mut buf = [0u8; 64];
+    let mut sent = 0u64;
+    for k in 0..20u64 {
+        match tx.try_send(&payload(k, 0, 64)) {
+            Ok(_) => {
+                let n = honest.recv_timeout(&mut buf, GUARD).unwrap();
+                assert_eq!(&buf[..n], &payload(k, 0, 64)[..], "message {k}");
+                sent += 1;
+            }
+            Err(SendError::WouldBlock) => {}
+            Err(e) => panic!("send {k}: {e}"),
+        }
+    }
+    assert!(sent >= 19, "{sent} of 20 sent: the liar held the sender back");
+    assert!(
+        matches!(liar.try_recv(&mut buf), Err(RecvError::Evicted { why: corecast::Eviction::PastHonestBound })),
+        "the liar is evicted, and told why"
+    );
+    assert!(honest.next_sequence() < 1000, "{}: numbers voided without bound", honest.next_sequence());
 }

@@ -282,7 +282,11 @@ fn reported_late_then_evicted(wait: corecast::WaitStrategy, label: &str) {
     stalled.kill(libc::SIGCONT);
     let (exit, report) = stalled.wait(GUARD);
     assert_eq!(exit, Exit::Code(0));
-    assert_eq!(report.lines().next(), Some("Err(Evicted)"), "an evicted receiver is told, never silently skipped");
+    assert_eq!(
+        report.lines().next(),
+        Some("Err(Evicted { why: Late })"),
+        "an evicted receiver is told why, never silently skipped"
+    );
 }
 
 #[test]
@@ -306,11 +310,11 @@ fn an_in_place_read_overtaken_after_eviction_is_never_accepted_silently() {
     };
     tx.evict(&late[0]).unwrap();
     tx.send(&[4; 16]).unwrap();
-    assert!(matches!(msg.verify(), Err(RecvError::Evicted)), "the overwritten borrow is reported");
+    assert!(matches!(msg.verify(), Err(RecvError::Evicted { .. })), "the overwritten borrow is reported");
     drop(msg);
     assert_eq!(rx.next_sequence(), 0, "the overwritten message does not count as delivered");
     let mut buf = [0u8; 16];
-    assert!(matches!(rx.try_recv(&mut buf), Err(RecvError::Evicted)));
+    assert!(matches!(rx.try_recv(&mut buf), Err(RecvError::Evicted { .. })));
 }
 
 /// A receiver asleep between messages is woken by a sender in another

@@ -31,6 +31,9 @@ use crate::wait::unchanged_since;
 /// Shortest and longest time between two looks.
 const MIN_PERIOD: Duration = Duration::from_millis(2);
 const MAX_PERIOD: Duration = Duration::from_millis(250);
+/// Voids passed over in a row when measuring a receiver's oldest unread
+/// message (a joining sender voids one number; so does a stalled claim).
+const VOIDS_PASSED: u64 = 64;
 /// Contested numbers remembered, so each is counted once.
 const CONTESTED_KEPT: usize = 64;
 
@@ -213,6 +216,18 @@ impl Keeper {
         slowest.map(|c| c.saturating_add(slots))
     }
 
+    /// The furthest an honest receiver can have gone, `next` being the
+    /// word just read: past the reach, `next` (what was claimed) and the
+    /// floor (what the keeper vouched for) together. The reach alone is not
+    /// enough: a receiver senders no longer wait for (late past the
+    /// deadline) may hold it below `next`. A receiver whose cursor or
+    /// announcement is beyond took a sender member's messages shown ahead of
+    /// the sequencer, or lies. `None` without a receiver.
+    pub(super) fn honest_bound(&self, next: u64) -> Option<u64> {
+        let claimed = if next & ring::NEXT_LOCKED == 0 { next } else { 0 };
+        Some(self.honest_reach()?.max(claimed).max(self.membership.floor()))
+    }
+
     /// Excludes every departed sender whose claim word changed since it
     /// departed: nobody honest writes a departed sender's region, so it is
     /// a member writing through a mapping it kept after leaving (a claim
@@ -334,10 +349,10 @@ impl Keeper {
             // Acquire pairs with the receiver's Release store of its cursor (ring::advance): the slots below it are done with.
             let c = ring::effective_cursor(r.region.header().cursor.0.next.load(Ordering::Acquire), start, next);
             oldest_needed = oldest_needed.min(c);
-            let ms = if c < next && self.settled_anywhere(c) {
-                // The first look that saw `next` past `c` bounds when `c`
+            let ms = if let Some(m) = self.oldest_unread_message(c, next) {
+                // The first look that saw `next` past `m` bounds when `m`
                 // was published.
-                let since = self.audit.samples.iter().find(|&&(n, _)| n > c).map_or(now, |&(_, t)| t);
+                let since = self.audit.samples.iter().find(|&&(n, _)| n > m).map_or(now, |&(_, t)| t);
                 (now - since).as_millis().min(u128::from(u32::MAX)) as u32
             } else {
                 0
@@ -348,6 +363,31 @@ impl Keeper {
         while self.audit.samples.len() > 1 && self.audit.samples[1].0 <= oldest_needed {
             self.audit.samples.pop_front();
         }
+    }
+
+    /// The first number from cursor `c` (below `next`) that holds a message
+    /// for its receiver, if one is settled: voids hold none (a receiver
+    /// with nothing but voids to pass, such as the one a joining sender is
+    /// kept off, is not late). At most [`VOIDS_PASSED`] voids are passed
+    /// over; past them the receiver is measured from the last.
+    fn oldest_unread_message(&self, c: u64, next: u64) -> Option<u64> {
+        let g = self.membership.geometry;
+        let last = next.min(c.saturating_add(VOIDS_PASSED));
+        for s in c..last {
+            let shown = self.trusted_senders().map(|(_, r)| ring::probe(r.region.slot(s), s, &g.bounds()));
+            let mut void = false;
+            for p in shown {
+                match p {
+                    Ok(Probe::Ready(_) | Probe::Gap(_)) => return Some(s),
+                    Ok(Probe::Void) => void = true,
+                    _ => {}
+                }
+            }
+            if !void {
+                return None;
+            }
+        }
+        (last > c && last < next).then_some(last)
     }
 
     /// A receiver says two senders published `seq`: counted once, if two

@@ -5,14 +5,14 @@ use std::os::fd::OwnedFd;
 
 use super::{Departure, Keeper, ReceiverSlot, Role, SenderSlot};
 use crate::corruption::{Corruption, Region};
-use crate::error::ChannelError;
+use crate::error::{ChannelError, Eviction};
 use crate::layout::*;
 use crate::proto::{self, Reply};
 use crate::receiver::Start;
 use crate::region::{ReceiverRegion, SenderRegion};
 use crate::ring;
 use crate::sync::Ordering;
-use crate::sys::{futex, map::Mapping, memfd, wakefd};
+use crate::sys::{futex, map::Mapping, memfd};
 
 impl Keeper {
     /// Maps and seals a member's region: after this, only the member (which
@@ -112,6 +112,7 @@ impl Keeper {
         e.uid.store(uid, Ordering::Relaxed);
         e.process.store(self.conns[k].peer.process, Ordering::Relaxed);
         e.kind.store(if lossy { RECEIVER_LOSSY } else { 0 }, Ordering::Relaxed);
+        e.evicted_for.store(0, Ordering::Relaxed);
         if lossy {
             // Before the state: a sender that sees this receiver live (and
             // skips it) sees the flag, and marks what it rewrites.
@@ -242,20 +243,14 @@ impl Keeper {
         // cursor is past numbers claimed with room, which a sender saw the
         // slowest cursor give; a read after this receiver's cursor sees
         // that cursor or a later one.
-        let Some(reach) = self.honest_reach() else { return };
-        // No honest receiver is past all of these: the reach, `next` (what
-        // was claimed) and the floor (what the keeper vouched for). The
-        // reach alone is not enough: a receiver senders no longer wait for
-        // (late past the deadline) may hold it below `next`.
         // SeqCst: one total order with every claim and repair of `next`.
         let next = self.sequencer.next().load(Ordering::SeqCst);
-        let claimed = if next & ring::NEXT_LOCKED == 0 { next } else { 0 };
-        let bound = reach.max(claimed).max(self.membership.floor());
+        let Some(bound) = self.honest_bound(next) else { return };
         let mut target = None;
         for (i, c) in cursors {
             if c > bound {
                 let epoch = self.membership.receiver(i).epoch.load(Ordering::Relaxed);
-                self.evict(i, epoch);
+                self.evict(i, epoch, Eviction::PastHonestBound);
             } else {
                 target = target.max(Some(c.saturating_add(1)));
             }
@@ -278,28 +273,5 @@ impl Keeper {
             }
         }
         self.raise_floor(target);
-    }
-
-    /// R8: a sender evicts a receiver that held it back past the deadline.
-    /// The receiver learns it at its next operation; its slot is free for
-    /// a new receiver at once.
-    pub(super) fn evict(&mut self, i: usize, epoch: u32) -> u32 {
-        if i >= self.receivers.len() {
-            return proto::BAD_REQUEST;
-        }
-        let e = self.membership.receiver(i);
-        // SeqCst: membership state is half of a store-then-load handshake with members (a member arms, then re-reads state; the keeper stores state, then bumps and wakes): release/acquire cannot order a store before a later load.
-        if e.epoch.load(Ordering::Relaxed) != epoch || e.state.load(Ordering::SeqCst) != STATE_LIVE {
-            // Already gone or replaced: nothing to do, and not an error.
-            return proto::OK;
-        }
-        self.membership.header().flags.fetch_or(FLAG_OVERTAKEN_EVER, Ordering::SeqCst);
-        e.state.store(STATE_EVICTED, Ordering::SeqCst);
-        // Wake it wherever it waits, so it learns at once.
-        if let Some(r) = self.receivers[i].take() {
-            wakefd::signal(&r.wake);
-        }
-        self.bump();
-        proto::OK
     }
 }

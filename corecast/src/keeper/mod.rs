@@ -17,6 +17,7 @@
 
 mod admit;
 mod audit;
+mod evict;
 mod members;
 mod settle;
 
@@ -382,7 +383,7 @@ impl Keeper {
             Op::Evict if self.copier_pid.is_some() => (Reply::status(proto::PERMISSION), Vec::new()),
             Op::Evict if matches!(self.conns[k].role, Role::Sender(_)) => {
                 let (i, epoch) = ((arg & 0xffff_ffff) as usize, (arg >> 32) as u32);
-                (Reply::status(self.evict(i, epoch)), Vec::new())
+                (Reply::status(self.on_evict_request(k, i, epoch)), Vec::new())
             }
             // A sender repaired the sequencer, or a receiver passed over a
             // hole a sender made in it, `arg` times (told in batches).

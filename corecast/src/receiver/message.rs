@@ -70,7 +70,7 @@ impl Message<'_> {
         match self.rx.verify_slot(self.slot(), self.frame) {
             Ok(()) => Ok(()),
             Err(_) if self.rx.lossy => Err(RecvError::Overrun { expected: self.rx.next, lost: 1 }),
-            Err(_) => Err(RecvError::Evicted),
+            Err(_) => Err(self.rx.evicted()),
         }
     }
 
@@ -103,7 +103,7 @@ impl Message<'_> {
                 return Ok(());
             }
             self.rx.poisoned = true;
-            return Err(RecvError::Evicted);
+            return Err(self.rx.evicted());
         }
         self.rx.consume();
         Ok(())

@@ -12,8 +12,8 @@ mod wait_any;
 use std::time::{Duration, Instant};
 
 use crate::corruption::Corruption;
-use crate::error::{ChannelError, RecvError};
-use crate::layout::{Arm, SlotHeader, STATE_FREE, STATE_LIVE};
+use crate::error::{ChannelError, Eviction, RecvError};
+use crate::layout::{Arm, SlotHeader, STATE_EVICTED, STATE_FREE, STATE_LIVE};
 use crate::link::Link;
 use crate::notify::{self, Armer, Notified, WakeFd};
 use crate::peers::{self, PeerTable};
@@ -408,15 +408,28 @@ impl Receiver {
         ring::read_intact(slot, self.next, frame, || m.overtaken_ever())
     }
 
-    /// Fails with `Evicted` once a sender has evicted this receiver.
+    /// Fails with `Evicted` once the keeper has evicted this receiver.
     #[inline]
     fn check_membership(&self) -> Result<(), RecvError> {
         let e = self.link.membership.receiver(self.index);
         // Acquire pairs with the keeper's (SeqCst or Release) stores of the state: the slot's fields stored before it come with it.
         if e.state.load(Ordering::Acquire) != STATE_LIVE || e.epoch.load(Ordering::Acquire) != self.epoch {
-            return Err(RecvError::Evicted);
+            return Err(self.evicted());
         }
         Ok(())
+    }
+
+    /// `Evicted`, with the rule the keeper recorded while the slot is
+    /// still this receiver's.
+    #[cold]
+    pub(super) fn evicted(&self) -> RecvError {
+        let e = self.link.membership.receiver(self.index);
+        // Acquire pairs with the keeper's (SeqCst or Release) stores of the state: the rule, stored before it, comes with it.
+        let state = e.state.load(Ordering::Acquire);
+        let rule = e.evicted_for.load(Ordering::Relaxed);
+        // Acquire pairs with the keeper's state store after its epoch bump: a changed epoch is another member.
+        let ours = e.epoch.load(Ordering::Acquire) == self.epoch;
+        RecvError::Evicted { why: Eviction::from_entry(ours && state == STATE_EVICTED, rule) }
     }
 
     /// The slot of `self.next` in the region of `sender` (mapped: it was
@@ -652,7 +665,7 @@ impl Receiver {
             return Err(report);
         }
         if self.poisoned {
-            return Err(RecvError::Evicted);
+            return Err(self.evicted());
         }
         self.check_membership()?;
         loop {

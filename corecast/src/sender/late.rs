@@ -14,9 +14,15 @@ use crate::sync::Ordering;
 use crate::wait::unchanged_since;
 
 impl Sender {
-    /// Evicts a receiver reported late (R8): senders stop waiting for it at
-    /// once, and it gets [`crate::RecvError::Evicted`] at its next receive.
-    /// A receiver that has meanwhile left or been replaced is not touched.
+    /// Asks the keeper to evict a receiver reported late (R8): senders
+    /// stop waiting for it at once, and it gets
+    /// [`crate::RecvError::Evicted`] at its next receive. A receiver that
+    /// has meanwhile left or been replaced is not touched. The keeper
+    /// decides: it measures the receiver itself and evicts it only if it
+    /// is late by its own measure ([`crate::Eviction::Late`]), or if this
+    /// sender's user owns the channel or is root
+    /// ([`crate::Eviction::ByOwner`]); otherwise
+    /// [`ChannelError::OwnerOnly`].
     ///
     /// A non-equivocating channel's receivers are evicted by its copier,
     /// never by a sender: [`ChannelError::NotInThisMode`].
@@ -136,7 +142,10 @@ impl Sender {
             self.room.stalled = true;
             let since = unchanged_since(&mut self.room.stalls[i], c, now);
             let stalled_for = now - since;
-            if ms != 0 && stalled_for >= Duration::from_millis(u64::from(ms)) {
+            // Late by the keeper's measure too: only then does it honour
+            // an eviction a member asks for (`keeper::evict`).
+            let measured_ms = e.unread_ms.load(Ordering::Relaxed);
+            if ms != 0 && stalled_for >= Duration::from_millis(u64::from(ms)) && measured_ms >= ms {
                 let process = e.process.load(Ordering::Relaxed);
                 late.push(LateReceiver { index: i, pid: None, process, epoch: *epoch, unread: next - c, stalled_for });
             }

@@ -65,6 +65,10 @@ pub struct Sender {
 /// How often a sender tells the keeper of its repairs of the sequencer.
 const REPAIR_REPORT_EVERY: Duration = Duration::from_millis(100);
 
+/// Numbers one claim voids in a row, for receivers that say they passed
+/// them, before it gives up as if the ring were full.
+const VOIDS_PER_CALL: u32 = 64;
+
 impl Sender {
     /// A sender of a non-equivocating channel: attached to its feed.
     /// Returns once the copier counts it (receivers that attach from then
@@ -380,6 +384,7 @@ impl Sender {
         if me.excluded.load(Ordering::Relaxed) != 0 || me.epoch.load(Ordering::Relaxed) != self.epoch {
             return Err(SendError::Excluded);
         }
+        let mut voided = 0;
         loop {
             let reserved = self.reserve(&g, len)?;
             let mut claim = self.claim_once(&g);
@@ -406,6 +411,13 @@ impl Sender {
                         let _ = self.publish(seq, Frame { len: 0, ..frame }, ring::KIND_VOID);
                         if !self.room.liars.is_empty() {
                             self.room.evict_liars(&self.link);
+                        }
+                        // A receiver that keeps saying it passed what this
+                        // sender wins could hold one call here forever: a
+                        // non-blocking call returns, a blocking one backs off.
+                        voided += 1;
+                        if voided == VOIDS_PER_CALL {
+                            return Err(SendError::WouldBlock);
                         }
                         continue;
                     }

@@ -179,7 +179,15 @@ impl Room {
                 continue;
             }
             let again = matches!(self.strikes[i], Some((epoch, until)) if epoch == p.epoch && seq >= until);
-            if again || reach.is_some_and(|r| by > r) {
+            // Without a receiver senders wait for, nothing bounds the
+            // reach: more than a ring past the number just won is beyond it
+            // (the keeper, which sees every cursor, `next` and the floor,
+            // decides whether it is a lie).
+            let beyond = match reach {
+                Some(r) => by > r,
+                None => by > seq.saturating_add(u64::from(g.slots)),
+            };
+            if again || beyond {
                 self.liars.push((i, p.epoch));
                 continue;
             }
@@ -193,7 +201,9 @@ impl Room {
 
     /// Asks the keeper to evict the receivers `sanction_passers` found
     /// lying: a call that may wait for a stopped keeper, so made only once
-    /// the number they held back is voided.
+    /// the number they held back is voided. The keeper judges for itself
+    /// (`keeper::evict`): a refusal leaves the receiver, and this sender
+    /// voids the numbers it says it passed, one per claim.
     #[cold]
     #[inline(never)]
     pub(super) fn evict_liars(&mut self, link: &Link) {
