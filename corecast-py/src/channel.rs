@@ -16,6 +16,16 @@ use crate::sender::Sender;
 #[pyclass(module = "corecast._corecast")]
 pub struct Channel {
     chan: Option<corecast::Channel>,
+    born: crate::fork::Born,
+}
+
+impl Drop for Channel {
+    fn drop(&mut self) {
+        if self.born.forked() {
+            // Its membership mapping is not in this process: left as it is.
+            std::mem::forget(self.chan.take());
+        }
+    }
 }
 
 fn defaults() -> ChannelConfig {
@@ -46,6 +56,7 @@ fn config_dict<'py>(py: Python<'py>, c: &ChannelConfig) -> PyResult<Bound<'py, P
 
 impl Channel {
     fn get(&self) -> PyResult<&corecast::Channel> {
+        self.born.here("channel handle")?;
         self.chan.as_ref().ok_or_else(|| PyValueError::new_err("the channel handle is closed"))
     }
 }
@@ -102,7 +113,7 @@ impl Channel {
         };
         // Forks the keeper: without the GIL, so other threads go on.
         let chan = py.detach(|| corecast::Channel::create(name, &config)).map_err(|e| errors::channel(py, e))?;
-        Ok(Channel { chan: Some(chan) })
+        Ok(Channel { chan: Some(chan), born: crate::fork::Born::now() })
     }
 
     /// Opens the live channel named `name`. `owner`: the uid expected to
@@ -119,7 +130,7 @@ impl Channel {
             options = options.timeout(duration("timeout", t)?);
         }
         let chan = py.detach(|| corecast::Channel::open_with(name, &options)).map_err(|e| errors::channel(py, e))?;
-        Ok(Channel { chan: Some(chan) })
+        Ok(Channel { chan: Some(chan), born: crate::fork::Born::now() })
     }
 
     /// Attaches a sender.
@@ -223,6 +234,9 @@ impl Channel {
 
     /// Closes this handle (the channel lives on while others hold it).
     fn close(&mut self) {
+        if self.born.forked() {
+            std::mem::forget(self.chan.take());
+        }
         self.chan = None;
     }
 

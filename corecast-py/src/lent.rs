@@ -10,6 +10,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use crate::errors;
+use crate::fork::Born;
 
 /// A Rust endpoint owned by a Python endpoint. While `held` is set a loan
 /// or borrowed message borrows it, and nothing else touches it.
@@ -21,6 +22,7 @@ pub(crate) struct Owned<T> {
     closed: &'static str,
     /// What to do about a held borrow: "release it first".
     busy: &'static str,
+    born: Born,
 }
 
 // SAFETY: `Owned` owns its `T` (a borrow of it keeps the owning Python
@@ -33,12 +35,13 @@ unsafe impl<T: Send> Sync for Owned<T> {}
 impl<T> Owned<T> {
     pub(crate) fn new(value: T, closed: &'static str, busy: &'static str) -> Owned<T> {
         let ptr = Some(NonNull::from(Box::leak(Box::new(value))));
-        Owned { ptr, held: Arc::new(AtomicBool::new(false)), closed, busy }
+        Owned { ptr, held: Arc::new(AtomicBool::new(false)), closed, busy, born: Born::now() }
     }
 
     /// The endpoint as a raw pointer, unless closed or lent.
     fn ptr(&self) -> PyResult<NonNull<T>> {
         let ptr = self.ptr.ok_or_else(|| PyValueError::new_err(self.closed))?;
+        self.born.here("endpoint")?;
         // Acquire pairs with the Release store of `Lent::end`: the borrow's
         // use of the endpoint happened before.
         if self.held.load(Ordering::Acquire) {
@@ -71,11 +74,17 @@ impl<T> Owned<T> {
         // Relaxed: only the thread holding the owning object reads it until
         // the borrow ends, which stores Release.
         self.held.store(true, Ordering::Relaxed);
-        Lent { exports: AtomicUsize::new(0), held: self.held.clone() }
+        Lent { exports: AtomicUsize::new(0), held: self.held.clone(), born: self.born }
     }
 
-    /// Frees the endpoint (detaching it), unless lent.
+    /// Frees the endpoint (detaching it), unless lent. In a child forked
+    /// since, it is only forgotten: the parent's endpoint is not this
+    /// process's to end.
     pub(crate) fn close(&mut self) -> PyResult<()> {
+        if self.born.forked() {
+            self.ptr = None;
+            return Ok(());
+        }
         let ptr = self.ptr()?;
         self.ptr = None;
         // SAFETY: from `Box::leak` in `new`; not lent (checked), so nothing
@@ -87,6 +96,10 @@ impl<T> Owned<T> {
 
 impl<T> Drop for Owned<T> {
     fn drop(&mut self) {
+        if self.born.forked() {
+            // Its memory is not in this process: left as it is.
+            return;
+        }
         if let Some(ptr) = self.ptr.take() {
             // SAFETY: from `Box::leak` in `new`; a borrow keeps the owning
             // object alive, so none is left when it is dropped.
@@ -100,6 +113,7 @@ impl<T> Drop for Owned<T> {
 pub(crate) struct Lent {
     exports: AtomicUsize,
     held: Arc<AtomicBool>,
+    pub(crate) born: Born,
 }
 
 impl Lent {

@@ -9,6 +9,7 @@
 mod channel;
 mod deadline;
 mod errors;
+mod fork;
 mod lent;
 mod receiver;
 mod sender;
@@ -24,6 +25,7 @@ fn _corecast(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<receiver::Message>()?;
     m.add_function(wrap_pyfunction!(channel::list, m)?)?;
     errors::register(m)?;
+    fork::watch(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

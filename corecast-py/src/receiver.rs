@@ -227,11 +227,13 @@ pub struct Message {
 
 impl Message {
     fn with<T>(&self, f: impl FnOnce(&corecast::Message<'static>) -> T) -> PyResult<T> {
+        self.lent.born.here("message")?;
         let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         inner.as_ref().map(f).ok_or_else(|| PyValueError::new_err("the message was released"))
     }
 
     fn do_release(&self, py: Python<'_>) -> PyResult<()> {
+        self.lent.born.here("message")?;
         self.lent.no_views("message")?;
         let taken = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
         self.lent.end();
@@ -245,6 +247,11 @@ impl Message {
 impl Drop for Message {
     fn drop(&mut self) {
         let taken = self.inner.get_mut().unwrap_or_else(|p| p.into_inner()).take();
+        if self.lent.born.forked() {
+            // Releasing would write the receiver's region, not in this process.
+            std::mem::forget(taken);
+            return;
+        }
         drop(taken);
         self.lent.end();
     }

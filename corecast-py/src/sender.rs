@@ -204,6 +204,7 @@ pub struct Loan {
 impl Loan {
     /// Takes the loan out to end it, if no view of it is alive.
     fn take(&self) -> PyResult<corecast::Loan<'static>> {
+        self.lent.born.here("loan")?;
         self.lent.no_views("loan")?;
         let taken = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
         taken.ok_or_else(|| PyValueError::new_err("the loan was already committed or aborted"))
@@ -216,8 +217,14 @@ impl Loan {
 
 impl Drop for Loan {
     fn drop(&mut self) {
+        let taken = self.inner.get_mut().unwrap_or_else(|p| p.into_inner()).take();
+        if self.lent.born.forked() {
+            // Voiding would write the sender's region, not in this process.
+            std::mem::forget(taken);
+            return;
+        }
         // Never committed: a void every receiver skips.
-        drop(self.inner.get_mut().unwrap_or_else(|p| p.into_inner()).take());
+        drop(taken);
         self.lent.end();
     }
 }
@@ -233,11 +240,13 @@ impl Loan {
     /// The number this message will carry.
     #[getter]
     fn sequence(&self) -> PyResult<u64> {
+        self.lent.born.here("loan")?;
         let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         inner.as_ref().map(|l| l.sequence()).ok_or_else(|| PyValueError::new_err("the loan has ended"))
     }
 
     fn __len__(&self) -> PyResult<usize> {
+        self.lent.born.here("loan")?;
         let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         inner.as_mut().map(|l| l.as_mut_slice().len()).ok_or_else(|| PyValueError::new_err("the loan has ended"))
     }
@@ -285,6 +294,7 @@ impl Loan {
         flags: std::os::raw::c_int,
     ) -> PyResult<()> {
         let this = slf.get();
+        this.lent.born.here("loan")?;
         let bytes = {
             let mut inner = this.inner.lock().unwrap_or_else(|p| p.into_inner());
             let loan = inner.as_mut().ok_or_else(|| PyValueError::new_err("the loan has ended"))?;
